@@ -1,0 +1,50 @@
+"""Expected improvement, computed in log space, averaged over posterior samples.
+
+For minimisation with incumbent ``y*``, posterior mean ``mu`` and standard
+deviation ``s``: ``EI = s * h(z)`` with ``z = (y* - mu) / s`` and
+``h(z) = phi(z) + z Phi(z)`` (Jones et al., 1998). COMBO averages EI over the
+posterior samples of its hyper-parameters (Alg. 1, line 9).
+
+``log h`` is evaluated without cancellation: for ``z > -1`` directly; below,
+through the scaled complementary error function,
+``h(z) = phi(z) (1 - |z| sqrt(pi/2) erfcx(|z| / sqrt 2))``, and for very
+negative ``z`` through the asymptote ``log phi(z) - 2 log |z|``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+__all__ = ["log_h", "log_expected_improvement", "log_mean_expected_improvement"]
+
+_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def log_h(z: torch.Tensor) -> torch.Tensor:
+    """``log(phi(z) + z Phi(z))``, accurate for all ``z``."""
+    out = torch.empty_like(z)
+    log_phi = -0.5 * z * z - _LOG_SQRT_2PI
+    upper = z > -1.0
+    zu = z[upper]
+    out[upper] = torch.log(torch.exp(log_phi[upper]) + zu * torch.special.ndtr(zu))
+    mid = (~upper) & (z > -1e4)
+    a = -z[mid]
+    r = a * math.sqrt(math.pi / 2) * torch.special.erfcx(a / math.sqrt(2))  # a * Phi(-a) / phi(a) < 1
+    out[mid] = log_phi[mid] + torch.log1p(-r)
+    far = z <= -1e4
+    out[far] = log_phi[far] - 2 * torch.log(-z[far])
+    return out
+
+
+def log_expected_improvement(mean: torch.Tensor, var: torch.Tensor, best: float) -> torch.Tensor:
+    """Elementwise ``log EI`` for minimisation below ``best``."""
+    sd = var.clamp_min(1e-300).sqrt()
+    return torch.log(sd) + log_h((best - mean) / sd)
+
+
+def log_mean_expected_improvement(mean: torch.Tensor, var: torch.Tensor, best: float) -> torch.Tensor:
+    """``log`` of EI averaged over posterior samples (the leading dimension)."""
+    lei = log_expected_improvement(mean, var, best)
+    return torch.logsumexp(lei, dim=0) - math.log(lei.shape[0])

@@ -1,0 +1,149 @@
+"""The ask/tell protocol shared by every graphbo optimizer.
+
+An optimizer holds no I/O. It proposes configurations with :meth:`ask`
+and learns their values with :meth:`tell`; :attr:`best` is the best
+evaluation so far. ``tell`` validates its input and leaves the stored data
+untouched when it raises. Minimisation everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..spaces.space import Space, as_generator
+
+__all__ = ["Optimizer", "Observation"]
+
+
+@dataclass(frozen=True)
+class Observation:
+    """A told evaluation."""
+
+    config: dict[str, Any]
+    value: float
+
+
+class Optimizer:
+    """Base class: bookkeeping of evaluations, the initial design and validation.
+
+    Parameters
+    ----------
+    space : Space
+    seed : int or None
+        Every random choice of the optimizer flows from this seed.
+    n_initial : int
+        Number of uniformly random, distinct configurations asked before the
+        method's own suggestions start.
+    initial_configs : list of dict, optional
+        Configurations to ask first (they count towards ``n_initial``).
+    """
+
+    name = "base"
+
+    def __init__(
+        self,
+        space: Space,
+        seed: int | None = None,
+        n_initial: int = 10,
+        initial_configs: list[Mapping[str, Any]] | None = None,
+    ):
+        if not isinstance(space, Space):
+            raise TypeError(f"space must be a graphbo.Space, got {type(space).__name__}")
+        if n_initial < 0:
+            raise ValueError(f"n_initial must be >= 0, got {n_initial}")
+        self.space = space
+        self.seed = seed
+        self.rng = as_generator(seed)
+        self._X: list[np.ndarray] = []
+        self._y: list[float] = []
+        self._evaluated: set[bytes] = set()
+        self._pending: dict[bytes, np.ndarray] = {}
+        initial = [space.to_index(c) for c in (initial_configs or [])]
+        n_random = max(0, min(n_initial, space.size) - len(initial))
+        self._initial = initial + self._distinct_random_rows(n_random, {r.tobytes() for r in initial})
+
+    def _distinct_random_rows(self, n: int, taken: set[bytes]) -> list[np.ndarray]:
+        rows: list[np.ndarray] = []
+        taken = set(taken)
+        while len(rows) < n:
+            for r in self.space.sample_index(n - len(rows), self.rng):
+                if r.tobytes() not in taken and len(rows) < n:
+                    taken.add(r.tobytes())
+                    rows.append(r)
+        return rows
+
+    # -- protocol ---------------------------------------------------------------
+    def ask(self) -> dict[str, Any]:
+        """The next configuration to evaluate."""
+        row = None
+        while self._initial:
+            cand = self._initial.pop(0)
+            if cand.tobytes() not in self._evaluated and cand.tobytes() not in self._pending:
+                row = cand
+                break
+        if row is None:
+            row = np.asarray(self._suggest(), dtype=np.int64)
+        self._pending[row.tobytes()] = row
+        return self.space.from_index(row)
+
+    def tell(self, config: Mapping[str, Any], value: float) -> None:
+        """Record that ``config`` evaluated to ``value``.
+
+        Raises ``ValueError`` (and stores nothing) if the configuration is not
+        in the space or the value is not a finite number.
+        """
+        row = self.space.to_index(config)
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"tell: value {value!r} for {dict(config)!r} is not a number") from None
+        if not math.isfinite(v):
+            raise ValueError(f"tell: value {value!r} for {dict(config)!r} is not finite")
+        self._observe(row, v)
+        key = row.tobytes()
+        self._pending.pop(key, None)
+        self._X.append(row)
+        self._y.append(v)
+        self._evaluated.add(key)
+
+    # -- results ------------------------------------------------------------------
+    @property
+    def n_told(self) -> int:
+        return len(self._y)
+
+    @property
+    def X(self) -> np.ndarray:
+        """Index rows of the told evaluations, shape ``(n, d)``."""
+        return np.array(self._X, dtype=np.int64).reshape(-1, len(self.space))
+
+    @property
+    def y(self) -> np.ndarray:
+        return np.array(self._y, dtype=float)
+
+    @property
+    def history(self) -> list[Observation]:
+        return [Observation(self.space.from_index(r), v) for r, v in zip(self._X, self._y)]
+
+    @property
+    def best(self) -> Observation | None:
+        """The best (lowest) evaluation told so far, or ``None``."""
+        if not self._y:
+            return None
+        i = int(np.argmin(self._y))
+        return Observation(self.space.from_index(self._X[i]), self._y[i])
+
+    # -- hooks for subclasses ------------------------------------------------------
+    def _suggest(self) -> np.ndarray:
+        """Index row of the method's next suggestion (after the initial design)."""
+        raise NotImplementedError
+
+    def _observe(self, row: np.ndarray, value: float) -> None:
+        """Called by :meth:`tell` after validation, before the data is stored."""
+
+    @property
+    def _exclude(self) -> set[bytes]:
+        return self._evaluated | set(self._pending)

@@ -1,0 +1,217 @@
+"""The search space: named discrete variables and their graph Cartesian product.
+
+A configuration is a ``dict`` of native values (``{"lr": 0.1, "opt": "adam"}``);
+internally it is an *index row*, one value index per variable, in the order
+the variables were given. :class:`Space` converts between the two, validates
+configurations at the boundary, samples uniformly and lists graph neighbours
+on the product graph (COMBO Sec. 2.1: two configurations are adjacent when
+they differ in one variable whose two values are adjacent in its sub-graph).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from .variables import Variable
+
+__all__ = ["Space"]
+
+
+def as_generator(seed: int | np.random.Generator | None) -> np.random.Generator:
+    """A NumPy generator from a seed, or the generator itself."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    return np.random.default_rng(seed)
+
+
+class Space:
+    """A search space of named discrete variables.
+
+    Parameters
+    ----------
+    variables : mapping of str to Variable
+        Variable name -> variable, in the order used for index rows.
+
+    Examples
+    --------
+    >>> import graphbo as gb
+    >>> space = gb.Space({"x": gb.Ordinal([1, 2, 3]), "c": gb.Categorical(["a", "b"])})
+    >>> space.to_index({"x": 2, "c": "b"})
+    array([1, 1])
+    >>> space.from_index([0, 1])
+    {'x': 1, 'c': 'b'}
+    """
+
+    def __init__(self, variables: Mapping[str, Variable] | Iterable[tuple[str, Variable]]):
+        items = list(variables.items()) if isinstance(variables, Mapping) else list(variables)
+        if not items:
+            raise ValueError("Space: at least one variable is needed")
+        names: set[str] = set()
+        for name, var in items:
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"Space: variable names must be non-empty strings, got {name!r}")
+            if name in names:
+                raise ValueError(f"Space: duplicate variable name {name!r}")
+            if not isinstance(var, Variable):
+                raise ValueError(
+                    f"Space: variable {name!r} must be a graphbo variable (Binary, Categorical, Ordinal, "
+                    f"GraphVariable), got {var!r}"
+                )
+            if var.name is not None and var.name != name:
+                raise ValueError(
+                    f"Space: variable object {var!r} is already used under the name {var.name!r}; "
+                    f"create a new one for {name!r}"
+                )
+            names.add(name)
+        for name, var in items:
+            var.name = name
+        self._variables: dict[str, Variable] = dict(items)
+        self.names: tuple[str, ...] = tuple(self._variables)
+        self.n_values = np.array([v.n_values for v in self._variables.values()], dtype=np.int64)
+
+    # -- container protocol -------------------------------------------------
+    @property
+    def variables(self) -> list[Variable]:
+        return list(self._variables.values())
+
+    def __getitem__(self, name: str) -> Variable:
+        return self._variables[name]
+
+    def __len__(self) -> int:
+        return len(self._variables)
+
+    def __iter__(self):
+        return iter(self._variables)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k!r}: {v!r}" for k, v in self._variables.items())
+        return f"Space({{{inner}}})"
+
+    @property
+    def size(self) -> int:
+        """Number of configurations (vertices of the product graph), as a Python int."""
+        out = 1
+        for k in self.n_values:
+            out *= int(k)
+        return out
+
+    # -- validation and encoding ------------------------------------------
+    def validate(self, config: Mapping[str, Any]) -> None:
+        """Raise ``ValueError`` naming the problem if ``config`` is not in the space."""
+        self.to_index(config)
+
+    def to_index(self, config: Mapping[str, Any]) -> np.ndarray:
+        """Index row of a configuration; ``ValueError`` for missing, extra or unknown values."""
+        if not isinstance(config, Mapping):
+            raise ValueError(f"a configuration must be a dict of variable name -> value, got {config!r}")
+        missing = [n for n in self.names if n not in config]
+        if missing:
+            raise ValueError(f"configuration {dict(config)!r} is missing variable(s) {missing!r}")
+        extra = [k for k in config if k not in self._variables]
+        if extra:
+            raise ValueError(f"configuration {dict(config)!r} has unknown variable(s) {extra!r}")
+        return np.array([var.index_of(config[n]) for n, var in self._variables.items()], dtype=np.int64)
+
+    def from_index(self, row: Iterable[int]) -> dict[str, Any]:
+        """Configuration of an index row."""
+        row = np.asarray(row, dtype=np.int64).reshape(-1)
+        if row.shape[0] != len(self):
+            raise ValueError(f"index row has {row.shape[0]} entries, the space has {len(self)} variables")
+        if np.any(row < 0) or np.any(row >= self.n_values):
+            bad = int(np.flatnonzero((row < 0) | (row >= self.n_values))[0])
+            raise ValueError(
+                f"index {int(row[bad])} is out of range for variable {self.names[bad]!r} "
+                f"with {int(self.n_values[bad])} values"
+            )
+        return {n: var.value_at(i) for (n, var), i in zip(self._variables.items(), row)}
+
+    # -- sampling -----------------------------------------------------------
+    def sample_index(self, n: int, seed: int | np.random.Generator | None = None) -> np.ndarray:
+        """``n`` index rows drawn uniformly (with replacement), shape ``(n, n_variables)``."""
+        rng = as_generator(seed)
+        return (rng.random((n, len(self))) * self.n_values).astype(np.int64)
+
+    def sample(self, n: int = 1, seed: int | np.random.Generator | None = None) -> list[dict[str, Any]]:
+        """``n`` configurations drawn uniformly from the space."""
+        return [self.from_index(r) for r in self.sample_index(n, seed)]
+
+    # -- graph structure ----------------------------------------------------
+    def neighbor_index(self, row: Iterable[int]) -> np.ndarray:
+        """All neighbours of an index row on the product graph, shape ``(n_neighbors, n_variables)``."""
+        row = np.asarray(row, dtype=np.int64).reshape(-1)
+        blocks = []
+        for j, var in enumerate(self._variables.values()):
+            nb = var.neighbor_lists[row[j]]
+            if nb.size:
+                block = np.repeat(row[None, :], nb.size, axis=0)
+                block[:, j] = nb
+                blocks.append(block)
+        if not blocks:
+            return np.empty((0, len(self)), dtype=np.int64)
+        return np.concatenate(blocks, axis=0)
+
+    def neighbor_index_batch(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """All neighbours of many index rows at once.
+
+        Returns
+        -------
+        neighbors : ndarray, shape (N, n_variables)
+        owner : ndarray, shape (N,)
+            ``owner[i]`` is the position in ``rows`` of the row that ``neighbors[i]`` is adjacent to.
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        nbrs, owners = [], []
+        for j, table in enumerate(self._neighbor_tables):
+            if table.shape[1] == 0:
+                continue
+            cand = table[rows[:, j]]  # (B, max_degree), -1 where padded
+            b, s = np.nonzero(cand >= 0)
+            block = rows[b].copy()
+            block[:, j] = cand[b, s]
+            nbrs.append(block)
+            owners.append(b)
+        if not nbrs:
+            return np.empty((0, len(self)), dtype=np.int64), np.empty(0, dtype=np.int64)
+        return np.concatenate(nbrs), np.concatenate(owners)
+
+    @property
+    def _neighbor_tables(self) -> list[np.ndarray]:
+        tables = self.__dict__.get("_nbr_tables")
+        if tables is None:
+            tables = []
+            for var in self._variables.values():
+                deg = max((len(nb) for nb in var.neighbor_lists), default=0)
+                table = -np.ones((var.n_values, deg), dtype=np.int64)
+                for i, nb in enumerate(var.neighbor_lists):
+                    table[i, : len(nb)] = nb
+                tables.append(table)
+            self.__dict__["_nbr_tables"] = tables
+        return tables
+
+    def neighbors(self, config: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Configurations adjacent to ``config``: one variable moved along one edge of its graph."""
+        return [self.from_index(r) for r in self.neighbor_index(self.to_index(config))]
+
+    def random_walk_index(
+        self, row: Iterable[int], n_steps: int, n: int, seed: int | np.random.Generator | None = None
+    ) -> np.ndarray:
+        """``n`` endpoints of ``n_steps``-step random walks from ``row``: all within graph distance ``n_steps``.
+
+        Each step changes one uniformly chosen variable to a uniformly chosen
+        neighbouring value (the spray vertices of COMBO supplement Sec. 3).
+        """
+        rng = as_generator(seed)
+        rows = np.repeat(np.asarray(row, dtype=np.int64).reshape(1, -1), n, axis=0)
+        movable = [j for j, v in enumerate(self._variables.values()) if v.n_values > 1]
+        if not movable:
+            return rows
+        variables = self.variables
+        for _ in range(n_steps):
+            cols = rng.choice(movable, size=n)
+            for r in range(n):
+                j = cols[r]
+                nb = variables[j].neighbor_lists[rows[r, j]]
+                rows[r, j] = nb[rng.integers(nb.size)]
+        return rows

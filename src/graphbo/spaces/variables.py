@@ -1,0 +1,217 @@
+"""Discrete variables, each carrying the graph over its values.
+
+COMBO (Oh et al., 2019, Sec. 2.1) gives every combinatorial variable a
+sub-graph whose vertices are the variable's values: a complete graph for a
+categorical variable, a path for an ordinal one, or any user-given graph.
+The search space is the graph Cartesian product of these sub-graphs.
+
+Each variable validates its own definition here, once, and caches the
+eigensystem of its graph Laplacian ``L = D - A`` (Sec. 2.2, Prop. 2.3.1 of
+the supplement): the full product graph is never formed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Hashable, Sequence
+
+import numpy as np
+
+__all__ = ["Variable", "Binary", "Categorical", "Ordinal", "GraphVariable", "GraphSpectrum"]
+
+
+@dataclass(frozen=True)
+class GraphSpectrum:
+    """Eigensystem of a graph Laplacian: ``L = U diag(eigenvalues) U^T``.
+
+    Attributes
+    ----------
+    eigenvalues : ndarray, shape (k,)
+        Ascending, the first is 0 for a connected graph.
+    eigenvectors : ndarray, shape (k, k)
+        Orthonormal columns.
+    """
+
+    eigenvalues: np.ndarray
+    eigenvectors: np.ndarray
+
+
+def _check_values(values: Sequence[Any], kind: str) -> tuple:
+    if isinstance(values, (str, bytes)):
+        raise ValueError(f"{kind}: values must be a sequence of values, got the string {values!r}")
+    values = tuple(values)
+    if len(values) == 0:
+        raise ValueError(f"{kind}: the list of values is empty")
+    seen: dict = {}
+    for v in values:
+        if not isinstance(v, Hashable):
+            raise ValueError(f"{kind}: value {v!r} is not hashable")
+        if v in seen:
+            raise ValueError(f"{kind}: duplicate value {v!r}")
+        seen[v] = True
+    return values
+
+
+def _is_connected(adjacency: np.ndarray) -> bool:
+    k = adjacency.shape[0]
+    reached = np.zeros(k, dtype=bool)
+    reached[0] = True
+    frontier = [0]
+    while frontier:
+        v = frontier.pop()
+        for u in np.flatnonzero(adjacency[v] > 0):
+            if not reached[u]:
+                reached[u] = True
+                frontier.append(u)
+    return bool(reached.all())
+
+
+class Variable:
+    """A discrete variable: an ordered tuple of values and a weighted graph on them.
+
+    Subclasses fix the graph; :class:`GraphVariable` takes any adjacency.
+    The variable's name is given by the :class:`~graphbo.Space` that holds it.
+    """
+
+    kind = "discrete"
+
+    def __init__(self, values: Sequence[Any], adjacency: np.ndarray, name: str | None = None):
+        self.name = name
+        self.values = values
+        self.adjacency = adjacency
+        self._index = {v: i for i, v in enumerate(values)}
+
+    # -- values -------------------------------------------------------------
+    @property
+    def n_values(self) -> int:
+        return len(self.values)
+
+    def index_of(self, value: Any) -> int:
+        """Index of ``value``; raises ``ValueError`` naming the variable if absent."""
+        try:
+            return self._index[value]
+        except (KeyError, TypeError):
+            raise ValueError(
+                f"variable {self.name!r}: value {value!r} is not one of {list(self.values)!r}"
+            ) from None
+
+    def value_at(self, index: int) -> Any:
+        return self.values[int(index)]
+
+    # -- graph --------------------------------------------------------------
+    @cached_property
+    def laplacian(self) -> np.ndarray:
+        """Graph Laplacian ``L = D - A`` (COMBO Sec. 2.2)."""
+        return np.diag(self.adjacency.sum(axis=1)) - self.adjacency
+
+    @cached_property
+    def spectrum(self) -> GraphSpectrum:
+        """Eigensystem of the Laplacian, computed once and cached."""
+        lam, u = np.linalg.eigh(self.laplacian)
+        lam = np.clip(lam, 0.0, None)  # L is PSD; remove round-off below zero
+        return GraphSpectrum(eigenvalues=lam, eigenvectors=u)
+
+    @cached_property
+    def neighbor_lists(self) -> tuple[np.ndarray, ...]:
+        """For each value index, the indices of its graph neighbours."""
+        return tuple(np.flatnonzero(self.adjacency[i] > 0) for i in range(self.n_values))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({list(self.values)!r})"
+
+
+class Categorical(Variable):
+    """Unordered choices; their graph is complete (every pair differs by one edit).
+
+    With only categorical variables, the graph distance of the product graph
+    equals the Hamming distance (COMBO supplement, Thm 1.1.1).
+    """
+
+    kind = "categorical"
+
+    def __init__(self, choices: Sequence[Any]):
+        values = _check_values(choices, "Categorical")
+        k = len(values)
+        super().__init__(values, np.ones((k, k)) - np.eye(k))
+
+
+class Binary(Categorical):
+    """A binary variable with values ``False`` and ``True`` (0 and 1 are accepted)."""
+
+    kind = "binary"
+
+    def __init__(self):
+        super().__init__((False, True))
+
+    def __repr__(self) -> str:
+        return "Binary()"
+
+
+class Ordinal(Variable):
+    """Ordered values on a path graph ``v0 - v1 - ... - v(k-1)``.
+
+    Parameters
+    ----------
+    values : sequence
+        The ordered values.
+    edge_weight : float, default 1.0
+        Weight of every path edge. It scales the Laplacian's eigenvalues and so
+        the effective diffusion rate; the COMBO reference code uses ``k - 1``
+        for its discretised continuous benchmarks.
+    """
+
+    kind = "ordinal"
+
+    def __init__(self, values: Sequence[Any], edge_weight: float = 1.0):
+        values = _check_values(values, "Ordinal")
+        if not (np.isfinite(edge_weight) and edge_weight > 0):
+            raise ValueError(f"Ordinal: edge_weight must be a positive number, got {edge_weight!r}")
+        k = len(values)
+        adj = np.zeros((k, k))
+        idx = np.arange(k - 1)
+        adj[idx, idx + 1] = edge_weight
+        adj[idx + 1, idx] = edge_weight
+        self.edge_weight = float(edge_weight)
+        super().__init__(values, adj)
+
+
+class GraphVariable(Variable):
+    """Values on any connected undirected graph, weighted edges allowed.
+
+    Parameters
+    ----------
+    values : sequence
+        The vertices' values.
+    adjacency : array-like, shape (k, k)
+        Symmetric, non-negative, zero diagonal; ``adjacency[i, j] > 0`` is the
+        weight of the edge between ``values[i]`` and ``values[j]``.
+    """
+
+    kind = "graph"
+
+    def __init__(self, values: Sequence[Any], adjacency: Any):
+        values = _check_values(values, "GraphVariable")
+        adj = np.asarray(adjacency, dtype=float)
+        k = len(values)
+        if adj.shape != (k, k):
+            raise ValueError(f"GraphVariable: adjacency has shape {adj.shape}, expected ({k}, {k})")
+        if not np.all(np.isfinite(adj)):
+            raise ValueError("GraphVariable: adjacency has non-finite entries")
+        if np.any(adj < 0):
+            i, j = np.argwhere(adj < 0)[0]
+            raise ValueError(
+                f"GraphVariable: negative edge weight {adj[i, j]!r} between {values[i]!r} and {values[j]!r}"
+            )
+        if not np.allclose(adj, adj.T):
+            i, j = np.argwhere(~np.isclose(adj, adj.T))[0]
+            raise ValueError(
+                f"GraphVariable: adjacency is not symmetric: A[{values[i]!r}, {values[j]!r}] = {adj[i, j]!r} "
+                f"but A[{values[j]!r}, {values[i]!r}] = {adj[j, i]!r}"
+            )
+        if np.any(np.diag(adj) != 0):
+            i = int(np.flatnonzero(np.diag(adj))[0])
+            raise ValueError(f"GraphVariable: self-loop on value {values[i]!r}; the diagonal must be zero")
+        if k > 1 and not _is_connected(adj):
+            raise ValueError("GraphVariable: the graph is disconnected; every value must be reachable")
+        super().__init__(values, 0.5 * (adj + adj.T))
