@@ -59,12 +59,22 @@ def optimize_acquisition_on_graph(
         raise SpaceExhaustedError(f"all {space.size} configurations of the space have been evaluated")
     random_rows = space.sample_index(n_random, rng)
     spray = space.random_walk_index(incumbent, spray_distance, n_spray, rng) if n_spray > 0 else random_rows[:0]
-    pool = np.unique(np.concatenate([spray, random_rows]), axis=0)
+    pool = np.concatenate([spray, random_rows])
     pool_scores = acquisition(pool)
 
+    # the best n_starts distinct vertices start the local search
     order = np.argsort(-pool_scores, kind="stable")
-    cur = pool[order[:n_starts]].copy()
-    cur_val = pool_scores[order[:n_starts]].copy()
+    starts: list[int] = []
+    taken: set[bytes] = set()
+    for i in order:
+        key = pool[i].tobytes()
+        if key not in taken:
+            taken.add(key)
+            starts.append(i)
+            if len(starts) == n_starts:
+                break
+    cur = pool[starts].copy()
+    cur_val = pool_scores[starts].copy()
     seen_rows, seen_vals = [pool], [pool_scores]
     active = np.ones(cur.shape[0], dtype=bool)
     while active.any():

@@ -74,14 +74,17 @@ class DiffusionKernel:
                 dict(members=torch.as_tensor(members, device=self.device), k=k, lam=lam, u=u, flat=flat,
                      diag_pos=diag_pos.reshape(-1))
             )
-        self._lam = [torch.tensor(s.eigenvalues, **t) for s in spectra]
-        self._u = [torch.tensor(s.eigenvectors, **t) for s in spectra]
+        self._lam = [np.asarray(s.eigenvalues, dtype=float) for s in spectra]
+        self._u = [np.asarray(s.eigenvectors, dtype=float) for s in spectra]
 
     # -- per-variable tables ----------------------------------------------
-    def factor_table(self, i: int, log_beta_i: float | torch.Tensor) -> torch.Tensor:
-        """``k_i`` as a ``|V_i| x |V_i|`` table for one variable and one ``beta_i``."""
-        beta = torch.exp(torch.as_tensor(log_beta_i, dtype=self.dtype, device=self.device))
-        w = torch.exp(-beta * self._lam[i])
+    def factor_table(self, i: int, log_beta_i: float) -> np.ndarray:
+        """``k_i`` as a NumPy ``|V_i| x |V_i|`` table for one variable and one ``beta_i``.
+
+        Used by the slice sampler, whose tiny per-step matrices are cheaper in
+        NumPy than in torch (per-call overhead dominates at this size).
+        """
+        w = np.exp(-np.exp(log_beta_i) * self._lam[i])
         u = self._u[i]
         return (u * (w / w.mean())) @ u.T
 
@@ -122,14 +125,4 @@ class DiffusionKernel:
     def log_diag(self, log_beta: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
         """``log K(x, x)`` for each row of ``X``: shape ``(S, n)``."""
         W = self.log_block_diagonal(log_beta)
-        return self.one_hot(X) @ torch.diagonal(W, dim1=1, dim2=2).T
-
-    def factor_gather_index(self, X: torch.Tensor, i: int) -> torch.Tensor:
-        """Flat indices into ``factor_table(i)`` giving the ``n x n`` factor ``k_i(X[:, i], X[:, i])``."""
-        xi = torch.as_tensor(X, device=self.device)[:, i]
-        return xi[:, None] * int(self.n_values[i]) + xi[None, :]
-
-    def log_factor(self, i: int, log_beta_i: float, gather_index: torch.Tensor) -> torch.Tensor:
-        """``log k_i`` on the training pairs given by :meth:`factor_gather_index`."""
-        table = self.factor_table(i, log_beta_i).clamp_min(_TINY)
-        return torch.log(table).reshape(-1)[gather_index]
+        return (self.one_hot(X) @ torch.diagonal(W, dim1=1, dim2=2).T).T

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..kernels.diffusion import DiffusionKernel
-from .gp import log_marginal_likelihood, robust_cholesky
+from scipy.linalg.lapack import dpotrf, dtrtrs
+
+from ..kernels.diffusion import _TINY, DiffusionKernel
+from .gp import robust_cholesky
 from .priors import (
     LOG_BETA_UPPER,
     LOG_LOWER,
@@ -32,6 +34,8 @@ from .priors import (
 from .slice_sampling import slice_sample
 
 __all__ = ["DiffusionGP", "HyperSample"]
+
+_LOG_2PI = math.log(2 * math.pi)
 
 
 @dataclass
@@ -88,8 +92,6 @@ class DiffusionGP:
         y = np.asarray(y, dtype=float)
         if X.shape[0] != y.shape[0] or X.shape[0] < 1:
             raise ValueError(f"fit: X has {X.shape[0]} rows and y {y.shape[0]} entries")
-        Xt = torch.as_tensor(X, device=self.kernel.device)
-        yt = torch.as_tensor(y, **self._t)
         d = self.kernel.d
         first = self.state is None
         if first:
@@ -101,14 +103,23 @@ class DiffusionGP:
                 log_noise=float(np.clip(math.log(1e-3 * var_y), LOG_LOWER + 1.0, LOG_NOISE_UPPER - 1.0)),
                 log_beta=np.zeros(d),
             )
-        sweeper = _Sweeper(self, Xt, yt, rng)
+        sweeper = _Sweeper(self, X, y, rng)
         self.samples = []
         n_sweeps = (self.n_burn if first else 0) + self.n_samples
         for s in range(n_sweeps):
             sweeper.sweep()
             if s >= n_sweeps - self.n_samples:
                 self.samples.append(self.state.copy())
-        self._prepare_prediction(Xt, yt)
+        self.condition(X, y, self.samples)
+        return self
+
+    def condition(self, X: np.ndarray, y: np.ndarray, samples: list[HyperSample]) -> "DiffusionGP":
+        """Condition on data ``(X, y)`` under the given hyper-parameter samples, ready to predict."""
+        self.samples = list(samples)
+        self._prepare_prediction(
+            torch.as_tensor(np.asarray(X, dtype=np.int64), device=self.kernel.device),
+            torch.as_tensor(np.asarray(y, dtype=float), **self._t),
+        )
         return self
 
     # -- prediction -----------------------------------------------------------
@@ -132,11 +143,15 @@ class DiffusionGP:
         self._Linv_T = torch.linalg.solve_triangular(L, torch.eye(n, **t).expand(S, n, n), upper=False).transpose(1, 2)
         self._n = n
 
-    def predict(self, X: np.ndarray | torch.Tensor, chunk: int = 4096) -> tuple[torch.Tensor, torch.Tensor]:
+    def predict(self, X: np.ndarray | torch.Tensor, chunk: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Posterior mean and variance of the latent function for every sample.
 
         Returns tensors of shape ``(S, m)``; the variance excludes observation noise.
+        Candidates are processed in chunks (by default ``65536 // n``, between
+        128 and 1024 rows), which keeps the ``(S, chunk, n)`` blocks in cache.
         """
+        if chunk is None:
+            chunk = int(np.clip(65536 // max(self._n, 1), 128, 1024))
         if not self.samples:
             raise RuntimeError("predict called before fit")
         Xt = torch.as_tensor(np.asarray(X, dtype=np.int64), device=self.kernel.device)
@@ -163,71 +178,91 @@ class DiffusionGP:
 class _Sweeper:
     """One Gibbs-style sweep of univariate slice sampling over all hyper-parameters.
 
-    Keeps ``log K`` of the training inputs and updates it one factor at a
-    time: sampling ``beta_i`` only recomputes the ``|V_i| x |V_i|`` table of
-    variable ``i`` and one ``n x n`` gather.
+    Runs in NumPy with LAPACK's ``dpotrf``: the matrices are ``n x n`` with
+    ``n`` the number of evaluations, where per-call overhead dominates and
+    NumPy is faster than torch. ``log K`` of the training inputs is kept and
+    updated one factor at a time: while ``beta_i`` is sampled, the product of
+    the other factors is fixed, and each density evaluation only recomputes
+    the ``|V_i| x |V_i|`` table of variable ``i`` and one ``n x n`` product.
     """
 
-    def __init__(self, gp: DiffusionGP, X: torch.Tensor, y: torch.Tensor, rng: np.random.Generator):
+    def __init__(self, gp: DiffusionGP, X: np.ndarray, y: np.ndarray, rng: np.random.Generator):
         self.gp, self.X, self.y, self.rng = gp, X, y, rng
         self.kernel = gp.kernel
         self.n = X.shape[0]
-        self.eye = torch.eye(self.n, dtype=gp.kernel.dtype, device=gp.kernel.device)
-        yn = y.cpu().numpy()
-        self.y_mean, self.y_min, self.y_max = float(yn.mean()), float(yn.min()), float(yn.max())
-        self.y_var = float(yn.var()) if yn.size > 1 else 1.0
-        self.gather = [self.kernel.factor_gather_index(X, i) for i in range(self.kernel.d)]
+        self.y_mean, self.y_min, self.y_max = float(y.mean()), float(y.min()), float(y.max())
+        self.y_var = float(y.var()) if y.size > 1 else 1.0
+        self._diag = np.arange(self.n) * (self.n + 1)
 
-    def _loglik(self, mean: float, log_amp: float, log_noise: float, logK: torch.Tensor) -> float:
-        C = math.exp(log_amp) * torch.exp(logK) + math.exp(log_noise) * self.eye
-        return log_marginal_likelihood(self.y - mean, C)
+    def _factor(self, i: int, log_beta_i: float) -> np.ndarray:
+        x = self.X[:, i]
+        return self.kernel.factor_table(i, log_beta_i)[x][:, x]
+
+    def _loglik(self, mean: float, amp: float, noise: float, K: np.ndarray) -> float:
+        """Supplement Eq. (7) with C = amp * K + noise * I."""
+        C = amp * K
+        C.flat[self._diag] += noise
+        L, info = dpotrf(C, lower=1, clean=0, overwrite_a=1)
+        if info != 0:
+            C = amp * K
+            jit = noise + 1e-6 * amp * float(np.mean(np.diagonal(K)))
+            C.flat[self._diag] += jit
+            L, info = dpotrf(C, lower=1, clean=0, overwrite_a=1)
+            if info != 0:
+                return -math.inf
+        z, _ = dtrtrs(L, self.y - mean, lower=1)
+        return -0.5 * float(z @ z) - float(np.log(np.diagonal(L)).sum()) - 0.5 * self.n * _LOG_2PI
 
     def sweep(self) -> None:
         st = self.gp.state
         gp = self.gp
-        logK = self.kernel.log_gram(torch.as_tensor(st.log_beta[None, :], dtype=self.kernel.dtype), self.X)[0]
+        logK = np.zeros((self.n, self.n))
+        for i in range(self.kernel.d):
+            logK += np.log(np.maximum(self._factor(i, st.log_beta[i]), _TINY))
+        K = np.exp(logK)
 
         # 1. constant mean, supplement Eq. (9)
         def logp_mean(m: float) -> float:
             lp = log_prior_mean(m, self.y_mean, self.y_min, self.y_max)
-            return lp if lp == -math.inf else lp + self._loglik(m, st.log_amp, st.log_noise, logK)
+            return lp if lp == -math.inf else lp + self._loglik(m, math.exp(st.log_amp), math.exp(st.log_noise), K)
 
         if not (self.y_min <= st.mean <= self.y_max):
             st.mean = self.y_mean
         st.mean, _ = slice_sample(logp_mean, st.mean, self.rng)
 
         # 2. signal variance, supplement Eq. (10)
-        K = torch.exp(logK)
         k_min, k_max = float(K.min()), float(K.max())
 
         def logp_amp(a: float) -> float:
             lp = log_prior_log_signal_variance(a, self.y_var, k_min, k_max)
-            return lp if lp == -math.inf else lp + self._loglik(st.mean, a, st.log_noise, logK)
+            return lp if lp == -math.inf else lp + self._loglik(st.mean, math.exp(a), math.exp(st.log_noise), K)
 
-        if logp_amp(st.log_amp) == -math.inf:
+        if log_prior_log_signal_variance(st.log_amp, self.y_var, k_min, k_max) == -math.inf:
             lo = math.log(max(self.y_var, 1e-12)) - math.log(max(k_max, 1e-100))
             hi = math.log(max(self.y_var, 1e-12)) - math.log(max(k_min, 1e-100))
             st.log_amp = 0.5 * (lo + hi)
         st.log_amp, _ = slice_sample(logp_amp, st.log_amp, self.rng)
+        amp = math.exp(st.log_amp)
 
         # 3. noise variance, Horseshoe proxy (Eq. 11) with tau = sqrt(0.05)
         def logp_noise(v: float) -> float:
             lp = log_horseshoe_upper(v, gp.tau_noise, LOG_NOISE_UPPER)
-            return lp if lp == -math.inf else lp + self._loglik(st.mean, st.log_amp, v, logK)
+            return lp if lp == -math.inf else lp + self._loglik(st.mean, amp, math.exp(v), K)
 
         st.log_noise, _ = slice_sample(logp_noise, st.log_noise, self.rng)
+        noise = math.exp(st.log_noise)
 
-        # 4. each beta_i, Horseshoe proxy with tau = 5, in shuffled order
+        # 4. each beta_i, Horseshoe proxy with tau = 5, in a shuffled order
         for i in self.rng.permutation(self.kernel.d):
-            idx = self.gather[i]
-            rest = logK - self.kernel.log_factor(i, st.log_beta[i], idx)
+            log_rest = logK - np.log(np.maximum(self._factor(i, st.log_beta[i]), _TINY))
+            K_rest = np.exp(log_rest)
 
-            def logp_beta(b: float, i=i, idx=idx, rest=rest) -> float:
+            def logp_beta(b: float, i=i, K_rest=K_rest) -> float:
                 lp = log_horseshoe_upper(b, gp.tau_beta, LOG_BETA_UPPER)
                 if lp == -math.inf:
                     return lp
-                return lp + self._loglik(st.mean, st.log_amp, st.log_noise, rest + self.kernel.log_factor(i, b, idx))
+                return lp + self._loglik(st.mean, amp, noise, K_rest * self._factor(i, b))
 
             new_b, _ = slice_sample(logp_beta, float(st.log_beta[i]), self.rng)
             st.log_beta[i] = new_b
-            logK = rest + self.kernel.log_factor(i, new_b, idx)
+            logK = log_rest + np.log(np.maximum(self._factor(i, new_b), _TINY))

@@ -201,13 +201,13 @@ class GraphVariable(Variable):
         if np.any(adj < 0):
             i, j = np.argwhere(adj < 0)[0]
             raise ValueError(
-                f"GraphVariable: negative edge weight {adj[i, j]!r} between {values[i]!r} and {values[j]!r}"
+                f"GraphVariable: negative edge weight {float(adj[i, j]):g} between {values[i]!r} and {values[j]!r}"
             )
         if not np.allclose(adj, adj.T):
             i, j = np.argwhere(~np.isclose(adj, adj.T))[0]
             raise ValueError(
-                f"GraphVariable: adjacency is not symmetric: A[{values[i]!r}, {values[j]!r}] = {adj[i, j]!r} "
-                f"but A[{values[j]!r}, {values[i]!r}] = {adj[j, i]!r}"
+                f"GraphVariable: adjacency is not symmetric: A[{values[i]!r}, {values[j]!r}] = {float(adj[i, j]):g} "
+                f"but A[{values[j]!r}, {values[i]!r}] = {float(adj[j, i]):g}"
             )
         if np.any(np.diag(adj) != 0):
             i = int(np.flatnonzero(np.diag(adj))[0])

@@ -1,0 +1,104 @@
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from graphbo.benchmarks import REGISTRY, load_benchmark
+from graphbo.benchmarks.branin import branin
+from graphbo.benchmarks.maxsat import MaxSAT, read_wcnf
+
+
+def test_branin_minimisers_and_grid_minimum():
+    for x1, x2 in [(-math.pi, 12.275), (math.pi, 2.275), (9.42478, 2.475)]:
+        assert branin(x1, x2) == pytest.approx(0.397887, abs=1e-5)
+    b = load_benchmark("branin")
+    assert b.grid_minimum() == pytest.approx(0.40377, abs=1e-5)
+    assert b({"x1": 0.0, "x2": 0.0}) == pytest.approx(branin(-5.0, 0.0))
+    assert b({"x1": 1.0, "x2": 1.0}) == pytest.approx(branin(10.0, 15.0))
+    assert len(b.space["x1"].values) == 51 and b.space["x1"].edge_weight == 50.0
+
+
+def write(tmp_path, text):
+    p = tmp_path / "t.wcnf"
+    p.write_text(text)
+    return p
+
+
+def test_maxsat_by_hand(tmp_path):
+    # clauses: (x1 v x2) w=1, (-x1) w=2, (x2 v -x3) w=3, (x3) w=6
+    p = write(tmp_path, "c toy\np wcnf 3 4\n1 1 2 0\n2 -1 0\n3 2 -3 0\n6 3 0\n")
+    b = MaxSAT(p)
+    w = np.array([1, 2, 3, 6.0])
+    z = (w - w.mean()) / w.std()
+    assert b.name == "maxsat3" and len(b.space) == 3
+    # all false: clauses 2 and 3 satisfied
+    assert b({"x1": False, "x2": False, "x3": False}) == pytest.approx(-(z[1] + z[2]))
+    # all true: clauses 1, 3, 4 satisfied
+    assert b({"x1": True, "x2": True, "x3": True}) == pytest.approx(-(z[0] + z[2] + z[3]))
+
+
+@pytest.mark.parametrize(
+    "text, match",
+    [("1 1 2 0\n", "before the 'p wcnf' header"), ("p wcnf 2 1\n1 1 3 0\n", "out of range"),
+     ("p wcnf 2 1\n1 1 2\n", "does not end with 0"), ("p cnf 2 1\n1 2 0\n", "expected 'p wcnf"),
+     ("p wcnf 2 1\nx 1 2 0\n", "not a weighted clause")],
+)
+def test_malformed_wcnf_names_the_line(tmp_path, text, match):
+    with pytest.raises(ValueError, match=match):
+        read_wcnf(write(tmp_path, text))
+
+
+def test_missing_wcnf_file_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such .wcnf"):
+        MaxSAT(tmp_path / "absent.wcnf")
+
+
+def test_maxsat28_instance(maxsat28_path):
+    b = MaxSAT(maxsat28_path)
+    n, w, clauses = read_wcnf(maxsat28_path)
+    assert n == 28 and b.name == "maxsat28"
+    assert b.weights.mean() == pytest.approx(0.0, abs=1e-12) and b.weights.std() == pytest.approx(1.0)
+    # all-false assignment satisfies exactly the clauses with a negative literal
+    has_neg = np.array([np.any(c < 0) for c in clauses])
+    zero = {f"x{i + 1}": False for i in range(28)}
+    assert b(zero) == pytest.approx(-b.weights[has_neg].sum())
+
+
+def cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "graphbo.cli", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_cli_lists_benchmarks():
+    out = cli("benchmarks")
+    assert out.returncode == 0
+    for name in REGISTRY:
+        assert name in out.stdout
+
+
+def test_cli_run_writes_a_trace(tmp_path):
+    trace = tmp_path / "t.jsonl"
+    out = cli("run", "branin", "--budget", "5", "--seed", "1", "--trace", str(trace))
+    assert out.returncode == 0, out.stderr
+    lines = [json.loads(l) for l in trace.read_text().splitlines()]
+    assert lines[0]["type"] == "run" and lines[0]["seed"] == 1
+    evals = lines[1:]
+    assert [e["i"] for e in evals] == list(range(5))
+    b = load_benchmark("branin")
+    for e in evals:
+        assert e["value"] == pytest.approx(b(e["config"]))
+    assert evals[-1]["best"] == min(e["value"] for e in evals)
+    assert "best value" in out.stdout and "     5 " in out.stdout
+    # the same trace path is never overwritten
+    again = cli("run", "branin", "--budget", "2", "--trace", str(trace))
+    assert again.returncode == 2 and "exists" in again.stderr
+    assert len(trace.read_text().splitlines()) == 6
+
+
+def test_cli_run_maxsat_needs_a_path(tmp_path):
+    out = cli("run", "maxsat", "--budget", "3")
+    assert out.returncode == 2 and "--wcnf" in out.stderr
+    out = cli("run", "nosuch")
+    assert out.returncode == 2 and "unknown benchmark" in out.stderr

@@ -1,0 +1,134 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import graphbo as gb
+from graphbo.acquisition import log_expected_improvement, log_h, log_mean_expected_improvement
+from graphbo.kernels import DiffusionKernel
+from graphbo.models import DiffusionGP, HyperSample, robust_cholesky, slice_sample
+from graphbo.models.priors import log_horseshoe_upper, log_prior_log_signal_variance, log_prior_mean
+
+
+def space5():
+    return gb.Space({f"v{i}": gb.Categorical([0, 1, 2]) for i in range(5)})
+
+
+def test_slice_sampler_reproduces_a_normal():
+    rng = np.random.default_rng(0)
+    logp = lambda x: -0.5 * ((x - 2.0) / 0.5) ** 2
+    x, draws = 0.0, []
+    for _ in range(20000):
+        x, _ = slice_sample(logp, x, rng)
+        draws.append(x)
+    draws = np.array(draws[500:])
+    assert abs(draws.mean() - 2.0) < 0.03
+    assert abs(draws.var() - 0.25) < 0.02
+
+
+def test_slice_sampler_respects_a_bounded_support():
+    rng = np.random.default_rng(1)
+    logp = lambda x: -2.0 * x if x > 0 else -math.inf  # Exponential(rate 2): mean 0.5, var 0.25
+    x, draws = 1.0, []
+    for _ in range(20000):
+        x, _ = slice_sample(logp, x, rng, width=0.1)
+        draws.append(x)
+    draws = np.array(draws[500:])
+    assert draws.min() > 0
+    assert abs(draws.mean() - 0.5) < 0.03
+    assert abs(draws.var() - 0.25) < 0.03
+
+
+def test_slice_sampler_rejects_an_impossible_start():
+    with pytest.raises(ValueError, match="log density"):
+        slice_sample(lambda x: -math.inf, 0.0, np.random.default_rng(0))
+
+
+def test_priors_have_the_supplement_supports():
+    assert log_prior_mean(0.5, 0.4, 0.0, 1.0) > log_prior_mean(0.9, 0.4, 0.0, 1.0)
+    assert log_prior_mean(1.1, 0.4, 0.0, 1.0) == -math.inf
+    # signal variance between var(y)/K_max and var(y)/K_min
+    assert log_prior_log_signal_variance(math.log(2.0), 2.0, 0.1, 1.0) > -math.inf
+    assert log_prior_log_signal_variance(math.log(2.0 / 1.5), 2.0, 0.1, 1.0) == -math.inf
+    assert log_prior_log_signal_variance(math.log(25.0), 2.0, 0.1, 1.0) == -math.inf
+    # Horseshoe proxy decreases in x, with tau controlling the scale
+    vals = [log_horseshoe_upper(math.log(x), 5.0, math.log(100)) for x in (0.01, 0.1, 1, 10, 99)]
+    assert all(a > b for a, b in zip(vals, vals[1:]))
+    assert log_horseshoe_upper(math.log(1.0), 5.0, math.log(100)) == pytest.approx(math.log(math.log(1 + 50)))
+    assert log_horseshoe_upper(math.log(200.0), 5.0, math.log(100)) == -math.inf
+
+
+def test_robust_cholesky_adds_jitter_only_where_needed():
+    v = torch.randn(6, 2, dtype=torch.float64)
+    singular = v @ v.T  # rank 2
+    good = singular + torch.eye(6, dtype=torch.float64)
+    L = robust_cholesky(torch.stack([good, singular]))
+    assert torch.allclose(L[0] @ L[0].T, good)
+    assert torch.isfinite(L[1]).all()
+    assert torch.allclose(L[1] @ L[1].T, singular, atol=1e-3 * float(singular.diagonal().mean()))
+
+
+def test_gp_interpolates_training_points_at_small_noise():
+    space = space5()
+    kern = DiffusionKernel([v.spectrum for v in space.variables])
+    X = space.sample_index(25, 0)
+    X = np.unique(X, axis=0)
+    y = np.sin(X.sum(1)) + X[:, 0]
+    gp = DiffusionGP(kern)
+    sample = HyperSample(mean=float(y.mean()), log_amp=0.0, log_noise=-12.0, log_beta=np.full(5, -1.0))
+    gp.condition(X, y, [sample])
+    mean, var = gp.predict(X)
+    assert np.allclose(mean[0].numpy(), y, atol=1e-3)
+    assert float(var.max()) < 1e-3
+    # far from the data the variance returns towards the prior
+    Xnew = space.sample_index(200, 5)
+    _, var_new = gp.predict(Xnew)
+    assert float(var_new.max()) > 0.5
+
+
+def test_fit_draws_samples_inside_the_prior_bounds_and_warm_starts():
+    space = space5()
+    kern = DiffusionKernel([v.spectrum for v in space.variables])
+    rng = np.random.default_rng(3)
+    X = space.sample_index(30, rng)
+    y = (X[:, 0] == 2).astype(float) * 3.0 + 0.01 * rng.normal(size=30)  # only v0 matters
+    gp = DiffusionGP(kern, n_burn=30, n_samples=10).fit(X, y, rng)
+    assert len(gp.samples) == 10
+    for s in gp.samples:
+        assert y.min() <= s.mean <= y.max()
+        assert np.all(s.log_beta >= -12) and np.all(s.log_beta <= math.log(100))
+    last = gp.samples[-1].log_beta.copy()
+    gp.n_burn = 10**6  # a second fit must not burn in again
+    gp.fit(X, y, rng)
+    assert len(gp.samples) == 10 and not np.array_equal(gp.samples[0].log_beta, last)
+    # the relevant variable keeps a small beta (strong dependence), irrelevant ones drift larger
+    beta = gp.beta_posterior_mean
+    assert beta[0] < np.median(beta[1:])
+    mean, _ = gp.predict(X)
+    assert np.corrcoef(mean.mean(0).numpy(), y)[0, 1] > 0.95
+
+
+def test_log_h_matches_the_direct_formula():
+    z = torch.linspace(-3, 8, 101, dtype=torch.float64)
+    direct = torch.exp(-0.5 * z**2) / math.sqrt(2 * math.pi) + z * torch.special.ndtr(z)
+    assert torch.allclose(log_h(z), torch.log(direct), rtol=1e-9, atol=1e-12)
+    # where the direct formula cancels, compare with the asymptotic series phi(z)/z^2 (1 - 3/z^2 + 15/z^4 - 105/z^6)
+    z = torch.linspace(-40, -8, 50, dtype=torch.float64)
+    series = -0.5 * z**2 - 0.5 * math.log(2 * math.pi) - 2 * torch.log(-z) + torch.log(1 - 3 / z**2 + 15 / z**4 - 105 / z**6)
+    assert torch.allclose(log_h(z), series, atol=1e-4)
+    far = log_h(torch.tensor([-50.0, -1e5], dtype=torch.float64))
+    assert torch.isfinite(far).all() and far[0] > far[1]
+
+
+def test_expected_improvement_orders_candidates():
+    mean = torch.tensor([[0.0, 1.0, 2.0]], dtype=torch.float64)
+    var = torch.ones_like(mean)
+    lei = log_expected_improvement(mean, var, best=0.5)[0]
+    assert lei[0] > lei[1] > lei[2]
+    # averaging over samples equals log of the mean EI
+    mean2 = torch.tensor([[0.0, 1.0, 2.0], [1.0, 0.0, 3.0]], dtype=torch.float64)
+    var2 = torch.ones_like(mean2)
+    avg = log_mean_expected_improvement(mean2, var2, 0.5)
+    direct = torch.log(torch.exp(log_expected_improvement(mean2, var2, 0.5)).mean(0))
+    assert torch.allclose(avg, direct)

@@ -1,0 +1,111 @@
+import numpy as np
+import pytest
+
+import graphbo as gb
+
+
+def small_space():
+    adj = [[0, 1, 0, 2], [1, 0, 1, 0], [0, 1, 0, 1], [2, 0, 1, 0]]  # weighted 4-cycle
+    return gb.Space({
+        "b": gb.Binary(),
+        "c": gb.Categorical(["red", "green", "blue"]),
+        "o": gb.Ordinal([1, 2, 4, 8]),
+        "g": gb.GraphVariable(["n", "e", "s", "w"], adj),
+    })
+
+
+def test_round_trip_and_size():
+    space = small_space()
+    assert space.size == 2 * 3 * 4 * 4
+    for config in space.sample(50, seed=1):
+        row = space.to_index(config)
+        assert space.from_index(row) == config
+    assert space.to_index({"b": True, "c": "blue", "o": 8, "g": "w"}).tolist() == [1, 2, 3, 3]
+    assert space.to_index({"b": 0, "c": "red", "o": 1, "g": "n"}).tolist() == [0, 0, 0, 0]
+
+
+def test_sampling_is_seeded_and_uniform():
+    space = small_space()
+    assert space.sample(20, seed=3) == space.sample(20, seed=3)
+    assert space.sample(20, seed=3) != space.sample(20, seed=4)
+    rows = space.sample_index(40000, seed=0)
+    counts = np.bincount(rows[:, 2], minlength=4) / len(rows)
+    assert np.allclose(counts, 0.25, atol=0.01)
+
+
+def test_neighbours_follow_each_graph():
+    space = small_space()
+    config = {"b": False, "c": "green", "o": 2, "g": "n"}
+    nbrs = space.neighbors(config)
+    changed = {}
+    for nb in nbrs:
+        diff = [k for k in config if nb[k] != config[k]]
+        assert len(diff) == 1
+        changed.setdefault(diff[0], set()).add(nb[diff[0]])
+    assert changed == {"b": {True}, "c": {"red", "blue"}, "o": {1, 4}, "g": {"e", "w"}}
+    rows, owner = space.neighbor_index_batch(np.stack([space.to_index(config)] * 3))
+    assert len(rows) == 3 * len(nbrs) and set(owner.tolist()) == {0, 1, 2}
+
+
+def test_path_graph_ends_have_one_neighbour():
+    space = gb.Space({"o": gb.Ordinal(["lo", "mid", "hi"])})
+    assert space.neighbors({"o": "lo"}) == [{"o": "mid"}]
+    assert sorted(n["o"] for n in space.neighbors({"o": "mid"})) == ["hi", "lo"]
+
+
+def test_random_walk_stays_within_distance():
+    space = gb.Space({f"v{i}": gb.Ordinal(list(range(10))) for i in range(5)})
+    start = np.full(5, 5)
+    ends = space.random_walk_index(start, 2, 500, seed=0)
+    assert np.abs(ends - start).sum(axis=1).max() <= 2
+    assert (np.abs(ends - start).sum(axis=1) == 2).any()
+
+
+def test_laplacian_and_spectrum_are_cached():
+    var = gb.Ordinal([1, 2, 3], edge_weight=2.0)
+    assert np.allclose(var.laplacian, [[2, -2, 0], [-2, 4, -2], [0, -2, 2]])
+    assert var.spectrum is var.spectrum
+    lam, u = var.spectrum.eigenvalues, var.spectrum.eigenvectors
+    assert np.allclose(u @ np.diag(lam) @ u.T, var.laplacian)
+
+
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda: gb.Categorical([]), "empty"),
+        (lambda: gb.Categorical(["a", "b", "a"]), "duplicate value 'a'"),
+        (lambda: gb.Ordinal([1, 2, 2]), "duplicate value 2"),
+        (lambda: gb.GraphVariable(["a", "b"], [[0, 1], [2, 0]]), "not symmetric"),
+        (lambda: gb.GraphVariable(["a", "b"], [[0, -1], [-1, 0]]), "negative edge weight -1"),
+        (lambda: gb.GraphVariable(["a", "b", "c"], [[0, 1, 0], [1, 0, 0], [0, 0, 0]]), "disconnected"),
+        (lambda: gb.GraphVariable(["a", "b"], [[0, 1]]), "shape"),
+        (lambda: gb.Space({"x": gb.Binary(), "y": "not a variable"}), "'y'"),
+    ],
+)
+def test_bad_definitions_raise(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
+
+
+def test_duplicate_names_raise():
+    b = gb.Binary()
+    with pytest.raises(ValueError, match="'x'"):
+        gb.Space([("x", gb.Binary()), ("x", gb.Binary())])
+    gb.Space({"a": b})
+    with pytest.raises(ValueError, match="already used under the name 'a'"):
+        gb.Space({"z": b})
+
+
+@pytest.mark.parametrize(
+    "config, match",
+    [
+        ({"b": True, "c": "red", "o": 1}, "missing variable.*'g'"),
+        ({"b": True, "c": "red", "o": 1, "g": "n", "zz": 3}, "unknown variable.*'zz'"),
+        ({"b": True, "c": "purple", "o": 1, "g": "n"}, "'c'.*'purple'"),
+        ({"b": True, "c": "red", "o": 3, "g": "n"}, "'o'.*value 3"),
+        ({"b": [1], "c": "red", "o": 1, "g": "n"}, "'b'"),
+    ],
+)
+def test_bad_configs_raise(config, match):
+    with pytest.raises(ValueError, match=match):
+        small_space().validate(config)
