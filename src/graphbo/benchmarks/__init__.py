@@ -32,6 +32,18 @@ REGISTRY: dict[str, BenchmarkInfo] = {
         "weighted MaxSAT from a .wcnf file, standardised weights (COMBO supp. 4.3); budget 270, 20 initial",
         needs=("path",),
     ),
+    "contamination": BenchmarkInfo(
+        "contamination", "graphbo.benchmarks.contamination:Contamination",
+        "contamination control, 21 binary stages, 100 Monte-Carlo samples (COMBO supp. 4.1.2); budget 270, 20 initial",
+    ),
+    "ising": BenchmarkInfo(
+        "ising", "graphbo.benchmarks.ising:Ising",
+        "Ising sparsification, 24 binary edges of a 4x4 grid, exact KL (COMBO supp. 4.1.1); budget 170, 20 initial",
+    ),
+    "pestcontrol": BenchmarkInfo(
+        "pestcontrol", "graphbo.benchmarks.pest_control:PestControl",
+        "pest control, 25 stations with 5 categorical choices (COMBO supp. 4.2.2); budget 320, 20 initial",
+    ),
 }
 
 

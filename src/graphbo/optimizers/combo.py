@@ -10,7 +10,7 @@ breadth-first local search on the graph
 from __future__ import annotations
 
 import contextlib
-import math
+import time
 from typing import Any, Mapping
 
 import numpy as np
@@ -98,14 +98,18 @@ class COMBO(Optimizer):
         self.n_random, self.n_spray, self.n_starts = int(n_random), int(n_spray), int(n_starts)
         self.n_threads = n_threads
         self.last_acquisition_value: float | None = None
+        #: seconds spent fitting and optimising the acquisition at the last model-based suggestion
+        self.last_timing: dict[str, float] = {}
 
     def _suggest(self) -> np.ndarray:
         if self.n_told == 0:
             return self._distinct_random_rows(1, self._exclude)[0]
         with torch_threads(self.n_threads), torch.no_grad():
+            t0 = time.perf_counter()
             X, y = self.X, self.y
             self.model.fit(X, y, self.rng)
             best = float(y.min())
+            t1 = time.perf_counter()
 
             def acquisition(rows: np.ndarray) -> np.ndarray:
                 mean, var = self.model.predict(rows)
@@ -121,6 +125,7 @@ class COMBO(Optimizer):
                 n_spray=self.n_spray,
                 n_starts=self.n_starts,
             )
+        self.last_timing = {"fit": t1 - t0, "acquisition": time.perf_counter() - t1}
         self.last_acquisition_value = value
         return row
 

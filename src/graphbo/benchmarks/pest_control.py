@@ -1,0 +1,127 @@
+"""Pest control along a chain of stations (COMBO supplement Sec. 4.2.2).
+
+Pests spread in one direction along ``N`` stations. At each station one of
+four pesticides (1-4) or none (0) is used. The pest fraction follows the
+contamination-control dynamics (supplement Eq. (14)); pesticides differ in
+price and effectiveness, buying one often earns a price discount, and using
+one often makes the pests tolerant to it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..spaces import Categorical, Space
+from .base import Benchmark
+
+__all__ = ["PestControl"]
+
+# Constants of the COMBO reference code's pest-control scoring function.
+THRESHOLD = 0.1  # u: a station counts as infested when its pest fraction exceeds u
+INIT_BETA = (1.0, 30.0)  # initial pest fraction Z_0 ~ Beta(1, 30)
+SPREAD_BETA = (1.0, 17.0 / 3.0)  # spread rate alpha_i ~ Beta(1, 17/3)
+CONTROL_ALPHA = 1.0  # effectiveness of pesticide l ~ Beta(1, T^(l))
+# per pesticide 1..4 (index 0 unused: no pesticide)
+PRICE = np.array([0.0, 1.0, 0.8, 0.7, 0.5])  # list price
+MAX_DISCOUNT = np.array([0.0, 0.2, 0.3, 0.3, 0.0])  # discount when bought at every station
+CONTROL_BETA = np.array([1.0, 2.0 / 7.0, 3.0 / 7.0, 3.0 / 7.0, 5.0 / 7.0])  # initial T^(l)
+TOLERANCE_RATE = np.array([0.0, 1.0 / 7.0, 2.5 / 7.0, 2.0 / 7.0, 0.5 / 7.0])  # growth of T^(l) over all stations
+
+
+class PestControl(Benchmark):
+    """Pest control: 25 stations, each a categorical choice of 5 (COMBO supplement Sec. 4.2.2).
+
+    Station ``i`` takes action ``A_i in {0, 1, 2, 3, 4}`` (0: no pesticide).
+    For each of ``T = 100`` simulations the pest fraction evolves as
+
+    * no pesticide: ``Z_i = alpha_i (1 - Z_{i-1}) + Z_{i-1}``, ``alpha_i ~ Beta(1, 17/3)``;
+    * pesticide ``l``: ``Z_i = (1 - g_i) Z_{i-1}`` with effectiveness
+      ``g_i ~ Beta(1, T^(l)_i)``, where ``T^(l)_i`` starts at ``(2, 3, 3, 5)/7`` and
+      grows by ``(1, 2.5, 2, 0.5) / 7 / N`` after each use of ``l`` (tolerance),
+
+    from ``Z_0 ~ Beta(1, 30)``. A use of pesticide ``l`` costs
+    ``C^(l) (1 - D^(l) n_l / N)``, with list prices ``C = (1, 0.8, 0.7, 0.5)``,
+    maximal discounts ``D = (0.2, 0.3, 0.3, 0)`` and ``n_l`` the number of
+    stations that use ``l``. The objective (supplement Eq. (15)) is the total
+    price paid plus ``sum_{i=1}^{N} mean_k 1{Z_{i-1,k} > 0.1}``, the fraction of
+    simulations infested on arrival at each station. All constants are those
+    of the COMBO reference code.
+
+    Parameters
+    ----------
+    seed : int, default 0
+        Seed of the simulation stream.
+    n_stages : int, default 25
+        Number of stations ``N`` (25 in the supplement and reference code;
+        the COMBO main text says 21).
+
+    Notes
+    -----
+    As in the reference code, the discount counts every station that uses
+    the pesticide (the whole plan, not only earlier purchases), and the
+    infestation term counts ``Z_0 .. Z_{N-1}``, not the final ``Z_N``.
+
+    The reference code draws its simulations from NumPy's unseeded global
+    generator, so its objective is noisy. Here the simulation stream is fixed
+    by ``seed``: it is what ``numpy.random.default_rng(seed)`` yields (drawn
+    once at construction, which is equivalent to a fresh generator in each
+    evaluation since the draws do not depend on the configuration), so the
+    same configuration always gives the same value for a given ``seed``. The
+    effectiveness ``Beta(1, b)`` is drawn by inversion, ``1 - (1 - U)^(1/b)``, from
+    one uniform ``U`` per station and simulation, so configurations share
+    their random numbers (common random numbers). The simulations are
+    vectorised.
+
+    Each station is a categorical variable (complete graph on its 5 values),
+    following the COMBO paper's treatment of this problem as multi-categorical;
+    the COMBO reference code puts a path graph on the values instead.
+    """
+
+    name = "pestcontrol"
+    default_budget = 320
+    default_n_initial = 20
+
+    n_simulations = 100
+    n_choices = 5
+
+    def __init__(self, seed: int = 0, n_stages: int = 25):
+        if int(n_stages) != n_stages or n_stages < 1:
+            raise ValueError(f"PestControl: n_stages must be a positive integer, got {n_stages!r}")
+        self.seed = seed
+        self.n_stages = int(n_stages)
+        rng = np.random.default_rng(seed)
+        n, t = self.n_stages, self.n_simulations
+        self.init_fraction = rng.beta(*INIT_BETA, size=t)
+        self.spread_rates = rng.beta(*SPREAD_BETA, size=(n, t))
+        self.control_uniforms = rng.random((n, t))
+        self.space = Space({f"station{i + 1}": Categorical(list(range(self.n_choices))) for i in range(n)})
+
+    def price_paid(self, row) -> float:
+        """Total price of the pesticides bought by plan ``row`` (value per station)."""
+        a = np.asarray(row, dtype=np.int64)
+        counts = np.bincount(a, minlength=self.n_choices).astype(float)
+        unit = PRICE * (1.0 - MAX_DISCOUNT * counts / self.n_stages)
+        return float(np.dot(counts[1:], unit[1:]))
+
+    def pest_fractions(self, row) -> np.ndarray:
+        """Pest fractions ``Z_0 .. Z_N`` of every simulation, shape ``(N + 1, T)``."""
+        a = np.asarray(row, dtype=np.int64)
+        n = self.n_stages
+        # tolerance: beta parameter of the chosen pesticide at each station, from its earlier uses
+        onehot = a[:, None] == np.arange(self.n_choices)[None, :]
+        uses_before = np.cumsum(onehot, axis=0) - onehot
+        beta = CONTROL_BETA[a] + TOLERANCE_RATE[a] / n * uses_before[np.arange(n), a]
+        z = np.empty((n + 1, self.n_simulations))
+        z[0] = self.init_fraction
+        for i in range(n):
+            if a[i] > 0:
+                effect = 1.0 - (1.0 - self.control_uniforms[i]) ** (1.0 / beta[i])  # ~ Beta(1, beta[i])
+                z[i + 1] = (1.0 - effect) * z[i]
+            else:
+                z[i + 1] = self.spread_rates[i] * (1.0 - z[i]) + z[i]
+        return z
+
+    def evaluate_index(self, row) -> float:
+        z = self.pest_fractions(row)
+        infested = float(np.sum(np.mean(z[:-1] > THRESHOLD, axis=1)))
+        return self.price_paid(row) + infested
