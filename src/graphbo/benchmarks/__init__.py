@@ -34,7 +34,7 @@ REGISTRY: dict[str, BenchmarkInfo] = {
     ),
     "contamination": BenchmarkInfo(
         "contamination", "graphbo.benchmarks.contamination:Contamination",
-        "contamination control, 21 binary stages, 100 Monte-Carlo samples (COMBO supp. 4.1.2); budget 270, 20 initial",
+        "contamination control, 25 binary stages (as the reference code), 100 Monte-Carlo samples (COMBO supp. 4.1.2); budget 270, 20 initial",
     ),
     "ising": BenchmarkInfo(
         "ising", "graphbo.benchmarks.ising:Ising",
