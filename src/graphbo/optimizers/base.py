@@ -136,6 +136,33 @@ class Optimizer:
         i = int(np.argmin(self._y))
         return Observation(self.space.from_index(self._X[i]), self._y[i])
 
+    # -- resumable state ----------------------------------------------------------------
+    def get_state(self) -> dict[str, Any]:
+        """JSON-serialisable state beyond the told data: random generator, initial design, method state.
+
+        Together with the told evaluations (replayed through :meth:`tell`), it
+        restores the optimizer exactly: a resumed run continues with the same
+        suggestions as an uninterrupted one.
+        """
+        return {
+            "rng": self.rng.bit_generator.state,
+            "initial": [r.tolist() for r in self._initial],
+            "method": self._method_state(),
+        }
+
+    def set_state(self, state: Mapping[str, Any]) -> None:
+        """Restore what :meth:`get_state` returned (after the told data has been replayed)."""
+        self.rng.bit_generator.state = state["rng"]
+        self._initial = [np.asarray(r, dtype=np.int64) for r in state["initial"]]
+        self._pending.clear()
+        self._load_method_state(state.get("method") or {})
+
+    def _method_state(self) -> dict[str, Any]:
+        return {}
+
+    def _load_method_state(self, state: Mapping[str, Any]) -> None:
+        pass
+
     # -- hooks for subclasses ------------------------------------------------------
     def _suggest(self) -> np.ndarray:
         """Index row of the method's next suggestion (after the initial design)."""

@@ -19,7 +19,7 @@ import torch
 from ..acquisition.ei import log_mean_expected_improvement
 from ..acquisition.graph_local_search import optimize_acquisition_on_graph
 from ..kernels.diffusion import DiffusionKernel
-from ..models.diffusion_gp import DiffusionGP
+from ..models.diffusion_gp import DiffusionGP, HyperSample
 from ..spaces.space import Space
 from .base import Optimizer
 
@@ -128,6 +128,20 @@ class COMBO(Optimizer):
         self.last_timing = {"fit": t1 - t0, "acquisition": time.perf_counter() - t1}
         self.last_acquisition_value = value
         return row
+
+    def _method_state(self) -> dict[str, Any]:
+        st = self.model.state
+        if st is None:
+            return {}
+        return {"mean": st.mean, "log_amp": st.log_amp, "log_noise": st.log_noise, "log_beta": st.log_beta.tolist(),
+                "relevance": self.relevance}
+
+    def _load_method_state(self, state: Mapping[str, Any]) -> None:
+        if "log_beta" in state:
+            self.model.state = HyperSample(float(state["mean"]), float(state["log_amp"]), float(state["log_noise"]),
+                                           np.asarray(state["log_beta"], dtype=float))
+        else:
+            self.model.state = None
 
     @property
     def relevance(self) -> dict[str, float]:

@@ -1,0 +1,1 @@
+"""Experiments: resumable runs, method comparisons and reports."""

@@ -1,0 +1,173 @@
+"""Reports from comparison traces: tables in the papers' format, convergence plots.
+
+``graphbo report DIR`` finds every trace under ``DIR`` (``*/seed*.jsonl``),
+groups runs by benchmark (with its options) and method, and writes a
+markdown file with, per benchmark: mean +/- standard error of the best value
+at the budget over finished runs, the paper's number beside it, the number
+of seeds, the mean wall-clock per run; a convergence plot (best so far
+against evaluations, mean +/- s.e. bands); and for COMBO the posterior mean
+of each ``beta_i`` at the end of the runs.
+"""
+
+from __future__ import annotations
+
+import glob
+import math
+import os
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from .paper_numbers import paper_number
+from .runner import TraceError, read_trace
+
+__all__ = ["benchmark_id", "collect", "write_report"]
+
+
+def benchmark_id(spec: dict[str, Any], label: str | None = None) -> str:
+    """Display id of a run's benchmark: its name plus non-path options, e.g. ``ising(lamda=0.01)``.
+
+    ``label`` is the benchmark object's own name (MaxSAT: ``maxsat28``). The
+    instance seed of random benchmarks is not part of the id: runs over
+    several instances are aggregated, as in the paper.
+    """
+    name = label or spec["benchmark"]
+    opts = {k: v for k, v in spec.get("benchmark_options", {}).items() if k not in ("path", "seed")}
+    if opts:
+        name += "(" + ",".join(f"{k}={_fmt_opt(v)}" for k, v in sorted(opts.items())) + ")"
+    return name
+
+
+def _fmt_opt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v)
+
+
+def collect(root: str) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """``{benchmark id: {method: [run summaries]}}`` for every trace under ``root``."""
+    out: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for path in sorted(glob.glob(os.path.join(root, "**", "seed*.jsonl"), recursive=True)):
+        try:
+            head, evals, _ = read_trace(path)
+        except TraceError:
+            continue
+        spec = head["spec"]
+        values = np.array([e["value"] for e in evals], dtype=float)
+        last_state = evals[-1]["state"] if evals else {}
+        out[benchmark_id(spec, head.get("benchmark_label"))][spec["method"]].append({
+            "seed": spec["seed"],
+            "budget": spec["budget"],
+            "finished": len(evals) >= spec["budget"],
+            "best_so_far": np.minimum.accumulate(values) if values.size else values,
+            "seconds": float(sum(e["suggest_seconds"] + e["evaluate_seconds"] for e in evals)),
+            "relevance": (last_state.get("method") or {}).get("relevance"),
+        })
+    return out
+
+
+def _mean_se(x: list[float]) -> tuple[float, float]:
+    a = np.asarray(x, dtype=float)
+    se = float(a.std(ddof=1) / math.sqrt(a.size)) if a.size > 1 else float("nan")
+    return float(a.mean()), se
+
+
+def _fmt(m: float, se: float, digits: int) -> str:
+    return f"{m:.{digits}f} ± {se:.{digits}f}" if not math.isnan(se) else f"{m:.{digits}f}"
+
+
+def _digits(values: list[float]) -> int:
+    mag = max((abs(v) for v in values), default=1.0)
+    return 4 if mag < 10 else (3 if mag < 100 else 2)
+
+
+def _plot_convergence(bench: str, runs: dict[str, list[dict]], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for method, rs in sorted(runs.items()):
+        done = [r["best_so_far"] for r in rs if r["finished"]]
+        if not done:
+            continue
+        curves = np.stack(done)
+        x = np.arange(1, curves.shape[1] + 1)
+        m = curves.mean(0)
+        se = curves.std(0, ddof=1) / np.sqrt(len(done)) if len(done) > 1 else np.zeros_like(m)
+        ax.plot(x, m, label=f"{method} ({len(done)})")
+        ax.fill_between(x, m - se, m + se, alpha=0.2)
+    ax.set_xlabel("evaluations")
+    ax.set_ylabel("best value so far")
+    ax.set_title(bench)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _plot_relevance(bench: str, rel: list[dict[str, float]], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(rel[0])
+    vals = np.array([[r[n] for n in names] for r in rel])
+    fig, ax = plt.subplots(figsize=(max(4, 0.25 * len(names) + 2), 3))
+    ax.bar(range(len(names)), vals.mean(0), yerr=vals.std(0) / np.sqrt(len(rel)) if len(rel) > 1 else None)
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names, rotation=90, fontsize=7)
+    ax.set_yscale("log")
+    ax.set_ylabel("posterior mean beta_i")
+    ax.set_title(f"COMBO on {bench}: small beta = strong dependence")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_report(root: str, out: str | None = None, title: str = "Results") -> str:
+    """Write the markdown report (and its PNGs next to it); return its path."""
+    data = collect(root)
+    out = out or os.path.join(root, "report.md")
+    img_dir = os.path.join(os.path.dirname(out) or ".", "img")
+    os.makedirs(img_dir, exist_ok=True)
+    lines = [f"# {title}", "",
+             f"Generated by `graphbo report {root}` from the traces under that folder. "
+             "Best value at the budget, mean ± standard error over finished runs (seeds); "
+             "the paper's mean ± s.e. over 25 runs beside it where it reports one. "
+             "Wall-clock is the mean per run (suggestions plus evaluations).", ""]
+    for bench in sorted(data):
+        runs = data[bench]
+        budgets = {r["budget"] for rs in runs.values() for r in rs}
+        lines += [f"## {bench}", "", f"Budget: {', '.join(map(str, sorted(budgets)))} evaluations.", ""]
+        rows = []
+        allvals = []
+        for method in sorted(runs):
+            done = [r for r in runs[method] if r["finished"]]
+            best = [float(r["best_so_far"][-1]) for r in done]
+            allvals += best
+            rows.append((method, done, best, len(runs[method]) - len(done)))
+        d = _digits(allvals)
+        lines += ["| method | ours | seeds | paper | wall-clock / run |", "|---|---|---|---|---|"]
+        for method, done, best, unfinished in rows:
+            ours = _fmt(*_mean_se(best), d) if best else "–"
+            p = paper_number(bench, method, budget=max(budgets))
+            paper = _fmt(p[0], p[1], d) if p else "–"
+            secs = np.mean([r["seconds"] for r in done]) if done else float("nan")
+            seeds = f"{len(done)}" + (f" (+{unfinished} unfinished)" if unfinished else "")
+            lines.append(f"| {method} | {ours} | {seeds} | {paper} | {secs:.0f} s |")
+        slug = "".join(c if c.isalnum() else "_" for c in bench)
+        conv = os.path.join(img_dir, f"{slug}_convergence.png")
+        _plot_convergence(bench, runs, conv)
+        lines += ["", f"![convergence on {bench}]({os.path.relpath(conv, os.path.dirname(out) or '.')})", ""]
+        rel = [r["relevance"] for r in runs.get("combo", []) if r["finished"] and r["relevance"]]
+        if rel:
+            rp = os.path.join(img_dir, f"{slug}_combo_beta.png")
+            _plot_relevance(bench, rel, rp)
+            lines += [f"![COMBO beta on {bench}]({os.path.relpath(rp, os.path.dirname(out) or '.')})", ""]
+    with open(out, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    return out

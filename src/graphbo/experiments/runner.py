@@ -1,0 +1,204 @@
+"""Resumable benchmark runs and method comparisons.
+
+A run is one (benchmark, method, seed) with a budget. Its trace is a
+JSON-lines file: a first ``run`` line describing it, then one ``eval`` line
+per evaluation, written and flushed to disk before the next suggestion, with
+the optimizer's state after that evaluation (:meth:`Optimizer.get_state`).
+Resuming replays the recorded evaluations through ``tell`` and restores the
+last state, so a killed run continues exactly where it stopped and loses at
+most the evaluation in flight. A finished run is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Iterable
+
+from ..benchmarks import load_benchmark
+
+__all__ = ["RunSpec", "run", "compare", "read_trace", "TraceError", "parse_seeds"]
+
+FORMAT_VERSION = 1
+
+
+class TraceError(ValueError):
+    """A trace file is malformed or belongs to a different run."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What identifies a run; its trace must match it to be resumed."""
+
+    benchmark: str
+    method: str
+    seed: int
+    budget: int
+    n_initial: int
+    benchmark_options: dict[str, Any] = field(default_factory=dict)
+    method_options: dict[str, Any] = field(default_factory=dict)
+
+    def key(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items()}
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"0-4"`` -> [0, 1, 2, 3, 4]; ``"0,3,7"`` -> [0, 3, 7]; mixtures allowed."""
+    seeds: list[int] = []
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "-" in part[1:]:
+            a, b = part.split("-", 1) if not part.startswith("-") else (part, part)
+            lo, hi = int(a), int(b)
+            if hi < lo:
+                raise ValueError(f"bad seed range {part!r}")
+            seeds.extend(range(lo, hi + 1))
+        else:
+            seeds.append(int(part))
+    if not seeds:
+        raise ValueError(f"no seeds in {text!r}")
+    return seeds
+
+
+def read_trace(path: str) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+    """Parse a trace: ``(run line, eval lines, byte length of the complete lines)``.
+
+    A last line cut short by a crash is ignored (its length is not counted);
+    any other malformed line raises :class:`TraceError`.
+    """
+    with open(path, "rb") as fh:
+        data = fh.read()
+    lines = data.split(b"\n")
+    complete = lines[:-1]  # the text after the last newline is incomplete (or empty)
+    good_len = sum(len(l) + 1 for l in complete)
+    if not complete:
+        raise TraceError(f"{path}: empty trace")
+    try:
+        records = [json.loads(l) for l in complete]
+    except json.JSONDecodeError as exc:
+        raise TraceError(f"{path}: not a graphbo trace ({exc})") from None
+    head = records[0]
+    if not isinstance(head, dict) or head.get("type") != "run":
+        raise TraceError(f"{path}: not a graphbo trace (first line is not a run description)")
+    if head.get("format", FORMAT_VERSION) > FORMAT_VERSION:
+        raise TraceError(f"{path}: written by a newer graphbo (format {head.get('format')})")
+    evals = records[1:]
+    for i, r in enumerate(evals):
+        if r.get("type") != "eval" or r.get("i") != i:
+            raise TraceError(f"{path}: line {i + 2} is not evaluation {i}")
+    return head, evals, good_len
+
+
+def _make(spec: RunSpec):
+    from ..loop import make_optimizer
+
+    bench_kwargs = dict(spec.benchmark_options)
+    bench = load_benchmark(spec.benchmark, **bench_kwargs)
+    opt = make_optimizer(spec.method, bench.space, seed=spec.seed, n_initial=spec.n_initial, **spec.method_options)
+    return bench, opt
+
+
+def run(spec: RunSpec, path: str, log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run (or resume, or skip) one benchmark run; returns a summary."""
+    bench, opt = _make(spec)
+    evals: list[dict[str, Any]] = []
+    if os.path.exists(path):
+        head, evals, good_len = read_trace(path)
+        if head.get("spec") != json.loads(json.dumps(spec.key())):
+            raise TraceError(f"{path}: belongs to a different run ({head.get('spec')}), not {spec.key()}")
+        for r in evals:
+            opt.tell(r["config"], r["value"])
+        if evals:
+            opt.set_state(evals[-1]["state"])
+        with open(path, "r+b") as fh:  # drop a line cut short by a crash
+            fh.truncate(good_len)
+    else:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(path, "x") as fh:
+            fh.write(json.dumps({"type": "run", "format": FORMAT_VERSION, "spec": spec.key(),
+                                 "benchmark_label": getattr(bench, "name", spec.benchmark),
+                                 "started": time.strftime("%Y-%m-%dT%H:%M:%S")}) + "\n")
+    start_n = len(evals)
+    with open(path, "a") as fh:
+        for i in range(start_n, spec.budget):
+            t0 = time.perf_counter()
+            config = opt.ask()
+            t1 = time.perf_counter()
+            value = float(bench(config))
+            t2 = time.perf_counter()
+            opt.tell(config, value)
+            rec = {"type": "eval", "i": i, "config": config, "value": value,
+                   "suggest_seconds": round(t1 - t0, 6), "evaluate_seconds": round(t2 - t1, 6),
+                   "state": opt.get_state()}
+            fh.write(json.dumps(rec, default=_jsonable) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+            evals.append(rec)
+            if log and ((i + 1) % 10 == 0 or i + 1 == spec.budget):
+                log(f"{spec.benchmark} {spec.method} seed {spec.seed}: {i + 1}/{spec.budget} best {opt.best.value:.5g}")
+    return {"path": path, "n": spec.budget, "resumed_from": start_n, "best": opt.best.value}
+
+
+def _jsonable(x):
+    try:
+        import numpy as np
+
+        if isinstance(x, np.generic):
+            return x.item()
+    except ImportError:  # pragma: no cover
+        pass
+    return str(x)
+
+
+def _run_job(spec: RunSpec, path: str, threads: int) -> dict[str, Any]:
+    import torch
+
+    torch.set_num_threads(threads)
+    return run(spec, path)
+
+
+def trace_path(out_dir: str, spec: RunSpec) -> str:
+    return os.path.join(out_dir, spec.method, f"seed{spec.seed}.jsonl")
+
+
+def compare(
+    specs: Iterable[RunSpec],
+    out_dir: str,
+    n_workers: int = 1,
+    threads_per_worker: int = 1,
+    log: Callable[[str], None] = print,
+) -> list[dict[str, Any]]:
+    """Run every spec (skipping finished ones) in parallel processes; traces go under ``out_dir``."""
+    specs = list(specs)
+    todo = []
+    for spec in specs:
+        path = trace_path(out_dir, spec)
+        if os.path.exists(path):
+            head, evals, _ = read_trace(path)
+            if len(evals) >= spec.budget:
+                log(f"skip {spec.method} seed {spec.seed}: finished")
+                continue
+        todo.append((spec, path))
+    results = []
+    if n_workers <= 1:
+        for spec, path in todo:
+            results.append(run(spec, path, log=log))
+            log(f"done {spec.method} seed {spec.seed}: best {results[-1]['best']:.5g}")
+        return results
+    with ProcessPoolExecutor(max_workers=n_workers) as pool:
+        futures = {pool.submit(_run_job, spec, path, threads_per_worker): spec for spec, path in todo}
+        for fut in as_completed(futures):
+            spec = futures[fut]
+            try:
+                res = fut.result()
+            except Exception as exc:  # one failed run must not stop the others
+                log(f"FAILED {spec.method} seed {spec.seed}: {type(exc).__name__}: {exc}")
+                continue
+            results.append(res)
+            log(f"done {spec.method} seed {spec.seed}: best {res['best']:.5g} (resumed at {res['resumed_from']})")
+    return results

@@ -1,0 +1,113 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from graphbo.experiments.report import collect, write_report
+from graphbo.experiments.runner import RunSpec, TraceError, compare, parse_seeds, read_trace, run
+
+FAST = {"n_burn": 5, "n_samples": 2, "n_random": 300, "n_spray": 5, "n_starts": 3}
+
+
+def spec(method="combo", seed=0, budget=14):
+    return RunSpec("branin", method, seed, budget, 3, {}, FAST if method == "combo" else {})
+
+
+def configs(path):
+    _, evals, _ = read_trace(path)
+    return [(e["config"], e["value"]) for e in evals]
+
+
+def test_parse_seeds():
+    assert parse_seeds("0-3") == [0, 1, 2, 3]
+    assert parse_seeds("1,5,7-8") == [1, 5, 7, 8]
+    with pytest.raises(ValueError):
+        parse_seeds("5-2")
+
+
+def test_killed_run_resumes_to_the_same_trace(tmp_path):
+    full = tmp_path / "full.jsonl"
+    run(spec(), str(full))
+    reference = configs(full)
+    assert len(reference) == 14
+    rng = np.random.default_rng(0)
+    for attempt in range(3):
+        path = tmp_path / f"killed{attempt}.jsonl"
+        code = (
+            "import sys, json; from graphbo.experiments.runner import RunSpec, run; "
+            f"run(RunSpec('branin', 'combo', 0, 14, 3, {{}}, {FAST!r}), {str(path)!r})"
+        )
+        proc = subprocess.Popen([sys.executable, "-c", code])
+        # wait until a random number of evaluations is on disk, then SIGKILL
+        target = int(rng.integers(2, 12))
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if path.exists() and path.read_text().count("\n") >= target + 1:
+                break
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        done_before = len(read_trace(str(path))[1])
+        assert done_before < 14
+        summary = run(spec(), str(path))
+        assert summary["resumed_from"] == done_before
+        assert configs(path) == reference
+
+
+def test_a_line_cut_short_is_dropped_and_rerun(tmp_path):
+    path = tmp_path / "t.jsonl"
+    run(spec("rs", budget=8), str(path))
+    full = configs(path)
+    text = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(text[:5]) + text[5][: len(text[5]) // 2])  # crash while writing eval 4
+    run(spec("rs", budget=8), str(path))
+    assert configs(path) == full
+
+
+def test_foreign_or_mismatched_traces_raise_and_stay_untouched(tmp_path):
+    path = tmp_path / "t.jsonl"
+    run(spec("rs", budget=4), str(path))
+    before = path.read_bytes()
+    with pytest.raises(TraceError, match="different run"):
+        run(spec("rs", seed=1, budget=4), str(path))
+    assert path.read_bytes() == before
+    foreign = tmp_path / "foreign.jsonl"
+    foreign.write_text("hello\nworld\n")
+    with pytest.raises(TraceError, match="not a graphbo trace"):
+        run(spec("rs", budget=4), str(foreign))
+    assert foreign.read_text() == "hello\nworld\n"
+    newer = tmp_path / "newer.jsonl"
+    newer.write_text(json.dumps({"type": "run", "format": 999, "spec": {}}) + "\n")
+    with pytest.raises(TraceError, match="newer"):
+        run(spec("rs", budget=4), str(newer))
+
+
+def test_compare_skips_finished_runs_and_report_aggregates(tmp_path):
+    specs = [spec(m, s, budget=6) for m in ("combo", "rs") for s in (0, 1)]
+    out = tmp_path / "cmp"
+    first = compare(specs, str(out), n_workers=2)
+    assert len(first) == 4
+    mtimes = {p: os.path.getmtime(p) for p in out.rglob("*.jsonl")}
+    assert compare(specs, str(out), n_workers=2) == []
+    assert {p: os.path.getmtime(p) for p in out.rglob("*.jsonl")} == mtimes
+    data = collect(str(out))
+    assert set(data["branin"]) == {"combo", "rs"}
+    for method, runs in data["branin"].items():
+        for r in runs:
+            assert r["finished"] and len(r["best_so_far"]) == 6
+            values = [v for _, v in configs(out / method / f"seed{r['seed']}.jsonl")]
+            assert r["best_so_far"][-1] == min(values)
+    report = write_report(str(out), out=str(tmp_path / "r.md"))
+    text = open(report).read()
+    best_rs = [min(v for _, v in configs(out / "rs" / f"seed{s}.jsonl")) for s in (0, 1)]
+    row = next(l for l in text.splitlines() if l.startswith("| rs |"))
+    shown_mean, shown_se = (float(x) for x in row.split("|")[2].split("±"))
+    assert shown_mean == pytest.approx(np.mean(best_rs), abs=1e-2)
+    assert shown_se == pytest.approx(np.std(best_rs, ddof=1) / np.sqrt(2), abs=1e-2)
+    assert (tmp_path / "img" / "branin_convergence.png").stat().st_size > 1000
+    assert (tmp_path / "img" / "branin_combo_beta.png").exists()
