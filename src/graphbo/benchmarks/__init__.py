@@ -44,6 +44,11 @@ REGISTRY: dict[str, BenchmarkInfo] = {
         "pestcontrol", "graphbo.benchmarks.pest_control:PestControl",
         "pest control, 25 stations with 5 categorical choices (COMBO supp. 4.2.2); budget 320, 20 initial",
     ),
+    "nasbinary": BenchmarkInfo(
+        "nasbinary", "graphbo.benchmarks.nas_binary:NASBinary",
+        "NAS on a binary cell, 31 bits (21 edges + 5x2 op bits), val. error + 0.02 FLOPs ratio, CPU training "
+        "on sklearn digits by default (COMBO supp. 4.4); budget 260, 10 initial",
+    ),
 }
 
 

@@ -1,9 +1,28 @@
-"""Optimizers: COMBO and baselines, all with one ask/tell protocol."""
+"""Optimizers: COMBO and baselines, all with one ask/tell protocol.
+
+TPE and SMAC wrap Optuna and SMAC3, imported only when used
+(``pip install "graphbo[tpe]"`` / ``"graphbo[smac]"``).
+"""
 
 from .base import Observation, Optimizer
+from .bocs import BOCS
 from .combo import COMBO
 from .random_search import RandomSearch
+from .regularized_evolution import RegularizedEvolution
+from .simulated_annealing import SimulatedAnnealing
+from .smac import SMAC
+from .tpe import TPE
 
-METHODS = {"combo": COMBO, "random": RandomSearch, "rs": RandomSearch}
+METHODS = {
+    "combo": COMBO,
+    "rs": RandomSearch,
+    "random": RandomSearch,
+    "sa": SimulatedAnnealing,
+    "re": RegularizedEvolution,
+    "bocs": BOCS,
+    "tpe": TPE,
+    "smac": SMAC,
+}
 
-__all__ = ["Optimizer", "Observation", "COMBO", "RandomSearch", "METHODS"]
+__all__ = ["Optimizer", "Observation", "COMBO", "RandomSearch", "SimulatedAnnealing", "RegularizedEvolution",
+           "BOCS", "TPE", "SMAC", "METHODS"]

@@ -152,10 +152,10 @@ class Optimizer:
 
     def set_state(self, state: Mapping[str, Any]) -> None:
         """Restore what :meth:`get_state` returned (after the told data has been replayed)."""
-        self.rng.bit_generator.state = state["rng"]
+        self._load_method_state(state.get("method") or {})
         self._initial = [np.asarray(r, dtype=np.int64) for r in state["initial"]]
         self._pending.clear()
-        self._load_method_state(state.get("method") or {})
+        self.rng.bit_generator.state = state["rng"]  # last: restoring method state may draw numbers
 
     def _method_state(self) -> dict[str, Any]:
         return {}

@@ -1,0 +1,251 @@
+"""SMAC baseline: SMAC3's random-forest BO behind graphbo's ask/tell.
+
+The COMBO paper (Oh et al., 2019) compares with SMAC (Hutter et al., 2011):
+a random-forest surrogate with expected improvement, maximised by local and
+random search, interleaved with random configurations. This wraps SMAC3's
+:class:`~smac.HyperparameterOptimizationFacade` (SMAC3 >= 2.4, whose random
+forest is scikit-learn based; ``pyrfr`` is not needed) through its ask/tell
+interface.
+
+Requires ``smac`` (``pip install "graphbo[smac]"``); it is imported when the
+optimizer is constructed, never at ``import graphbo``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..spaces.space import Space
+from .base import Optimizer
+
+__all__ = ["SMAC"]
+
+_INSTALL_HINT = 'SMAC needs SMAC3: pip install "graphbo[smac]"'
+
+
+def _import_smac():
+    try:
+        import ConfigSpace
+        import smac
+        from smac.main.exceptions import ConfigurationSpaceExhaustedException
+        from smac.model.random_forest import RandomForest
+        from smac.runhistory.dataclasses import TrialInfo, TrialValue
+    except ImportError as exc:  # pragma: no cover - exercised only without smac
+        raise ImportError(_INSTALL_HINT) from exc
+    return ConfigSpace, smac, RandomForest, TrialInfo, TrialValue, ConfigurationSpaceExhaustedException
+
+
+@contextlib.contextmanager
+def _quiet_smac():
+    """Silence SMAC's log messages for one block, restoring the logger's level."""
+    logger = logging.getLogger("smac")
+    old = logger.level
+    logger.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        logger.setLevel(old)
+
+
+class SMAC(Optimizer):
+    """SMAC3 (random forest + log-EI, local and random search) as a graphbo baseline.
+
+    Variables map onto a ConfigSpace over value *indices*: Binary, Categorical
+    and GraphVariable -> ``CategoricalHyperparameter`` (the graph of a
+    GraphVariable is ignored), Ordinal -> ``OrdinalHyperparameter``.
+
+    Setup (``HyperparameterOptimizationFacade`` components, SMAC3 defaults unless
+    said otherwise): a deterministic scenario, one trial per configuration
+    (``max_config_calls=1``: no re-evaluation of incumbents); **no SMAC initial
+    design** (``n_configs=0``): graphbo's shared random initial design is told
+    to SMAC as it is evaluated; the surrogate is retrained after every
+    suggestion (``retrain_after=1``; the facade's default of 8 is meant for
+    parallel/cheap runs); the random forest runs single-threaded
+    (``n_jobs=1``) with ``max_leaf_nodes=None`` (scikit-learn preallocates
+    ``2**20`` nodes per tree for SMAC's default, which is slow and equivalent
+    for any realistic data size). Everything is seeded by one integer drawn
+    from ``self.rng`` after the initial design. SMAC's output directory is a
+    temporary directory, removed by :meth:`close` or when the optimizer is
+    garbage collected; SMAC never writes its run history there
+    (``tell(..., save=False)``).
+
+    Every told evaluation is passed to ``smac.tell(TrialInfo(config, seed=s),
+    TrialValue(cost=value))``, with ``s`` the single seed of the deterministic
+    intensifier (SMAC accepts trials it did not ask for).
+
+    Duplicates: if SMAC proposes a configuration already evaluated (its known
+    value is told again under SMAC's trial key, so SMAC keeps no dangling
+    running trial) or pending, it is asked again, up to ``max_retries`` times;
+    then a uniformly random configuration not evaluated or pending is
+    suggested. Once SMAC's own generator gives up (on tiny, nearly exhausted
+    spaces it stops after failing to find new configurations), all further
+    suggestions are such random configurations. :attr:`n_duplicates` and
+    :attr:`n_fallbacks` count these events.
+
+    Parameters
+    ----------
+    space, seed, n_initial, initial_configs
+        As for :class:`~graphbo.optimizers.base.Optimizer`.
+    n_trees : int, default 10
+        Trees of the random forest (SMAC's default).
+    n_challengers : int, default 10000
+        Configurations the acquisition maximiser considers (SMAC's default).
+    random_probability : float, default 0.2
+        Probability of an interleaved random configuration (SMAC's default).
+    retrain_after : int, default 1
+        Suggestions between two fits of the random forest.
+    max_retries : int, default 20
+        SMAC proposals rejected as duplicates before the random fallback.
+    """
+
+    name = "smac"
+
+    def __init__(
+        self,
+        space: Space,
+        seed: int | None = None,
+        n_initial: int = 10,
+        initial_configs: list[Mapping[str, Any]] | None = None,
+        n_trees: int = 10,
+        n_challengers: int = 10000,
+        random_probability: float = 0.2,
+        retrain_after: int = 1,
+        max_retries: int = 20,
+    ):
+        cs_mod, smac, RandomForest, TrialInfo, TrialValue, Exhausted = _import_smac()
+        super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        self.max_retries = int(max_retries)
+        self.smac_seed = int(self.rng.integers(2**31))
+        self._TrialInfo, self._TrialValue, self._Exhausted = TrialInfo, TrialValue, Exhausted
+
+        cs = cs_mod.ConfigurationSpace(seed=self.smac_seed)
+        hps = []
+        for name, var in zip(space.names, space.variables):
+            idx = list(range(var.n_values))
+            if var.kind == "ordinal":
+                hps.append(cs_mod.OrdinalHyperparameter(name, idx))
+            else:
+                hps.append(cs_mod.CategoricalHyperparameter(name, idx))
+        cs.add(hps)
+        self.configspace = cs
+
+        self._tmpdir = tempfile.TemporaryDirectory(prefix="graphbo-smac-")
+        HPO = smac.HyperparameterOptimizationFacade
+        with _quiet_smac():
+            scenario = smac.Scenario(
+                cs,
+                name="graphbo-smac",
+                output_directory=Path(self._tmpdir.name),
+                deterministic=True,
+                n_trials=2**31 - 1,
+                seed=self.smac_seed,
+            )
+            model = RandomForest(
+                cs,
+                log_y=True,  # the facade's model settings (HPO facade get_model)
+                n_trees=n_trees,
+                ratio_features=1.0,
+                min_samples_split=2,
+                min_samples_leaf=1,
+                max_depth=2**20,
+                bootstrapping=True,
+                seed=self.smac_seed,
+                n_jobs=1,
+                max_leaf_nodes=None,
+            )
+            self.smac = HPO(
+                scenario,
+                None,
+                model=model,
+                acquisition_maximizer=HPO.get_acquisition_maximizer(scenario, challengers=n_challengers),
+                initial_design=HPO.get_initial_design(scenario, n_configs=0),
+                random_design=HPO.get_random_design(scenario, probability=random_probability),
+                intensifier=HPO.get_intensifier(scenario, max_config_calls=1),
+                config_selector=HPO.get_config_selector(scenario, retrain_after=retrain_after),
+                logging_level=False,
+                overwrite=True,
+            )
+        self._trials: dict[bytes, Any] = {}  # row key -> pending TrialInfo proposed by SMAC
+        self._values: dict[bytes, float] = {}  # row key -> last told value
+        self._trial_seed: int | None = None  # the deterministic intensifier's one seed
+        self._exhausted = False
+        self.n_duplicates = 0
+        self.n_fallbacks = 0
+
+    # -- helpers ------------------------------------------------------------------
+    def close(self) -> None:
+        """Remove SMAC's temporary output directory now (also done at garbage collection)."""
+        self._tmpdir.cleanup()
+
+    def _config_of(self, row: np.ndarray):
+        from ConfigSpace import Configuration
+
+        config = Configuration(self.configspace, values={n: int(i) for n, i in zip(self.space.names, row)})
+        # Rebuilt from its vector, as SMAC builds its own: the value types (NumPy
+        # integers) then match, and so do the hashes (ConfigSpace hashes the repr),
+        # which SMAC's run history uses to recognise a configuration.
+        return Configuration(self.configspace, vector=config.get_array())
+
+    def _row_of(self, config) -> np.ndarray:
+        return np.array([int(config[n]) for n in self.space.names], dtype=np.int64)
+
+    def _seed(self) -> int:
+        # Before SMAC's first ask its intensifier takes its seed from the run
+        # history, so any fixed value works; after it, use the one it chose.
+        return 0 if self._trial_seed is None else self._trial_seed
+
+    def _mark_processed(self, config) -> None:
+        # Private SMAC state, best effort: keeps SMAC from proposing a config it was
+        # told about after its generator started. Duplicates are handled anyway.
+        selector = getattr(self.smac.intensifier, "_config_selector", None)
+        processed = getattr(selector, "_processed_configs", None)
+        if isinstance(processed, list) and config not in processed:
+            processed.append(config)
+
+    # -- protocol hooks --------------------------------------------------------------
+    def _suggest(self) -> np.ndarray:
+        from ..acquisition.graph_local_search import SpaceExhaustedError
+
+        exclude = self._exclude
+        if len(exclude) >= self.space.size:
+            raise SpaceExhaustedError(f"all {self.space.size} configurations have been evaluated or are pending")
+        if not self._exhausted:
+            with _quiet_smac():
+                for _ in range(self.max_retries + 1):
+                    try:
+                        info = self.smac.ask()
+                    except (StopIteration, self._Exhausted):
+                        self._exhausted = True
+                        break
+                    if self._trial_seed is None:
+                        self._trial_seed = info.seed
+                    row = self._row_of(info.config)
+                    key = row.tobytes()
+                    if key not in exclude:
+                        self._trials[key] = info
+                        return row
+                    self.n_duplicates += 1
+                    if key in self._values:  # evaluated: close SMAC's running trial with the known value
+                        self.smac.tell(info, self._TrialValue(cost=self._values[key]), save=False)
+                    # pending: SMAC's running trial is completed when graphbo's tell arrives
+        self.n_fallbacks += 1
+        return self._distinct_random_rows(1, exclude)[0]
+
+    def _observe(self, row: np.ndarray, value: float) -> None:
+        key = row.tobytes()
+        info = self._trials.pop(key, None)
+        if info is None:
+            config = self._config_of(row)
+            info = self._TrialInfo(config, seed=self._seed())
+            self._mark_processed(config)
+        with _quiet_smac():
+            self.smac.tell(info, self._TrialValue(cost=value), save=False)
+        self._values[key] = value
