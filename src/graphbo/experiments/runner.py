@@ -156,10 +156,18 @@ def _jsonable(x):
 
 
 def _run_job(spec: RunSpec, path: str, threads: int) -> dict[str, Any]:
+    """One run in a worker process, with ``threads`` torch and BLAS threads.
+
+    Parallel runs share the cores: more threads per run than cores per run
+    only adds contention (BOCS's small matrix products slowed down several
+    times with OpenBLAS's default threads on 2 busy cores).
+    """
     import torch
+    from threadpoolctl import threadpool_limits
 
     torch.set_num_threads(threads)
-    return run(spec, path)
+    with threadpool_limits(limits=threads):
+        return run(spec, path)
 
 
 def trace_path(out_dir: str, spec: RunSpec) -> str:
