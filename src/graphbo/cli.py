@@ -33,14 +33,16 @@ def _default_trace(name: str, method: str, seed: int) -> str:
 def _cmd_run(args: argparse.Namespace) -> int:
     from .benchmarks import load_benchmark
 
-    kwargs = {}
-    if args.benchmark == "maxsat":
-        if not args.wcnf:
-            print("graphbo run maxsat: give the instance with --wcnf PATH", file=sys.stderr)
-            return 2
-        kwargs["path"] = args.wcnf
+    from .benchmarks import REGISTRY
+
+    if args.benchmark not in REGISTRY:
+        print(f"graphbo run: unknown benchmark {args.benchmark!r}; available: {sorted(REGISTRY)}", file=sys.stderr)
+        return 2
+    if args.benchmark == "maxsat" and not args.wcnf:
+        print("graphbo run maxsat: give the instance with --wcnf PATH", file=sys.stderr)
+        return 2
     try:
-        bench = load_benchmark(args.benchmark, **kwargs)
+        bench = load_benchmark(args.benchmark, **_benchmark_options(args, args.seed))
     except (ValueError, FileNotFoundError) as exc:
         print(f"graphbo run: {exc}", file=sys.stderr)
         return 2
@@ -171,6 +173,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-initial", type=int, default=None, help="random initial evaluations (default: the paper's)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--wcnf", default=None, help="path of a .wcnf instance (maxsat)")
+    p.add_argument("--lamda", type=float, default=None, help="regularisation (ising, contamination)")
+    p.add_argument("--instance-seed", type=int, default=None,
+                   help="problem-instance seed of random benchmarks (default: seed mod 5)")
     p.add_argument("--trace", default=None, help="JSON-lines trace file (default: runs/NAME-METHOD-seedS-TIME.jsonl)")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own)")
     p.add_argument("--quiet", action="store_true", help="print only the result")
