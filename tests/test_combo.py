@@ -106,3 +106,17 @@ def test_random_search_is_seeded_and_distinct():
     r2 = gb.minimize(toy_objective, toy_space(), method="random", budget=20, seed=7)
     assert [h.config for h in r1.history] == [h.config for h in r2.history]
     assert len({tuple(sorted(h.config.items())) for h in r1.history}) == 20
+
+
+def test_candidate_pool_keeps_each_vertex_once_in_order():
+    from graphbo.acquisition.graph_local_search import _distinct
+
+    space = gb.Space({"a": gb.Ordinal([0, 1, 2]), "b": gb.Binary(), "c": gb.Categorical(["x", "y", "z", "w"])})
+    rows = space.sample_index(500, 0)
+    d = _distinct(rows, space)
+    seen, expected = set(), []
+    for r in rows.tolist():
+        if tuple(r) not in seen:
+            seen.add(tuple(r))
+            expected.append(r)
+    assert d.tolist() == expected and len(d) == space.size
