@@ -114,7 +114,11 @@ class DiffusionGP:
         return self
 
     def condition(self, X: np.ndarray, y: np.ndarray, samples: list[HyperSample]) -> "DiffusionGP":
-        """Condition on data ``(X, y)`` under the given hyper-parameter samples, ready to predict."""
+        """Condition on data ``(X, y)`` under the given hyper-parameter samples, ready to predict.
+
+        ``y`` has shape ``(n,)``, or ``(S, n)`` for values that differ per sample
+        (fantasies of pending points, see :class:`graphbo.COMBO`).
+        """
         self.samples = list(samples)
         self._prepare_prediction(
             torch.as_tensor(np.asarray(X, dtype=np.int64), device=self.kernel.device),
@@ -138,7 +142,7 @@ class DiffusionGP:
         K = torch.exp(O @ self._B.reshape(self.kernel.D, S, n).permute(1, 0, 2))  # (S, n, n)
         C = self._amp[:, None, None] * K + noise[:, None, None] * torch.eye(n, **t)
         L = robust_cholesky(C)
-        resid = (yt[None, :] - self._mean[:, None])[..., None]
+        resid = (yt.expand(S, n) - self._mean[:, None])[..., None]
         self._alpha = torch.cholesky_solve(resid, L)  # (S, n, 1)
         self._Linv_T = torch.linalg.solve_triangular(L, torch.eye(n, **t).expand(S, n, n), upper=False).transpose(1, 2)
         self._n = n

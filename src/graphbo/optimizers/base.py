@@ -77,8 +77,20 @@ class Optimizer:
         return rows
 
     # -- protocol ---------------------------------------------------------------
-    def ask(self) -> dict[str, Any]:
-        """The next configuration to evaluate."""
+    def ask(self, n: int | None = None) -> dict[str, Any] | list[dict[str, Any]]:
+        """The next configuration to evaluate; with ``n``, a list of ``n`` distinct ones.
+
+        Asked configurations stay *pending* until told: they are never suggested
+        again, and model-based methods account for them (COMBO: kriging believer),
+        so several can be evaluated in parallel.
+        """
+        if n is not None:
+            if int(n) != n or n < 1:
+                raise ValueError(f"ask: n must be a positive integer, got {n!r}")
+            return [self._ask_one() for _ in range(int(n))]
+        return self._ask_one()
+
+    def _ask_one(self) -> dict[str, Any]:
         row = None
         while self._initial:
             cand = self._initial.pop(0)

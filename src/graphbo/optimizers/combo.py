@@ -109,6 +109,15 @@ class COMBO(Optimizer):
             X, y = self.X, self.y
             self.model.fit(X, y, self.rng)
             best = float(y.min())
+            if self._pending:
+                # Kriging believer (Ginsbourger et al., 2011): pending points are added with their
+                # posterior mean as a fantasy value, per posterior sample, so the next suggestion
+                # accounts for them. Fantasies at the mean leave the mean elsewhere unchanged, so
+                # conditioning on all of them at once equals adding them one at a time.
+                P = np.stack(list(self._pending.values()))
+                fantasy, _ = self.model.predict(P)
+                y_all = torch.cat([torch.as_tensor(y, dtype=fantasy.dtype).expand(fantasy.shape[0], -1), fantasy], 1)
+                self.model.condition(np.concatenate([X, P]), y_all, self.model.samples)
             t1 = time.perf_counter()
 
             def acquisition(rows: np.ndarray) -> np.ndarray:
