@@ -109,3 +109,73 @@ def test_duplicate_names_raise():
 def test_bad_configs_raise(config, match):
     with pytest.raises(ValueError, match=match):
         small_space().validate(config)
+
+
+def mixed_space():
+    return gb.Space({
+        "c": gb.Categorical(["a", "b"]),
+        "lr": gb.Continuous(1e-4, 1e-1, log=True),
+        "x": gb.Continuous(-2.0, 3.0),
+        "depth": gb.Integer(1, 10),              # narrow: an ordinal path graph
+        "units": gb.Integer(8, 1024, log=True),  # wide/log: continuous with rounding
+    })
+
+
+def test_integer_representation_depends_on_the_range():
+    assert isinstance(gb.Integer(1, 10), gb.Ordinal)
+    assert gb.Integer(1, 10).values == tuple(range(1, 11))
+    wide = gb.Integer(0, 1000)
+    assert not isinstance(wide, gb.Ordinal) and wide.kind == "integer"
+    assert gb.Integer(1, 10, log=True).kind == "integer"
+
+
+def test_mixed_rows_scale_continuous_values_to_the_unit_interval():
+    space = mixed_space()
+    assert space.row_dtype == np.float64 and space.size == float("inf")
+    assert space.continuous_indices.tolist() == [1, 2, 4] and space.discrete_indices.tolist() == [0, 3]
+    row = space.to_index({"c": "b", "lr": 1e-2, "x": 0.5, "depth": 3, "units": 64})
+    assert row[0] == 1 and row[3] == 2
+    assert row[1] == pytest.approx(2 / 3) and row[2] == pytest.approx(0.5)
+    assert row[4] == pytest.approx(np.log(64 / 8) / np.log(1024 / 8))
+    back = space.from_index(row)
+    assert back["c"] == "b" and back["depth"] == 3 and back["units"] == 64
+    assert back["lr"] == pytest.approx(1e-2) and back["x"] == pytest.approx(0.5)
+
+
+def test_mixed_sampling_is_seeded_in_bounds_and_canonical_for_rounded_integers():
+    space = mixed_space()
+    rows = space.sample_index(500, seed=0)
+    assert np.array_equal(rows, space.sample_index(500, seed=0))
+    for cfg in space.sample(200, seed=1):
+        assert 1e-4 <= cfg["lr"] <= 1e-1 and -2 <= cfg["x"] <= 3
+        assert isinstance(cfg["units"], int) and 8 <= cfg["units"] <= 1024
+        # a rounded integer's unit coordinate is the integer's own: rows of equal configs are equal
+        assert space.to_index(cfg)[4] == pytest.approx(space.to_index(space.from_index(space.to_index(cfg)))[4])
+    u = rows[:, 4]
+    assert np.allclose(u, space.variables[4].snap(u))
+
+
+@pytest.mark.parametrize("config, match", [
+    ({"c": "a", "lr": 0.5, "x": 0.0, "depth": 1, "units": 8}, "'lr'.*outside"),
+    ({"c": "a", "lr": 0.01, "x": "big", "depth": 1, "units": 8}, "'x'.*not a number"),
+    ({"c": "a", "lr": 0.01, "x": 0.0, "depth": 1, "units": 8.5}, "'units'.*not an integer"),
+    ({"c": "a", "lr": 0.01, "x": 0.0, "depth": 11, "units": 8}, "'depth'"),
+])
+def test_mixed_configs_are_validated(config, match):
+    with pytest.raises(ValueError, match=match):
+        mixed_space().validate(config)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: gb.Continuous(1.0, 1.0), "low < high"),
+    (lambda: gb.Continuous(0.0, 1.0, log=True), "low > 0"),
+    (lambda: gb.Integer(1.5, 4), "integer bounds"),
+])
+def test_bad_continuous_definitions(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
+
+
+def test_combo_refuses_continuous_variables_and_points_to_bofm():
+    with pytest.raises(ValueError, match="BOFM"):
+        gb.COMBO(mixed_space())

@@ -16,6 +16,8 @@ _EXPORTS = {
     "Categorical": "graphbo.spaces",
     "Ordinal": "graphbo.spaces",
     "GraphVariable": "graphbo.spaces",
+    "Continuous": "graphbo.spaces",
+    "Integer": "graphbo.spaces",
     "COMBO": "graphbo.optimizers",
     "RandomSearch": "graphbo.optimizers",
     "Observation": "graphbo.optimizers",

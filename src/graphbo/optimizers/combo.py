@@ -21,6 +21,7 @@ from ..acquisition.graph_local_search import optimize_acquisition_on_graph
 from ..kernels.diffusion import DiffusionKernel
 from ..models.diffusion_gp import DiffusionGP, HyperSample
 from ..spaces.space import Space
+from ..spaces.variables import Variable
 from .base import Optimizer
 
 __all__ = ["COMBO", "torch_threads"]
@@ -88,7 +89,7 @@ class COMBO(Optimizer):
         device: str | None = None,
     ):
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
-        bad = [n for n in space.names if getattr(space[n], "kind", "") == "continuous"]
+        bad = [n for n in space.names if not isinstance(space[n], Variable)]
         if bad:
             raise ValueError(
                 f"COMBO handles discrete variables only; {bad!r} are continuous. Use graphbo.BOFM for mixed spaces."

@@ -1,6 +1,8 @@
-"""Search spaces: variables with per-variable graphs, and their product."""
+"""Search spaces: variables with per-variable graphs, continuous variables, and their product."""
 
 from .space import Space, as_generator
-from .variables import Binary, Categorical, GraphSpectrum, GraphVariable, Ordinal, Variable
+from .variables import (Binary, Categorical, Continuous, GraphSpectrum, GraphVariable, Integer, IntegerRange, Ordinal,
+                        Variable)
 
-__all__ = ["Space", "Variable", "Binary", "Categorical", "Ordinal", "GraphVariable", "GraphSpectrum", "as_generator"]
+__all__ = ["Space", "Variable", "Binary", "Categorical", "Ordinal", "GraphVariable", "GraphSpectrum", "Continuous",
+           "Integer", "IntegerRange", "as_generator"]

@@ -10,11 +10,12 @@ they differ in one variable whose two values are adjacent in its sub-graph).
 
 from __future__ import annotations
 
+import math
 from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from .variables import Variable
+from .variables import Continuous, Variable
 
 __all__ = ["Space"]
 
@@ -54,10 +55,10 @@ class Space:
                 raise ValueError(f"Space: variable names must be non-empty strings, got {name!r}")
             if name in names:
                 raise ValueError(f"Space: duplicate variable name {name!r}")
-            if not isinstance(var, Variable):
+            if not isinstance(var, (Variable, Continuous)):
                 raise ValueError(
                     f"Space: variable {name!r} must be a graphbo variable (Binary, Categorical, Ordinal, "
-                    f"GraphVariable), got {var!r}"
+                    f"GraphVariable, Continuous, Integer), got {var!r}"
                 )
             if var.name is not None and var.name != name:
                 raise ValueError(
@@ -67,9 +68,18 @@ class Space:
             names.add(name)
         for name, var in items:
             var.name = name
-        self._variables: dict[str, Variable] = dict(items)
+        self._variables: dict[str, Variable | Continuous] = dict(items)
         self.names: tuple[str, ...] = tuple(self._variables)
+        #: number of values of each variable (0 for continuous ones)
         self.n_values = np.array([v.n_values for v in self._variables.values()], dtype=np.int64)
+        #: positions of the discrete (graph) and continuous variables in a row
+        self.discrete_indices = np.array([j for j, v in enumerate(self._variables.values()) if isinstance(v, Variable)],
+                                         dtype=np.int64)
+        self.continuous_indices = np.array(
+            [j for j, v in enumerate(self._variables.values()) if isinstance(v, Continuous)], dtype=np.int64)
+        #: a row holds value indices (int64) in a discrete space; with continuous variables it is float64,
+        #: holding value indices for discrete variables and unit coordinates in [0, 1] for continuous ones
+        self.row_dtype = np.float64 if self.continuous_indices.size else np.int64
 
     # -- container protocol -------------------------------------------------
     @property
@@ -90,8 +100,14 @@ class Space:
         return f"Space({{{inner}}})"
 
     @property
-    def size(self) -> int:
-        """Number of configurations (vertices of the product graph), as a Python int."""
+    def is_discrete(self) -> bool:
+        return self.continuous_indices.size == 0
+
+    @property
+    def size(self) -> int | float:
+        """Number of configurations (vertices of the product graph) as an int; ``inf`` with continuous variables."""
+        if not self.is_discrete:
+            return math.inf
         out = 1
         for k in self.n_values:
             out *= int(k)
@@ -103,7 +119,7 @@ class Space:
         self.to_index(config)
 
     def to_index(self, config: Mapping[str, Any]) -> np.ndarray:
-        """Index row of a configuration; ``ValueError`` for missing, extra or unknown values."""
+        """Row of a configuration (see :attr:`row_dtype`); ``ValueError`` for missing, extra or unknown values."""
         if not isinstance(config, Mapping):
             raise ValueError(f"a configuration must be a dict of variable name -> value, got {config!r}")
         missing = [n for n in self.names if n not in config]
@@ -112,26 +128,35 @@ class Space:
         extra = [k for k in config if k not in self._variables]
         if extra:
             raise ValueError(f"configuration {dict(config)!r} has unknown variable(s) {extra!r}")
-        return np.array([var.index_of(config[n]) for n, var in self._variables.items()], dtype=np.int64)
+        return np.array([var.index_of(config[n]) if isinstance(var, Variable) else var.to_unit(config[n])
+                         for n, var in self._variables.items()], dtype=self.row_dtype)
 
     def from_index(self, row: Iterable[int]) -> dict[str, Any]:
         """Configuration of an index row."""
-        row = np.asarray(row, dtype=np.int64).reshape(-1)
+        row = np.asarray(row, dtype=self.row_dtype).reshape(-1)
         if row.shape[0] != len(self):
             raise ValueError(f"index row has {row.shape[0]} entries, the space has {len(self)} variables")
-        if np.any(row < 0) or np.any(row >= self.n_values):
-            bad = int(np.flatnonzero((row < 0) | (row >= self.n_values))[0])
+        disc = self.discrete_indices
+        bad = (row[disc] < 0) | (row[disc] >= self.n_values[disc])
+        if np.any(bad):
+            j = int(disc[np.flatnonzero(bad)[0]])
             raise ValueError(
-                f"index {int(row[bad])} is out of range for variable {self.names[bad]!r} "
-                f"with {int(self.n_values[bad])} values"
+                f"index {row[j]} is out of range for variable {self.names[j]!r} with {int(self.n_values[j])} values"
             )
-        return {n: var.value_at(i) for (n, var), i in zip(self._variables.items(), row)}
+        return {n: var.value_at(int(x)) if isinstance(var, Variable) else var.from_unit(x)
+                for (n, var), x in zip(self._variables.items(), row)}
 
     # -- sampling -----------------------------------------------------------
     def sample_index(self, n: int, seed: int | np.random.Generator | None = None) -> np.ndarray:
         """``n`` index rows drawn uniformly (with replacement), shape ``(n, n_variables)``."""
         rng = as_generator(seed)
-        return (rng.random((n, len(self))) * self.n_values).astype(np.int64)
+        u = rng.random((n, len(self)))
+        if self.is_discrete:
+            return (u * self.n_values).astype(np.int64)
+        rows = np.floor(u * np.maximum(self.n_values, 1))
+        for j in self.continuous_indices:
+            rows[:, j] = self.variables[j].snap(u[:, j])
+        return rows
 
     def sample(self, n: int = 1, seed: int | np.random.Generator | None = None) -> list[dict[str, Any]]:
         """``n`` configurations drawn uniformly from the space."""
@@ -140,16 +165,16 @@ class Space:
     # -- graph structure ----------------------------------------------------
     def neighbor_index(self, row: Iterable[int]) -> np.ndarray:
         """All neighbours of an index row on the product graph, shape ``(n_neighbors, n_variables)``."""
-        row = np.asarray(row, dtype=np.int64).reshape(-1)
+        row = np.asarray(row, dtype=self.row_dtype).reshape(-1)
         blocks = []
-        for j, var in enumerate(self._variables.values()):
-            nb = var.neighbor_lists[row[j]]
+        for j in self.discrete_indices:
+            nb = self.variables[j].neighbor_lists[int(row[j])]
             if nb.size:
                 block = np.repeat(row[None, :], nb.size, axis=0)
                 block[:, j] = nb
                 blocks.append(block)
         if not blocks:
-            return np.empty((0, len(self)), dtype=np.int64)
+            return np.empty((0, len(self)), dtype=self.row_dtype)
         return np.concatenate(blocks, axis=0)
 
     def neighbor_index_batch(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -161,19 +186,19 @@ class Space:
         owner : ndarray, shape (N,)
             ``owner[i]`` is the position in ``rows`` of the row that ``neighbors[i]`` is adjacent to.
         """
-        rows = np.asarray(rows, dtype=np.int64)
+        rows = np.asarray(rows, dtype=self.row_dtype)
         nbrs, owners = [], []
         for j, table in enumerate(self._neighbor_tables):
             if table.shape[1] == 0:
                 continue
-            cand = table[rows[:, j]]  # (B, max_degree), -1 where padded
+            cand = table[rows[:, j].astype(np.int64)]  # (B, max_degree), -1 where padded
             b, s = np.nonzero(cand >= 0)
             block = rows[b].copy()
             block[:, j] = cand[b, s]
             nbrs.append(block)
             owners.append(b)
         if not nbrs:
-            return np.empty((0, len(self)), dtype=np.int64), np.empty(0, dtype=np.int64)
+            return np.empty((0, len(self)), dtype=self.row_dtype), np.empty(0, dtype=np.int64)
         return np.concatenate(nbrs), np.concatenate(owners)
 
     @property
@@ -182,6 +207,9 @@ class Space:
         if tables is None:
             tables = []
             for var in self._variables.values():
+                if not isinstance(var, Variable):
+                    tables.append(np.empty((0, 0), dtype=np.int64))
+                    continue
                 deg = max((len(nb) for nb in var.neighbor_lists), default=0)
                 table = -np.ones((var.n_values, deg), dtype=np.int64)
                 for i, nb in enumerate(var.neighbor_lists):
@@ -203,7 +231,7 @@ class Space:
         neighbouring value (the spray vertices of COMBO supplement Sec. 3).
         """
         rng = as_generator(seed)
-        rows = np.repeat(np.asarray(row, dtype=np.int64).reshape(1, -1), n, axis=0)
+        rows = np.repeat(np.asarray(row, dtype=self.row_dtype).reshape(1, -1), n, axis=0)
         movable = [j for j, v in enumerate(self._variables.values()) if v.n_values > 1]
         if not movable:
             return rows
@@ -212,6 +240,6 @@ class Space:
             cols = rng.choice(movable, size=n)
             for r in range(n):
                 j = cols[r]
-                nb = variables[j].neighbor_lists[rows[r, j]]
+                nb = variables[j].neighbor_lists[int(rows[r, j])]
                 rows[r, j] = nb[rng.integers(nb.size)]
         return rows

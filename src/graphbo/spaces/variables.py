@@ -18,7 +18,8 @@ from typing import Any, Hashable, Sequence
 
 import numpy as np
 
-__all__ = ["Variable", "Binary", "Categorical", "Ordinal", "GraphVariable", "GraphSpectrum"]
+__all__ = ["Variable", "Binary", "Categorical", "Ordinal", "GraphVariable", "GraphSpectrum", "Continuous",
+           "IntegerRange", "Integer"]
 
 
 @dataclass(frozen=True)
@@ -215,3 +216,100 @@ class GraphVariable(Variable):
         if k > 1 and not _is_connected(adj):
             raise ValueError("GraphVariable: the graph is disconnected; every value must be reachable")
         super().__init__(values, 0.5 * (adj + adj.T))
+
+
+class Continuous:
+    """A real variable on ``[low, high]``, scaled to ``[0, 1]`` internally (BO-FM, Sec. 2).
+
+    Parameters
+    ----------
+    low, high : float
+        Bounds, ``low < high``.
+    log : bool, default False
+        Scale logarithmically (``low > 0``): the unit coordinate is
+        ``(log x - log low) / (log high - log low)``.
+    """
+
+    kind = "continuous"
+    n_values = 0  # not a finite graph
+
+    def __init__(self, low: float, high: float, log: bool = False):
+        try:
+            low, high = float(low), float(high)
+        except (TypeError, ValueError):
+            raise ValueError(f"{type(self).__name__}: bounds must be numbers, got {low!r}, {high!r}") from None
+        if not (np.isfinite(low) and np.isfinite(high)) or not low < high:
+            raise ValueError(f"{type(self).__name__}: need finite low < high, got low={low!r}, high={high!r}")
+        if log and low <= 0:
+            raise ValueError(f"{type(self).__name__}: log scale needs low > 0, got low={low!r}")
+        self.name: str | None = None
+        self.low, self.high, self.log = low, high, bool(log)
+        self._lo, self._hi = (np.log(low), np.log(high)) if log else (low, high)
+
+    def to_unit(self, value: Any) -> float:
+        """Unit coordinate of ``value``; ``ValueError`` naming the variable if out of bounds."""
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"variable {self.name!r}: value {value!r} is not a number") from None
+        if not (self.low <= x <= self.high):
+            raise ValueError(f"variable {self.name!r}: value {value!r} is outside [{self.low:g}, {self.high:g}]")
+        t = np.log(x) if self.log else x
+        return float(np.clip((t - self._lo) / (self._hi - self._lo), 0.0, 1.0))
+
+    def from_unit(self, u: float) -> float:
+        t = self._lo + float(np.clip(u, 0.0, 1.0)) * (self._hi - self._lo)
+        return float(np.clip(np.exp(t) if self.log else t, self.low, self.high))
+
+    def snap(self, u: np.ndarray) -> np.ndarray:
+        """Canonical unit coordinates (identity for real variables)."""
+        return np.clip(u, 0.0, 1.0)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.low:g}, {self.high:g}{', log=True' if self.log else ''})"
+
+
+class IntegerRange(Continuous):
+    """An integer variable treated as continuous with rounding (for wide or log-scaled ranges)."""
+
+    kind = "integer"
+
+    def __init__(self, low: int, high: int, log: bool = False):
+        if int(low) != low or int(high) != high:
+            raise ValueError(f"Integer: bounds must be integers, got low={low!r}, high={high!r}")
+        super().__init__(int(low), int(high), log=log)
+
+    def to_unit(self, value: Any) -> float:
+        numeric = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+        if not numeric or not float(value).is_integer():
+            raise ValueError(f"variable {self.name!r}: value {value!r} is not an integer")
+        return super().to_unit(value)
+
+    def from_unit(self, u: float) -> int:
+        return int(round(super().from_unit(u)))
+
+    def snap(self, u: np.ndarray) -> np.ndarray:
+        """Unit coordinates of the nearest integers, so equal configurations have equal rows."""
+        u = np.clip(np.asarray(u, dtype=float), 0.0, 1.0)
+        t = self._lo + u * (self._hi - self._lo)
+        x = np.clip(np.round(np.exp(t) if self.log else t), self.low, self.high)
+        tx = np.log(x) if self.log else x
+        return (tx - self._lo) / (self._hi - self._lo)
+
+    def __repr__(self) -> str:
+        return f"Integer({int(self.low)}, {int(self.high)}{', log=True' if self.log else ''})"
+
+
+def Integer(low: int, high: int, log: bool = False, max_ordinal: int = 64) -> "Ordinal | IntegerRange":
+    """An integer variable on ``low .. high``.
+
+    Narrow linear ranges (at most ``max_ordinal`` values) become an
+    :class:`Ordinal` path graph over the integers, so COMBO and the graph
+    kernels see them as discrete; wider or log-scaled ranges become an
+    :class:`IntegerRange`, a continuous variable rounded to the nearest integer.
+    """
+    if int(low) != low or int(high) != high or not low <= high:
+        raise ValueError(f"Integer: need integer bounds low <= high, got low={low!r}, high={high!r}")
+    if not log and high - low + 1 <= max_ordinal:
+        return Ordinal(list(range(int(low), int(high) + 1)))
+    return IntegerRange(low, high, log=log)
