@@ -98,7 +98,7 @@ class Optimizer:
                 row = cand
                 break
         if row is None:
-            row = np.asarray(self._suggest(), dtype=np.int64)
+            row = np.asarray(self._suggest(), dtype=self.space.row_dtype)
         self._pending[row.tobytes()] = row
         return self.space.from_index(row)
 
@@ -130,7 +130,7 @@ class Optimizer:
     @property
     def X(self) -> np.ndarray:
         """Index rows of the told evaluations, shape ``(n, d)``."""
-        return np.array(self._X, dtype=np.int64).reshape(-1, len(self.space))
+        return np.array(self._X, dtype=self.space.row_dtype).reshape(-1, len(self.space))
 
     @property
     def y(self) -> np.ndarray:
@@ -165,7 +165,7 @@ class Optimizer:
     def set_state(self, state: Mapping[str, Any]) -> None:
         """Restore what :meth:`get_state` returned (after the told data has been replayed)."""
         self._load_method_state(state.get("method") or {})
-        self._initial = [np.asarray(r, dtype=np.int64) for r in state["initial"]]
+        self._initial = [np.asarray(r, dtype=self.space.row_dtype) for r in state["initial"]]
         self._pending.clear()
         self.rng.bit_generator.state = state["rng"]  # last: restoring method state may draw numbers
 
