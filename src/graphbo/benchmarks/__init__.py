@@ -49,6 +49,21 @@ REGISTRY: dict[str, BenchmarkInfo] = {
         "NAS on a binary cell, 31 bits (21 edges + 5x2 op bits), val. error + 0.02 FLOPs ratio, CPU training "
         "on sklearn digits by default (COMBO supp. 4.4); budget 260, 10 initial",
     ),
+    "func2c": BenchmarkInfo(
+        "func2c", "graphbo.benchmarks.mixed_synthetic:Func2C",
+        "Func2C, 2 continuous in [-1,1] + categoricals (3, 5) choosing scaled Rosenbrock/camel/Beale terms "
+        "(CoCaBO; BO-FM Tab. 1); budget 200, 10 initial",
+    ),
+    "func3c": BenchmarkInfo(
+        "func3c", "graphbo.benchmarks.mixed_synthetic:Func3C",
+        "Func3C, 2 continuous in [-1,1] + categoricals (3, 5, 4) choosing scaled Rosenbrock/camel/Beale terms "
+        "(CoCaBO; BO-FM Tab. 1); budget 200, 10 initial",
+    ),
+    "ackley5c": BenchmarkInfo(
+        "ackley5c", "graphbo.benchmarks.mixed_synthetic:Ackley5C",
+        "Ackley5C, 6-D Ackley with 1 continuous in [-1,1] + 5 categoricals of 17 grid points "
+        "(BO-FM Sec. 5.1, Tab. 1); budget 200, 10 initial",
+    ),
 }
 
 
