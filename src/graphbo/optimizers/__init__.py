@@ -6,6 +6,7 @@ TPE and SMAC wrap Optuna and SMAC3, imported only when used
 
 from .base import Observation, Optimizer
 from .bocs import BOCS
+from .bofm import BOFM
 from .combo import COMBO
 from .random_search import RandomSearch
 from .regularized_evolution import RegularizedEvolution
@@ -15,6 +16,7 @@ from .tpe import TPE
 
 METHODS = {
     "combo": COMBO,
+    "bofm": BOFM,
     "rs": RandomSearch,
     "random": RandomSearch,
     "sa": SimulatedAnnealing,
@@ -25,4 +27,4 @@ METHODS = {
 }
 
 __all__ = ["Optimizer", "Observation", "COMBO", "RandomSearch", "SimulatedAnnealing", "RegularizedEvolution",
-           "BOCS", "TPE", "SMAC", "METHODS"]
+           "BOCS", "BOFM", "TPE", "SMAC", "METHODS"]

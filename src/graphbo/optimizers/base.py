@@ -122,6 +122,17 @@ class Optimizer:
         self._y.append(v)
         self._evaluated.add(key)
 
+    def mark_failed(self, config: Mapping[str, Any]) -> None:
+        """Record that evaluating ``config`` failed: it is never suggested again, the model is not told.
+
+        The configuration leaves the pending set and joins the excluded ones
+        (with the evaluated). To penalise it instead, :meth:`tell` a value.
+        """
+        row = self.space.to_index(config)
+        key = row.tobytes()
+        self._pending.pop(key, None)
+        self._evaluated.add(key)
+
     # -- results ------------------------------------------------------------------
     @property
     def n_told(self) -> int:

@@ -1,0 +1,102 @@
+"""BO-FM: mixed-variable BO with frequency-modulated kernels (Oh, Gavves, Welling, UAI 2021).
+
+Each suggestion fits a GP with an FM kernel by type-II maximum likelihood
+(:class:`~graphbo.models.mixed_gp.MixedGP`, 10 restarts) and maximises EI by
+random + spray starts followed by alternating hill climbing and L-BFGS-B
+(:func:`~graphbo.acquisition.mixed_search.optimize_acquisition_mixed`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+from threadpoolctl import threadpool_limits
+
+from ..acquisition.ei import log_expected_improvement
+from ..acquisition.mixed_search import optimize_acquisition_mixed
+from ..kernels.frequency_modulated import FMKernel
+from ..models.mixed_gp import MixedGP
+from ..spaces.space import Space
+from .base import Optimizer
+from .combo import torch_threads
+
+__all__ = ["BOFM"]
+
+
+class BOFM(Optimizer):
+    """Bayesian optimisation on mixed spaces with a frequency-modulated kernel.
+
+    Parameters
+    ----------
+    space : Space
+        Any mix of discrete (graph) and continuous variables.
+    kernel : str, default "modlap"
+        ``modlap``, ``moddif``, ``general``, ``fnn``, or a comparison kernel
+        ``prodlap``, ``addlap``, ``proddif``, ``adddif``.
+    seed, n_initial, initial_configs : as for every optimizer.
+    n_restarts : int, default 10
+        ML-II restarts (the previous optimum is one of them).
+    log_y : bool, default False
+        Fit the GP on log-transformed values (BO-FM Sec. 5.3).
+    n_random, n_spray, n_starts : int, defaults 100000, 50, 40
+        Acquisition starting pool and number of alternating searches (supplement D.1).
+    n_threads : int or None
+        torch threads while suggesting (``None``: torch's own setting).
+    """
+
+    name = "bofm"
+
+    def __init__(
+        self,
+        space: Space,
+        kernel: str = "modlap",
+        seed: int | None = None,
+        n_initial: int = 10,
+        initial_configs: list[Mapping[str, Any]] | None = None,
+        n_restarts: int = 10,
+        log_y: bool = False,
+        n_random: int = 100_000,
+        n_spray: int = 50,
+        n_starts: int = 40,
+        n_threads: int | None = None,
+    ):
+        super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
+        spectra = [space.variables[j].spectrum for j in space.discrete_indices]
+        self.kernel = FMKernel(kernel, spectra, len(space.continuous_indices))
+        self.model = MixedGP(self.kernel, space, n_restarts=n_restarts, log_y=log_y)
+        self.n_random, self.n_spray, self.n_starts = int(n_random), int(n_spray), int(n_starts)
+        self.n_threads = n_threads
+        self.last_timing: dict[str, float] = {}
+
+    def _suggest(self) -> np.ndarray:
+        if self.n_told < 2:
+            return self._distinct_random_rows(1, self._exclude)[0]
+        X, y = self.X, self.y
+        t0 = time.perf_counter()
+        # ML-II works on n x n matrices and a few dozen parameters: one thread for torch and BLAS is
+        # 2.5x faster than the defaults on a busy 2-core machine (L-BFGS-B's own BLAS calls spin otherwise)
+        with torch_threads(1), threadpool_limits(limits=1):
+            self.model.fit(X, y, self.rng)
+        best = float(self.model.transform_value(float(y.min())))
+        t1 = time.perf_counter()
+        with torch_threads(self.n_threads), threadpool_limits(limits=1, user_api="blas"):
+
+            def acquisition(V: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
+                mean, var = self.model.predict(V, C)
+                return log_expected_improvement(mean, var, best)
+
+            row, _ = optimize_acquisition_mixed(
+                acquisition, self.space, self.rng, incumbent=X[int(np.argmin(y))], exclude=self._exclude,
+                n_random=self.n_random, n_spray=self.n_spray, n_starts=self.n_starts,
+            )
+        self.last_timing = {"fit": t1 - t0, "acquisition": time.perf_counter() - t1}
+        return row
+
+    def _method_state(self) -> dict[str, Any]:
+        return {} if self.model.params is None else {"params": self.model.params.tolist()}
+
+    def _load_method_state(self, state: Mapping[str, Any]) -> None:
+        self.model.params = torch.tensor(state["params"], dtype=torch.float64) if "params" in state else None
