@@ -99,3 +99,12 @@ def test_reduces_to_the_graph_kernel_when_continuous_parts_coincide(name, g):
 def test_unknown_kernel_name():
     with pytest.raises(ValueError, match="unknown kernel"):
         FMKernel("rbf2", [], 1)
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_diag_matches_the_gram_diagonal(name):
+    space = mixed()
+    k = kernel(name, space)
+    params = k.random_params(np.random.default_rng(5))
+    V, C = split(space, space.sample_index(40, 6))
+    assert torch.allclose(k.diag(params, V, C), torch.diagonal(k(params, V, C)), rtol=1e-10)

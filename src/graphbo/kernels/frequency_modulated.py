@@ -140,6 +140,42 @@ class FMKernel:
             K = K * torch.einsum("ai,abi,bi->ab", Ua, F, Ub) / norm
         return K
 
+    def diag(self, params: torch.Tensor, V: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
+        """``k(x, x)`` for each row, without forming the Gram matrix (``r = 0``)."""
+        p = self.unpack(params)
+        m = V.shape[0]
+        if self.P == 0:
+            return torch.ones(m, dtype=self.dtype)
+        if self.name in ("prodlap", "proddif", "addlap", "adddif"):
+            g = torch.ones(m, dtype=self.dtype)
+            for q in range(self.P):
+                beta = torch.exp(p["log_beta"][q])
+                lam = self.lam[q]
+                gv = 1.0 / (1.0 + beta * lam) if self.name.endswith("lap") else torch.exp(-beta * lam)
+                g = g * (self.U[q][V[:, q]].square() * (gv / gv.mean())).sum(-1)
+            if self.name.startswith("prod"):
+                return g
+            w = torch.sigmoid(p["logit_mix"])
+            return w + (1 - w) * g
+        if self.name == "fnn":
+            s = torch.exp(p["log_sigma"])
+            x = torch.cat([torch.ones(m, 1, dtype=self.dtype), 2 * C - 1], 1)
+            nx = 1 + 2 * (x * s * x).sum(1)
+            knn = (2 / math.pi) * torch.asin((2 * (x * s * x).sum(1) / nx).clamp(-1.0, 1.0))
+        out = torch.ones(m, dtype=self.dtype)
+        zero = torch.zeros((), dtype=self.dtype)
+        for q in range(self.P):
+            lam, U = self.lam[q], self.U[q]
+            beta = torch.exp(p["log_beta"][q])
+            if self.name == "fnn":
+                F = 1.0 / (2.0 + beta * lam - knn[:, None])
+                norm = (1.0 / (1.0 + beta * lam)).mean()
+            else:
+                F = self._modulate(p, lam, beta, zero)
+                norm = F.mean()
+            out = out * (U[V[:, q]].square() * F).sum(-1) / norm
+        return out
+
     def _modulate(self, p, lam: torch.Tensor, beta: torch.Tensor, ar2: torch.Tensor) -> torch.Tensor:
         """``f(lambda_i, r | alpha, beta)`` for all ``i``: shape ``ar2.shape + (k,)``."""
         bl = beta * lam
