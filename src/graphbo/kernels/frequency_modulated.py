@@ -68,6 +68,20 @@ class FMKernel:
         self.n_terms = int(n_terms)
         self.lam = [torch.tensor(s.eigenvalues, dtype=dtype) for s in spectra]
         self.U = [torch.tensor(s.eigenvectors, dtype=dtype) for s in spectra]
+        # Eigenspaces: sum_i U[v,i] f(lambda_i) U[v',i] = sum_j f(lambda_j) P_j[v,v'] over the distinct
+        # eigenvalues lambda_j with projectors P_j. A complete graph has only two, so a Gram entry costs
+        # two look-ups instead of a sum over all k eigenvalues, and no (m, n, k) tensor is formed.
+        self.eigenspaces: list[list[tuple[float, torch.Tensor]]] = []
+        for sp in spectra:
+            lam, U = np.asarray(sp.eigenvalues), np.asarray(sp.eigenvectors)
+            groups: list[tuple[float, torch.Tensor]] = []
+            start = 0
+            for i in range(1, len(lam) + 1):
+                if i == len(lam) or lam[i] - lam[start] > 1e-8 * max(1.0, abs(lam[start])):
+                    Ug = U[:, start:i]
+                    groups.append((float(lam[start:i].mean()), torch.tensor(Ug @ Ug.T, dtype=dtype)))
+                    start = i
+            self.eigenspaces.append(groups)
         # parameter layout: (name, size)
         layout = [("log_theta", self.Dc), ("log_beta", self.P)]
         if name in ("modlap", "moddif", "general"):
@@ -109,8 +123,9 @@ class FMKernel:
         p = self.unpack(params)
         if self.Dc:
             theta = torch.exp(p["log_theta"])
-            diff = (C1[:, None, :] - C2[None, :, :]) / theta
-            r2 = diff.square().sum(-1)
+            # explicit differences (not the |a|^2 + |b|^2 - 2ab expansion): r = 0 must be exactly 0,
+            # since the general family raises r^2 to small powers
+            r2 = ((C1[:, None, :] - C2[None, :, :]) / theta).square().sum(-1)
         else:
             r2 = torch.zeros(V1.shape[0], V2.shape[0], dtype=self.dtype)
         if self.P == 0:
@@ -126,18 +141,22 @@ class FMKernel:
             knn = self._nn_kernel(p, C1, C2)
         K = torch.ones(V1.shape[0], V2.shape[0], dtype=self.dtype)
         for q in range(self.P):
-            lam, U = self.lam[q], self.U[q]
             beta = torch.exp(p["log_beta"][q])
             if self.name == "fnn":
-                F = 1.0 / (2.0 + beta * lam - knn[..., None])
-                norm = (1.0 / (1.0 + beta * lam)).mean()
+                norm = (1.0 / (1.0 + beta * self.lam[q])).mean()
             else:
                 alpha = torch.exp(p["log_alpha"][q])
-                F = self._modulate(p, lam, beta, alpha * r2)
-                norm = self._modulate(p, lam, beta, torch.zeros((), dtype=self.dtype)).mean()
-            Ua = U[V1[:, q]]  # (n1, k)
-            Ub = U[V2[:, q]]  # (n2, k)
-            K = K * torch.einsum("ai,abi,bi->ab", Ua, F, Ub) / norm
+                ar2 = alpha * r2
+                norm = self._modulate(p, beta * self.lam[q], torch.zeros((), dtype=self.dtype)).mean()
+            acc = torch.zeros_like(K)
+            v1, v2 = V1[:, q], V2[:, q]
+            for lam_j, P_j in self.eigenspaces[q]:
+                if self.name == "fnn":
+                    f = 1.0 / (2.0 + beta * lam_j - knn)
+                else:
+                    f = self._modulate(p, beta * lam_j, ar2)
+                acc = acc + f * P_j[v1][:, v2]
+            K = K * acc / norm
         return K
 
     def diag(self, params: torch.Tensor, V: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
@@ -171,26 +190,27 @@ class FMKernel:
                 F = 1.0 / (2.0 + beta * lam - knn[:, None])
                 norm = (1.0 / (1.0 + beta * lam)).mean()
             else:
-                F = self._modulate(p, lam, beta, zero)
+                F = self._modulate(p, beta * lam, zero)
                 norm = F.mean()
             out = out * (U[V[:, q]].square() * F).sum(-1) / norm
         return out
 
-    def _modulate(self, p, lam: torch.Tensor, beta: torch.Tensor, ar2: torch.Tensor) -> torch.Tensor:
-        """``f(lambda_i, r | alpha, beta)`` for all ``i``: shape ``ar2.shape + (k,)``."""
-        bl = beta * lam
-        a = ar2[..., None]
+    def _modulate(self, p, bl: torch.Tensor, ar2: torch.Tensor) -> torch.Tensor:
+        """``f`` elementwise (broadcasting) from ``beta * lambda`` and ``alpha * r^2``."""
         if self.name == "modlap":
-            return 1.0 / (1.0 + bl + a)
+            return 1.0 / (1.0 + bl + ar2)
         if self.name == "moddif":
-            return torch.exp(-(1.0 + a) * bl)
-        # general family, Prop. 1: sum_n w_n (1 + beta lambda + alpha r^tau)^-n, here with a = alpha r^2
+            return torch.exp(-(1.0 + ar2) * bl)
+        # general family, Prop. 1: sum_n w_n (1 + beta lambda + (alpha r^2)^(tau/2))^-n
         tau = 2.0 * torch.sigmoid(p["logit_tau"][0])
-        a_tau = torch.where(a > 0, a.clamp_min(1e-300) ** (tau / 2.0), torch.zeros_like(a))
-        base = 1.0 + bl + a_tau
+        a_tau = torch.where(ar2 > 0, ar2.clamp_min(1e-300) ** (tau / 2.0), torch.zeros_like(ar2))
+        inv = 1.0 / (1.0 + bl + a_tau)
         w = torch.exp(p["log_w"])
-        n = torch.arange(1, self.n_terms + 1, dtype=self.dtype)
-        return (w * base[..., None] ** (-n)).sum(-1)
+        out, power = 0.0, inv
+        for n in range(self.n_terms):
+            out = out + w[n] * power
+            power = power * inv
+        return out
 
     def _graph_kernel(self, p, V1: torch.Tensor, V2: torch.Tensor) -> torch.Tensor:
         K = torch.ones(V1.shape[0], V2.shape[0], dtype=self.dtype)
