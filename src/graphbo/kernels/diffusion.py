@@ -69,11 +69,7 @@ class DiffusionKernel:
             rows = self.offsets[members][:, None, None] + np.arange(k)[None, :, None]
             cols = self.offsets[members][:, None, None] + np.arange(k)[None, None, :]
             flat = torch.as_tensor(rows * self.D + cols, device=self.device).reshape(-1)
-            diag_pos = torch.as_tensor(self.offsets[members][:, None] + np.arange(k)[None, :], device=self.device)
-            self._groups.append(
-                dict(members=torch.as_tensor(members, device=self.device), k=k, lam=lam, u=u, flat=flat,
-                     diag_pos=diag_pos.reshape(-1))
-            )
+            self._groups.append(dict(members=torch.as_tensor(members, device=self.device), lam=lam, u=u, flat=flat))
         self._lam = [np.asarray(s.eigenvalues, dtype=float) for s in spectra]
         self._u = [np.asarray(s.eigenvectors, dtype=float) for s in spectra]
 

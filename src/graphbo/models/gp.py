@@ -1,19 +1,14 @@
-"""Exact Gaussian-process algebra shared by graphbo's surrogates.
+"""Cholesky factorisation with jitter retries, shared by graphbo's GP surrogates.
 
-A GP with constant mean ``m``, covariance ``sigma_f^2 K`` and Gaussian noise
-``sigma_n^2`` has the log marginal likelihood of COMBO supplement Eq. (7):
-
-    -1/2 (y - m)^T C^{-1} (y - m) - 1/2 log det C - n/2 log 2 pi,
-    C = sigma_f^2 K + sigma_n^2 I.
+The marginal likelihoods themselves (COMBO supplement Eq. 7) live with their
+models: NumPy/LAPACK in COMBO's slice sampler, differentiable torch in BO-FM's ML-II.
 """
 
 from __future__ import annotations
 
-import math
-
 import torch
 
-__all__ = ["robust_cholesky", "log_marginal_likelihood", "CholeskyError"]
+__all__ = ["robust_cholesky", "CholeskyError"]
 
 _JITTERS = (0.0, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3)
 
@@ -48,15 +43,3 @@ def robust_cholesky(C: torch.Tensor) -> torch.Tensor:
         f"diagonal range [{float(torch.diagonal(C, dim1=-2, dim2=-1).min()):.3g}, "
         f"{float(torch.diagonal(C, dim1=-2, dim2=-1).max()):.3g}]"
     )
-
-
-def log_marginal_likelihood(residual: torch.Tensor, C: torch.Tensor) -> float:
-    """Eq. (7) for one residual vector ``y - m`` and covariance ``C``; ``-inf`` if ``C`` is not PD."""
-    try:
-        L = robust_cholesky(C)
-    except CholeskyError:
-        return -math.inf
-    z = torch.linalg.solve_triangular(L, residual[:, None], upper=False)
-    n = residual.shape[0]
-    val = -0.5 * float(z.square().sum()) - float(torch.log(torch.diagonal(L)).sum()) - 0.5 * n * math.log(2 * math.pi)
-    return val
