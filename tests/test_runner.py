@@ -61,7 +61,7 @@ def test_killed_run_resumes_to_the_same_trace(tmp_path):
 
 def test_a_line_cut_short_is_dropped_and_rerun(tmp_path):
     path = tmp_path / "t.jsonl"
-    run(spec("rs", budget=8), str(path))
+    run(spec("rs", budget=8), str(path), compact=False)
     full = configs(path)
     text = path.read_text().splitlines(keepends=True)
     path.write_text("".join(text[:5]) + text[5][: len(text[5]) // 2])  # crash while writing eval 4
@@ -138,3 +138,14 @@ def test_state_round_trip_gives_identical_continuations(method, options):
         assert ca == cb
         a.tell(ca, f(ca))
         b.tell(cb, f(cb))
+
+
+def test_a_finished_trace_keeps_the_state_on_its_last_line_only(tmp_path):
+    path = tmp_path / "t.jsonl"
+    first = run(spec("sa", budget=6), str(path))
+    lines = [json.loads(l) for l in path.read_text().splitlines()]
+    assert ["state" in r for r in lines[1:]] == [False] * 5 + [True]
+    before = path.read_bytes()
+    again = run(spec("sa", budget=6), str(path))  # finished: nothing rerun, nothing rewritten
+    assert again["resumed_from"] == 6 and again["best"] == first["best"]
+    assert path.read_bytes() == before

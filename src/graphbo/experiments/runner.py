@@ -7,6 +7,10 @@ the optimizer's state after that evaluation (:meth:`Optimizer.get_state`).
 Resuming replays the recorded evaluations through ``tell`` and restores the
 last state, so a killed run continues exactly where it stopped and loses at
 most the evaluation in flight. A finished run is skipped.
+
+When a run finishes, its trace is compacted: the optimizer state is kept on
+the last line only (all that resuming or extending it needs), which keeps
+committed result files small (BOCS's state is tens of kilobytes per line).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Any, Callable, Iterable
 
 from ..benchmarks import load_benchmark
 
-__all__ = ["RunSpec", "run", "compare", "read_trace", "TraceError", "parse_seeds"]
+__all__ = ["RunSpec", "run", "compare", "read_trace", "compact_trace", "TraceError", "parse_seeds"]
 
 FORMAT_VERSION = 1
 
@@ -103,8 +107,11 @@ def _make(spec: RunSpec):
     return bench, opt
 
 
-def run(spec: RunSpec, path: str, log: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Run (or resume, or skip) one benchmark run; returns a summary."""
+def run(spec: RunSpec, path: str, log: Callable[[str], None] | None = None, compact: bool = True) -> dict[str, Any]:
+    """Run (or resume, or skip) one benchmark run; returns a summary.
+
+    ``compact=False`` keeps the state on every line of a finished trace.
+    """
     bench, opt = _make(spec)
     evals: list[dict[str, Any]] = []
     if os.path.exists(path):
@@ -141,7 +148,31 @@ def run(spec: RunSpec, path: str, log: Callable[[str], None] | None = None) -> d
             evals.append(rec)
             if log and ((i + 1) % 10 == 0 or i + 1 == spec.budget):
                 log(f"{spec.benchmark} {spec.method} seed {spec.seed}: {i + 1}/{spec.budget} best {opt.best.value:.5g}")
+    if compact:
+        compact_trace(path)
     return {"path": path, "n": spec.budget, "resumed_from": start_n, "best": opt.best.value}
+
+
+def compact_trace(path: str) -> bool:
+    """Drop the optimizer state from every eval line but the last; atomic.
+
+    Returns whether the file changed. The run and its resumability are
+    unaffected: resuming restores the state of the last line only.
+    """
+    head, evals, good_len = read_trace(path)
+    if not any("state" in r for r in evals[:-1]):
+        return False
+    tmp = path + ".compact.tmp"
+    with open(tmp, "w") as fh:
+        fh.write(json.dumps(head) + "\n")
+        for j, r in enumerate(evals):
+            if j < len(evals) - 1:
+                r = {k: v for k, v in r.items() if k != "state"}
+            fh.write(json.dumps(r) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    return True
 
 
 def _jsonable(x):
@@ -189,6 +220,7 @@ def compare(
         if os.path.exists(path):
             head, evals, _ = read_trace(path)
             if len(evals) >= spec.budget:
+                compact_trace(path)
                 log(f"skip {spec.method} seed {spec.seed}: finished")
                 continue
         todo.append((spec, path))
