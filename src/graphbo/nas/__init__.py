@@ -1,0 +1,1 @@
+"""Neural architecture search (NASBOT): the architecture domain, OTMANN, and training."""
