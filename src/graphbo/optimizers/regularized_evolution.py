@@ -6,6 +6,12 @@ COMBO supplement Sec. 4.4.4: population size ``P = 50``, sample size
 ``S = 15``, a mutation that changes one uniformly chosen variable (a bit
 flip in the binary NAS space; no identity mutation) and, optionally, only
 valid children.
+
+On mixed spaces (BO-FM, Oh et al. UAI 2021, supplement D.2) a continuous
+variable is mutated by adding Gaussian noise to its unit coordinate; the
+BO-FM reference code uses a standard deviation of ``0.01`` of the
+variable's (transformed) range, i.e. ``0.01`` in graphbo's unit
+coordinates, and clips the result to the range.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import numpy as np
 
 from ..acquisition.graph_local_search import SpaceExhaustedError
 from ..spaces.space import Space
+from ..spaces.variables import Continuous, IntegerRange
 from .base import Optimizer
 
 __all__ = ["RegularizedEvolution"]
@@ -41,6 +48,23 @@ class RegularizedEvolution(Optimizer):
     tried best first, then the rest of the population, then a uniformly
     random new (valid) configuration.
 
+    On a space with continuous variables (BO-FM supplement D.2) the mutation
+    depends on ``mutation``:
+
+    * ``"one"`` (default): one variable is chosen uniformly among all the
+      mutable ones, discrete (as above) and continuous; a continuous one gets
+      ``u' = clip(u + N(0, mutation_std^2), 0, 1)`` in its unit coordinate
+      (then snapped, so an integer variable lands on an integer; if the
+      noise leaves the integer unchanged it moves one step in the noise's
+      direction). Exactly one variable changes.
+    * ``"pair"``: the rule that BO-FM's supplement D.2 describes and its
+      reference code implements for its NAS + SGD experiment: in every
+      mutation one uniformly chosen continuous variable gets the Gaussian
+      step *and* one uniformly chosen discrete variable a new value.
+
+    On a purely discrete space both are the discrete rule above, with the
+    same random draws as before continuous support existed.
+
     Parameters
     ----------
     space : Space
@@ -60,6 +84,11 @@ class RegularizedEvolution(Optimizer):
         ``is_valid(config) -> bool``. Children for which it is false are
         never suggested (COMBO supplement Sec. 4.4.4: only valid
         architectures in mutation steps).
+    mutation : {"one", "pair"}, default "one"
+        Mutation rule on mixed spaces (see above).
+    mutation_std : float, default 0.01
+        Standard deviation of the Gaussian step on a continuous variable's unit
+        coordinate (the BO-FM reference code's ``0.01`` of the range).
     """
 
     name = "re"
@@ -73,6 +102,8 @@ class RegularizedEvolution(Optimizer):
         population_size: int = 50,
         sample_size: int = 15,
         is_valid: Callable[[dict[str, Any]], bool] | None = None,
+        mutation: str = "one",
+        mutation_std: float = 0.01,
     ):
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
         if int(population_size) != population_size or population_size < 1:
@@ -83,6 +114,16 @@ class RegularizedEvolution(Optimizer):
             )
         if is_valid is not None and not callable(is_valid):
             raise TypeError(f"is_valid must be callable (config -> bool), got {is_valid!r}")
+        if mutation not in ("one", "pair"):
+            raise ValueError(f"mutation must be 'one' or 'pair', got {mutation!r}")
+        try:
+            mutation_std = float(mutation_std)
+        except (TypeError, ValueError):
+            raise ValueError(f"mutation_std must be a positive number, got {mutation_std!r}") from None
+        if not (np.isfinite(mutation_std) and mutation_std > 0):
+            raise ValueError(f"mutation_std must be a positive number, got {mutation_std!r}")
+        self.mutation = mutation
+        self.mutation_std = mutation_std
         self.population_size = int(population_size)
         self.sample_size = int(sample_size)
         self.is_valid = is_valid
@@ -122,6 +163,10 @@ class RegularizedEvolution(Optimizer):
 
     def _mutate(self, parent: np.ndarray, exclude: set[bytes]) -> np.ndarray | None:
         """A child one variable away from ``parent``, new and valid, or ``None`` if there is none."""
+        if not self.space.is_discrete:
+            if self.mutation == "pair":
+                return self._mutate_pair(parent, exclude)
+            return self._mutate_mixed(parent, exclude)
         if self._mutable.size == 0:
             return None
         rows, probs = [], []
@@ -142,6 +187,66 @@ class RegularizedEvolution(Optimizer):
                 return rows[i]
             del rows[i]
             probs = np.delete(probs, i)
+        return None
+
+    # -- mixed spaces (BO-FM supplement D.2) -------------------------------------------
+    def _gaussian_step(self, parent: np.ndarray, j: int) -> float:
+        """New unit coordinate of continuous variable ``j``: Gaussian step, clipped, snapped."""
+        var = self.space.variables[j]
+        u = float(parent[j])
+        noise = float(self.rng.normal(0.0, self.mutation_std))
+        new = float(var.snap(np.array([min(max(u + noise, 0.0), 1.0)]))[0])
+        if new == u and isinstance(var, IntegerRange) and noise != 0.0:
+            # the step stayed within the same integer: move to the adjacent one in the noise's direction
+            x = var.from_unit(u)
+            step = 1 if noise > 0 else -1
+            y = x + step if var.low <= x + step <= var.high else x - step
+            if var.low <= y <= var.high:
+                new = var.to_unit(y)
+        return new
+
+    def _mutate_mixed(self, parent: np.ndarray, exclude: set[bytes], max_tries: int = 20) -> np.ndarray | None:
+        """``mutation="one"``: one uniformly chosen variable changes (Gaussian step if continuous).
+
+        A variable none of whose children is new and valid (after ``max_tries``
+        Gaussian draws for a continuous one) drops out and the choice is redrawn.
+        """
+        candidates = [int(j) for j in self._mutable] + [int(j) for j in self.space.continuous_indices]
+        while candidates:
+            j = candidates[int(self.rng.integers(len(candidates)))]
+            if isinstance(self.space.variables[j], Continuous):
+                for _ in range(max_tries):
+                    child = parent.copy()
+                    child[j] = self._gaussian_step(parent, j)
+                    if child[j] != parent[j] and child.tobytes() not in exclude and self._valid(child):
+                        return child
+            else:
+                values = [v for v in range(int(self.space.n_values[j])) if v != parent[j]]
+                while values:
+                    i = int(self.rng.integers(len(values)))
+                    child = parent.copy()
+                    child[j] = values.pop(i)
+                    if child.tobytes() not in exclude and self._valid(child):
+                        return child
+            candidates.remove(j)
+        return None
+
+    def _mutate_pair(self, parent: np.ndarray, exclude: set[bytes], max_tries: int = 100) -> np.ndarray | None:
+        """``mutation="pair"``: one continuous variable (Gaussian step) and one discrete variable change."""
+        cont = self.space.continuous_indices
+        disc = self._mutable
+        for _ in range(max_tries):
+            child = parent.copy()
+            if cont.size:
+                j = int(cont[int(self.rng.integers(cont.size))])
+                child[j] = self._gaussian_step(parent, j)
+            if disc.size:
+                j = int(disc[int(self.rng.integers(disc.size))])
+                k = int(self.space.n_values[j])
+                v = int(self.rng.integers(k - 1))
+                child[j] = v if v < parent[j] else v + 1
+            if not np.array_equal(child, parent) and child.tobytes() not in exclude and self._valid(child):
+                return child
         return None
 
     def _random_new_row(self, exclude: set[bytes], max_tries: int = 10000) -> np.ndarray:

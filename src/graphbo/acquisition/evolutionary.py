@@ -1,0 +1,314 @@
+"""Evolutionary maximisation of an acquisition over network architectures.
+
+NASBOT (Kandasamy et al. 2018), Sec. 4.2 and App. B.2: start from a pool of
+networks and evaluate the acquisition ``phi`` on them; then repeatedly
+
+1. draw ``N_mut`` parents from everything evaluated so far with probability
+   ``pi(z_i) ~ exp(phi(z_i) / sigma)``, ``sigma`` a multiple of the standard
+   deviation of all acquisition values so far;
+2. mutate each parent with the compound k-step operator (k = 1..5 with
+   probabilities 0.5, 0.25, 0.125, 0.075, 0.05);
+3. evaluate ``phi`` on the new networks (one batched call), add them to the
+   evaluated set;
+
+until ``n_EA`` new networks were evaluated. Children that are invalid, that
+were already evaluated by the EA, or that are excluded (networks the BO loop
+has evaluated or has pending) are skipped, and another mutation is tried.
+
+Schedules and constants, from the authors' code (github.com/kirthevasank/nasbot;
+``opt/nasbot.py``, ``opt/domains.py``, ``opt/ga_optimiser.py``,
+``utils/general_utils.py``) where the paper only gives rates:
+
+* ``n_EA(t) = clip(25 sqrt(t), 50, 500)`` acquisition evaluations at BO step
+  ``t`` (paper: "at rate O(sqrt(t))");
+* ``N_mut = int(clip(3 sqrt(n_EA), 5, 100))`` mutations per round (paper:
+  "O(sqrt(n_EA))");
+* ``sigma = 2 * std`` of the acquisition values (paper: "sigma is the standard
+  deviation of all previous evaluations"; the code's GA scales it by 2), and the
+  values are centred at their mean before exponentiating (no effect on ``pi``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ..nas.architecture import Architecture
+from ..nas.modifiers import (MODIFIER_WEIGHTS, STEP_PROBS, Validity, mutate, resolve_validity,
+                             well_formed)
+
+__all__ = [
+    "EAResult",
+    "architecture_key",
+    "n_ea_evaluations",
+    "n_mutations_per_round",
+    "selection_probabilities",
+    "optimize_acquisition_ea",
+    "EA_LEAD_CONST", "EA_MIN_EVALS", "EA_MAX_EVALS", "SIGMA_SCALE",
+]
+
+#: n_EA(t) = clip(EA_LEAD_CONST * sqrt(t), EA_MIN_EVALS, EA_MAX_EVALS) (authors' code:
+#: lead constant min(5, dim)**2 with dim = 5 for the network domain).
+EA_LEAD_CONST = 25.0
+EA_MIN_EVALS = 50
+EA_MAX_EVALS = 500
+#: sigma = SIGMA_SCALE * std of the acquisition values (authors' code; the paper says 1).
+SIGMA_SCALE = 2.0
+
+Acquisition = Callable[[list[Architecture]], Sequence[float]]
+
+
+def n_ea_evaluations(t: int, lead_const: float = EA_LEAD_CONST,
+                     lo: int = EA_MIN_EVALS, hi: int = EA_MAX_EVALS) -> int:
+    """Number of acquisition evaluations of the EA at BO step ``t`` (>= 1):
+    ``clip(lead_const * sqrt(t), lo, hi)``, rounded down."""
+    if t < 0:
+        raise ValueError(f"the BO step t must be >= 0, got {t}")
+    return int(np.clip(lead_const * math.sqrt(t), lo, hi))
+
+
+def n_mutations_per_round(n_ea: int) -> int:
+    """Mutations generated per EA round: ``int(clip(3 sqrt(n_EA), 5, 100))``."""
+    return int(np.clip(3.0 * math.sqrt(max(n_ea, 0)), 5, 100))
+
+
+def selection_probabilities(values: Sequence[float], sigma_scale: float = SIGMA_SCALE) -> np.ndarray:
+    """``pi_i ~ exp((v_i - mean) / (sigma_scale * std))`` over the finite values;
+    non-finite values get probability 0; uniform when all finite values are
+    equal (or none is finite)."""
+    v = np.asarray(values, dtype=float)
+    finite = np.isfinite(v)
+    p = np.zeros(v.size)
+    if not finite.any():
+        return np.full(v.size, 1.0 / v.size)
+    f = v[finite]
+    std = f.std()
+    if std <= 0 or not np.isfinite(std):
+        p[finite] = 1.0
+    else:
+        z = (f - f.mean()) / (sigma_scale * std)
+        p[finite] = np.exp(z - z.max())
+    return p / p.sum()
+
+
+def _digest(obj) -> str:
+    return hashlib.blake2b(repr(obj).encode(), digest_size=8).hexdigest()
+
+
+def _hop_counts(arch: Architecture, source: int, forward: bool) -> list[int]:
+    dist = [-1] * arch.n_layers
+    dist[source] = 0
+    frontier = [source]
+    nbrs = arch.children if forward else arch.parents
+    while frontier:
+        nxt = []
+        for i in frontier:
+            for j in nbrs(i):
+                if dist[j] < 0:
+                    dist[j] = dist[i] + 1
+                    nxt.append(j)
+        frontier = nxt
+    return dist
+
+
+def architecture_key(arch: Architecture) -> str:
+    """A key equal for networks that differ only by the numbering of their layers.
+
+    Weisfeiler-Lehman refinement on the labelled DAG: each layer starts from
+    (label, units, stride, hops from ip, hops to op) and is repeatedly re-hashed
+    with the sorted hashes of its parents and of its children until the
+    partition stops refining (at once if the start hashes are all distinct); the
+    key hashes the kind, the sorted final hashes and the sorted edges written as
+    pairs of hashes. When all final hashes differ this is a canonical form;
+    otherwise non-isomorphic networks with equal keys are possible in principle,
+    as with any WL test, and it only means a candidate is skipped.
+    """
+    n = arch.n_layers
+    strides = arch.strides or [None] * n
+    labels = arch.labels
+    d_ip = _hop_counts(arch, labels.index("ip"), True) if "ip" in labels else [0] * n
+    d_op = _hop_counts(arch, labels.index("op"), False) if "op" in labels else [0] * n
+    sig = [_digest((labels[i], arch.units[i], strides[i], d_ip[i], d_op[i])) for i in range(n)]
+    n_classes = len(set(sig))
+    for _ in range(n):
+        if n_classes == n:
+            break
+        new = [_digest((sig[i], sorted(sig[p] for p in arch.parents(i)),
+                        sorted(sig[c] for c in arch.children(i)))) for i in range(n)]
+        k = len(set(new))
+        sig = new
+        if k == n_classes:
+            break
+        n_classes = k
+    return _digest((arch.kind, n, sorted(sig), sorted((sig[a], sig[b]) for a, b in arch.edges)))
+
+
+@dataclass
+class EAResult:
+    """Outcome of :func:`optimize_acquisition_ea`.
+
+    ``top`` / ``top_values``: the best ``top_k`` distinct networks that are not
+    excluded, best first (``best`` / ``best_value`` is the first).
+    ``n_evaluations``: acquisition evaluations on new (mutated) networks, not
+    counting the start population. ``n_rounds``: mutation rounds.
+    ``best_value_per_round``: best acquisition value seen after the start
+    population (index 0) and after each round.
+    """
+
+    best: Architecture
+    best_value: float
+    top: list[Architecture]
+    top_values: list[float]
+    n_evaluations: int
+    n_rounds: int
+    best_value_per_round: list[float] = field(default_factory=list)
+
+
+def optimize_acquisition_ea(
+    phi: Acquisition,
+    start: Sequence[Architecture],
+    rng: np.random.Generator,
+    *,
+    n_evaluations: int | None = None,
+    t: int | None = None,
+    n_mutations: int | None = None,
+    exclude: Iterable[Architecture] = (),
+    is_valid: Validity | None = None,
+    step_probs: Sequence[float] = STEP_PROBS,
+    modifier_weights: Mapping[str, float] = MODIFIER_WEIGHTS,
+    sigma_scale: float = SIGMA_SCALE,
+    top_k: int = 1,
+    max_mutation_tries: int = 5,
+    max_idle_rounds: int = 3,
+) -> EAResult:
+    """Maximise ``phi`` over architectures with the NASBOT evolutionary algorithm.
+
+    Parameters
+    ----------
+    phi : callable
+        Maps a list of architectures to their acquisition values (larger is
+        better); always called with a batch (the start population, then each
+        round's new networks), so that a GP can score many at once.
+    start : sequence of Architecture
+        The start population: NASBOT passes the initial pool (App. B.2) and the
+        networks evaluated so far. Duplicates are scored once.
+    rng : numpy Generator
+        The only source of randomness; the same seed gives the same result.
+    n_evaluations : int, optional
+        ``n_EA``, the number of new networks to score. Default: from ``t`` via
+        :func:`n_ea_evaluations`, or ``EA_MIN_EVALS`` when ``t`` is None.
+    t : int, optional
+        The BO step, used only for the default ``n_evaluations``.
+    n_mutations : int, optional
+        ``N_mut`` per round; default :func:`n_mutations_per_round` of ``n_EA``
+        (the paper's EA baseline uses 10).
+    exclude : iterable of Architecture
+        Networks never returned and never scored as children (evaluated or
+        pending in the BO loop). They may be parents if they are in ``start``.
+    is_valid : callable, optional
+        Validity of a network (default: the library's check, see
+        :func:`graphbo.nas.modifiers.default_validity`). Invalid children are skipped.
+    step_probs, modifier_weights
+        The compound operator's k-step probabilities and the modifier weights.
+    sigma_scale : float
+        ``sigma = sigma_scale * std(phi values)`` in the selection probabilities.
+    top_k : int
+        How many distinct networks to return (for batch suggestions).
+    max_mutation_tries : int
+        Mutations tried per parent until one gives a new valid network.
+    max_idle_rounds : int
+        Stop early after this many consecutive rounds without a new network.
+
+    Returns
+    -------
+    EAResult
+
+    Raises
+    ------
+    ValueError
+        When ``start`` is empty or ``top_k < 1``.
+    RuntimeError
+        When every scored network is excluded.
+    """
+    if top_k < 1:
+        raise ValueError(f"top_k must be >= 1, got {top_k}")
+    if n_evaluations is None:
+        n_evaluations = EA_MIN_EVALS if t is None else n_ea_evaluations(t)
+    if n_evaluations < 0:
+        raise ValueError(f"n_evaluations must be >= 0, got {n_evaluations}")
+    if n_mutations is None:
+        n_mutations = n_mutations_per_round(n_evaluations)
+    if n_mutations < 1:
+        raise ValueError(f"n_mutations must be >= 1, got {n_mutations}")
+    valid = resolve_validity(is_valid)
+
+    def accept(a: Architecture) -> bool:
+        return well_formed(a) and bool(valid(a))
+
+    excluded = {architecture_key(a) for a in exclude}
+    pop: list[Architecture] = []
+    keys: list[str] = []
+    seen: set[str] = set()
+    for a in start:
+        k = architecture_key(a)
+        if k not in seen:
+            seen.add(k)
+            pop.append(a)
+            keys.append(k)
+    if not pop:
+        raise ValueError("the start population of the EA is empty")
+    values = [float(v) for v in np.asarray(phi(list(pop)), dtype=float).reshape(-1)]
+    if len(values) != len(pop):
+        raise ValueError(f"phi returned {len(values)} values for {len(pop)} architectures")
+    seen |= excluded
+
+    def best_allowed() -> float:
+        vals = [v for v, k in zip(values, keys) if k not in excluded and not math.isnan(v)]
+        return max(vals) if vals else -math.inf
+
+    history = [best_allowed()]
+    n_new = n_rounds = idle = 0
+    while n_new < n_evaluations and idle < max_idle_rounds:
+        n_round = min(n_mutations, n_evaluations - n_new)
+        probs = selection_probabilities(values, sigma_scale)
+        parents = rng.choice(len(pop), size=n_round, replace=True, p=probs)
+        children: list[Architecture] = []
+        child_keys: list[str] = []
+        for i in parents:
+            for _ in range(max_mutation_tries):
+                child = mutate(pop[int(i)], rng, valid, step_probs, modifier_weights)
+                if child is None or not accept(child):
+                    continue
+                k = architecture_key(child)
+                if k in seen:
+                    continue
+                seen.add(k)
+                children.append(child)
+                child_keys.append(k)
+                break
+        n_rounds += 1
+        if not children:
+            idle += 1
+            history.append(history[-1])
+            continue
+        idle = 0
+        vals = np.asarray(phi(children), dtype=float).reshape(-1)
+        if vals.size != len(children):
+            raise ValueError(f"phi returned {vals.size} values for {len(children)} architectures")
+        pop.extend(children)
+        keys.extend(child_keys)
+        values.extend(float(v) for v in vals)
+        n_new += len(children)
+        history.append(best_allowed())
+
+    order = sorted(range(len(pop)), key=lambda j: (-values[j] if not math.isnan(values[j]) else math.inf, j))
+    chosen = [j for j in order if keys[j] not in excluded][:top_k]
+    if not chosen:
+        raise RuntimeError("every network the EA scored is excluded (already evaluated or pending)")
+    return EAResult(best=pop[chosen[0]], best_value=values[chosen[0]],
+                    top=[pop[j] for j in chosen], top_values=[values[j] for j in chosen],
+                    n_evaluations=n_new, n_rounds=n_rounds, best_value_per_round=history)
