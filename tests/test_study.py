@@ -352,6 +352,10 @@ def test_dask_local_cluster_executor_runs_to_completion(tmp_path):
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
                                   dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+        client.wait_for_workers(2)
+        # Warm the workers up (imports of this module, graphbo and torch), so that a loaded
+        # machine's first-call latency is not mistaken for the objective running past its timeout.
+        client.run(flaky, BAD["nan"])
         result = minimize(flaky, make_space(), "rs", budget=8, seed=0, n_workers=2, timeout=1.0,
                           storage=str(tmp_path / "d.db"), executor=client.get_executor(),
                           n_initial=3, initial_configs=[BAD["raise"], BAD["sleep"]])

@@ -10,9 +10,9 @@ import json
 import os
 import sys
 import time
-from typing import Sequence
+from typing import Callable, Sequence
 
-__all__ = ["main"]
+__all__ = ["main", "load_objective", "ImportedObjective", "ObjectiveError"]
 
 
 def _cmd_benchmarks(args: argparse.Namespace) -> int:
@@ -31,9 +31,19 @@ def _default_trace(name: str, method: str, seed: int) -> str:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .benchmarks import load_benchmark
-
-    from .benchmarks import REGISTRY
+    if args.space is not None or args.objective is not None:
+        if args.benchmark is not None:
+            print(f"graphbo run: give either a benchmark ({args.benchmark!r}) or --space FILE --objective "
+                  "MODULE:FUNCTION, not both", file=sys.stderr)
+            return 2
+        return _run_user(args)
+    if args.benchmark is not None and args.method is None:
+        args.method = "combo"
+    if args.benchmark is None:
+        print("graphbo run: give a benchmark (see `graphbo benchmarks`) or your own problem with "
+              "--space FILE --objective MODULE:FUNCTION", file=sys.stderr)
+        return 2
+    from .benchmarks import REGISTRY, load_benchmark
 
     if args.benchmark not in REGISTRY:
         print(f"graphbo run: unknown benchmark {args.benchmark!r}; available: {sorted(REGISTRY)}", file=sys.stderr)
@@ -112,9 +122,10 @@ def _progress(quiet: bool, best: float | None = None):
     return callback
 
 
-def _minimize_study(prog: str, bench, path: str, method: str, budget: int, seed: int, method_options: dict,
-                    args: argparse.Namespace) -> int:
-    """Run (or continue) the study in ``path`` on a benchmark; Ctrl-C leaves it resumable."""
+def _minimize_study(prog: str, objective, space, path: str, method: str, budget: int, seed: int,
+                    method_options: dict, args: argparse.Namespace) -> int:
+    """Run (or continue) the study in ``path`` on ``objective`` (a benchmark or a user's function);
+    Ctrl-C leaves it resumable."""
     from .loop import minimize
     from .optimizers.combo import torch_threads
     from .study import StorageError, read_study_info
@@ -125,7 +136,7 @@ def _minimize_study(prog: str, bench, path: str, method: str, budget: int, seed:
     try:
         best = read_study_info(path).get("best_value") if os.path.exists(path) else None
         with torch_threads(args.threads):
-            result = minimize(bench, bench.space, method, budget=budget, seed=seed,
+            result = minimize(objective, space, method, budget=budget, seed=seed,
                               callback=_progress(args.quiet, best),
                               storage=path, n_workers=args.workers, timeout=args.timeout, **method_options)
     except StorageError as exc:
@@ -158,8 +169,9 @@ def _run_study(args: argparse.Namespace, bench, budget: int, n_initial: int) -> 
             stored = info["user_attrs"]
             if stored.get("benchmark") != args.benchmark or stored.get("benchmark_options") != json.loads(
                     json.dumps(bench_options)):
-                print(f"graphbo run: {path} is a study of {stored.get('benchmark') or 'another objective'} "
-                      f"{stored.get('benchmark_options', '')}, not of {args.benchmark} {bench_options}; "
+                other = (f"{stored['benchmark']} {stored.get('benchmark_options', '')}" if "benchmark" in stored
+                         else f"objective {stored['objective']}" if "objective" in stored else "another objective")
+                print(f"graphbo run: {path} is a study of {other}, not of {args.benchmark} {bench_options}; "
                       "choose another --storage (nothing is overwritten)", file=sys.stderr)
                 return 2
             with Study(bench.space, args.method, storage=path, seed=args.seed, **method_options) as study:
@@ -176,7 +188,8 @@ def _run_study(args: argparse.Namespace, bench, budget: int, n_initial: int) -> 
     if not args.quiet:
         print(f"graphbo: {args.method} on {bench.name}, budget {budget} ({n_initial} initial), seed {args.seed}, "
               f"{args.workers} worker(s), study {path}")
-    return _minimize_study("graphbo run", bench, path, args.method, budget, args.seed, method_options, args)
+    return _minimize_study("graphbo run", bench, bench.space, path, args.method, budget, args.seed, method_options,
+                           args)
 
 
 def _cmd_resume(args: argparse.Namespace) -> int:
@@ -189,11 +202,14 @@ def _cmd_resume(args: argparse.Namespace) -> int:
         print(f"graphbo resume: {exc}", file=sys.stderr)
         return 2
     attrs = info.get("user_attrs") or {}
+    if "objective" in attrs:
+        return _resume_user(args, info, attrs)
     name = attrs.get("benchmark")
     if name not in REGISTRY:
         print(f"graphbo resume: {args.path} was not created by `graphbo run ... --storage` (it names no built-in "
-              f"benchmark{'' if name is None else f'; it names {name!r}'}), and a study does not store its "
-              "objective; continue it from Python with graphbo.minimize(objective, space, method=..., seed=..., "
+              f"benchmark{'' if name is None else f'; it names {name!r}'} and no objective), and a study does not "
+              "store its objective; continue it from Python with graphbo.minimize(objective, space, method=..., "
+              "seed=..., "
               f"storage={args.path!r}) and the same space, method ({info['method']}), seed ({info['seed']}) and "
               f"options ({info['method_options']})", file=sys.stderr)
         return 2
@@ -210,7 +226,261 @@ def _cmd_resume(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"graphbo: resuming {args.path}: {info['method']} on {name}, seed {info['seed']}, "
               f"{finished}/{budget} finished, {info['n_running']} interrupted")
-    return _minimize_study("graphbo resume", bench, args.path, info["method"], budget, info["seed"],
+    return _minimize_study("graphbo resume", bench, bench.space, args.path, info["method"], budget, info["seed"],
+                           info["method_options"], args)
+
+
+# -- a user's own problem: --space FILE --objective MODULE:FUNCTION ------------------------------------------
+#: random initial evaluations of `graphbo run --space` when --n-initial is not given (the optimizers' default)
+_USER_N_INITIAL = 10
+
+#: objectives already imported in this process, by (spec, search path)
+_LOADED: dict = {}
+
+
+class ObjectiveError(ValueError):
+    """An ``--objective`` spec that cannot be imported; the message is one line."""
+
+
+def _split_spec(spec: str) -> tuple[str, str, bool]:
+    """``(module or file, attribute path, is_file)`` of ``MODULE:ATTR`` or ``path/to/file.py:ATTR``."""
+    target, sep, attr = spec.rpartition(":")
+    if not sep or not target or not attr:
+        raise ObjectiveError(f"--objective must be MODULE:FUNCTION or path/to/file.py:FUNCTION, got {spec!r}")
+    if not all(part.isidentifier() for part in attr.split(".")):
+        raise ObjectiveError(f"--objective {spec!r}: {attr!r} is not a Python name (FUNCTION or OBJECT.METHOD)")
+    is_file = target.endswith(".py") or "/" in target or os.sep in target
+    if not is_file and not all(part.isidentifier() for part in target.split(".")):
+        raise ObjectiveError(f"--objective {spec!r}: {target!r} is neither a module name (package.module) nor a "
+                             ".py file")
+    return target, attr, is_file
+
+
+def _import_error_line(exc: BaseException) -> str:
+    if isinstance(exc, SyntaxError):
+        return f"SyntaxError: {exc.msg} ({exc.filename}, line {exc.lineno})"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def load_objective(spec: str, search_path: Sequence[str] = ()) -> "Callable":
+    """The callable named by ``spec`` (``package.module:function``, ``module:obj.method`` or
+    ``path/to/file.py:function``), importing its module.
+
+    ``search_path`` folders are put at the front of ``sys.path`` first (the
+    ``graphbo`` command passes the current directory). Raises
+    :class:`ObjectiveError` with a one-line message when the module or file is
+    missing, its import fails, the attribute is missing or is not callable.
+    """
+    import importlib
+    import importlib.util
+    import zlib
+
+    key = (spec, tuple(search_path))
+    if key in _LOADED:
+        return _LOADED[key]
+    target, attr, is_file = _split_spec(spec)
+    for folder in reversed(list(search_path)):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+    if is_file:
+        path = os.path.abspath(target)
+        if not os.path.isfile(path):
+            raise ObjectiveError(f"objective file {target} not found")
+        stem = os.path.splitext(os.path.basename(path))[0]
+        private = f"_graphbo_objective_{zlib.crc32(path.encode())}"
+        where = target
+        module = next((m for m in (sys.modules.get(stem), sys.modules.get(private))
+                       if m is not None and os.path.abspath(getattr(m, "__file__", None) or "") == path), None)
+        if module is None:  # import it under its own name if free
+            name = stem if stem.isidentifier() and stem not in sys.modules else private
+            folder = os.path.dirname(path)
+            if folder not in sys.path:
+                sys.path.insert(0, folder)  # its sibling modules
+            module_spec = importlib.util.spec_from_file_location(name, path)
+            if module_spec is None or module_spec.loader is None:
+                raise ObjectiveError(f"objective file {target} cannot be imported as a Python module")
+            module = importlib.util.module_from_spec(module_spec)
+            sys.modules[name] = module
+            try:
+                module_spec.loader.exec_module(module)
+            except Exception as exc:
+                del sys.modules[name]
+                raise ObjectiveError(f"importing objective file {target} failed: {_import_error_line(exc)}") from None
+    else:
+        where = f"module {target!r}"
+        try:
+            module = importlib.import_module(target)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and (target == exc.name or target.startswith(exc.name + ".")):
+                raise ObjectiveError(
+                    f"objective module {target!r} not found (searched the current directory {os.getcwd()} and "
+                    "sys.path; set PYTHONPATH, or give path/to/file.py:FUNCTION)") from None
+            raise ObjectiveError(f"importing objective module {target!r} failed: {_import_error_line(exc)}") from None
+        except Exception as exc:
+            raise ObjectiveError(f"importing objective module {target!r} failed: {_import_error_line(exc)}") from None
+    obj = module
+    for i, part in enumerate(attr.split(".")):
+        if not hasattr(obj, part):
+            owner = where if i == 0 else f"{'.'.join(attr.split('.')[:i])!r} in {where}"
+            names = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
+                           and getattr(v, "__module__", None) == module.__name__)
+            hint = f"; it defines {', '.join(names[:10])}" if names and i == 0 else ""
+            raise ObjectiveError(f"objective {spec!r}: {owner} has no attribute {part!r}{hint}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise ObjectiveError(f"objective {spec!r} is not callable (it is of type {type(obj).__name__}); it must be a "
+                             "function taking a configuration dict and returning a number")
+    _LOADED[key] = obj
+    return obj
+
+
+class ImportedObjective:
+    """A user's objective named by its import spec; pickled as the spec, so worker processes re-import it."""
+
+    def __init__(self, spec: str, search_path: Sequence[str] = ()):
+        self.spec = spec
+        self.search_path = tuple(search_path)
+        self._function = None
+
+    def resolve(self) -> "Callable":
+        if self._function is None:
+            self._function = load_objective(self.spec, self.search_path)
+        return self._function
+
+    def __call__(self, config):
+        return self.resolve()(config)
+
+    def __getstate__(self):
+        return {"spec": self.spec, "search_path": self.search_path}
+
+    def __setstate__(self, state):
+        self.spec, self.search_path, self._function = state["spec"], tuple(state["search_path"]), None
+
+    def __repr__(self) -> str:
+        return f"ImportedObjective({self.spec!r})"
+
+
+def _stored_spec(spec: str) -> str:
+    """``spec`` with a file path made absolute, so that `graphbo resume` finds it from any folder."""
+    target, attr, is_file = _split_spec(spec)
+    return f"{os.path.abspath(target)}:{attr}" if is_file else spec
+
+
+def _default_storage(name: str, method: str, seed: int) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return os.path.join("runs", f"{name}-{method}-seed{seed}-{stamp}.db")
+
+
+def _run_user(args: argparse.Namespace) -> int:
+    """``graphbo run --space FILE --objective SPEC``: a study of the user's own function."""
+    prog = "graphbo run"
+    if args.space is None or args.objective is None:
+        missing = "--objective MODULE:FUNCTION" if args.space is not None else "--space FILE"
+        print(f"{prog}: --space and --objective go together; give {missing} too", file=sys.stderr)
+        return 2
+    benchmark_only = [flag for flag, value in (("--wcnf", args.wcnf), ("--lamda", args.lamda),
+                                               ("--instance-seed", args.instance_seed), ("--trace", args.trace))
+                      if value is not None]
+    if benchmark_only:
+        print(f"{prog}: {', '.join(benchmark_only)} apply to benchmarks only; with --space the run is a study file "
+              "(--storage PATH)", file=sys.stderr)
+        return 2
+    if args.budget is None:
+        print(f"{prog}: give the number of evaluations with --budget N", file=sys.stderr)
+        return 2
+    n_initial = args.n_initial if args.n_initial is not None else _USER_N_INITIAL
+    if args.budget < 1 or n_initial < 0:
+        print(f"{prog}: --budget must be >= 1 and --n-initial >= 0", file=sys.stderr)
+        return 2
+    if args.workers < 1 or (args.timeout is not None and args.timeout <= 0):
+        print(f"{prog}: --workers must be >= 1 and --timeout > 0", file=sys.stderr)
+        return 2
+    from .spaces.io import SpaceFileError, load_space, space_to_dict
+
+    try:
+        space = load_space(args.space)
+    except SpaceFileError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    if args.method is None:
+        args.method = "combo" if space.is_discrete else "bofm"
+    cwd = os.getcwd()
+    try:
+        load_objective(args.objective, [cwd])  # errors name the spec as given
+        spec = _stored_spec(args.objective)
+        objective = ImportedObjective(spec, [cwd])
+        objective.resolve()
+    except ObjectiveError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    name = os.path.splitext(os.path.basename(args.space))[0]
+    path = args.storage or _default_storage(name, args.method, args.seed)
+    space_dict = space_to_dict(space)
+    attrs = {"objective": spec, "objective_cwd": cwd, "space": space_dict,
+             "space_file": os.path.abspath(args.space), "budget": args.budget}
+    method_options = {"n_initial": n_initial}
+    from .study import StorageError, Study, read_study_info
+
+    try:
+        if os.path.exists(path) and os.path.getsize(path) > 0:
+            info = read_study_info(path)
+            stored = info["user_attrs"]
+            if stored.get("objective") != spec or stored.get("space") != space_dict:
+                if stored.get("objective") == spec:
+                    what = f"{spec} on another space"
+                elif "objective" in stored:
+                    what = f"objective {stored['objective']}"
+                elif "benchmark" in stored:
+                    what = f"benchmark {stored['benchmark']}"
+                else:
+                    what = "another objective"
+                print(f"{prog}: {path} is a study of {what}, not of {spec} on {args.space}; choose another "
+                      "--storage (nothing is overwritten)", file=sys.stderr)
+                return 2
+            with Study(space, args.method, storage=path, seed=args.seed, **method_options) as study:
+                if stored.get("budget") != args.budget:
+                    study.set_user_attr("budget", args.budget)
+            print(f"graphbo: continuing {path} ({info['n_complete'] + info['n_failed']} finished trials)")
+        else:
+            with Study(space, args.method, storage=path, seed=args.seed, **method_options) as study:
+                for key, value in attrs.items():
+                    study.set_user_attr(key, value)
+    except (StorageError, ValueError, TypeError) as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        print(f"graphbo: {args.method} on {args.space} minimising {args.objective}, budget {args.budget} "
+              f"({n_initial} initial), seed {args.seed}, {args.workers} worker(s), study {path}")
+    return _minimize_study(prog, objective, space, path, args.method, args.budget, args.seed, method_options, args)
+
+
+def _resume_user(args: argparse.Namespace, info: dict, attrs: dict) -> int:
+    """`graphbo resume` of a study written by `graphbo run --space ... --objective ...`."""
+    from .spaces.io import SpaceFileError, space_from_dict
+
+    prog = "graphbo resume"
+    spec = attrs["objective"]
+    try:
+        space = space_from_dict(attrs.get("space"), source=f"{args.path} (its stored space)")
+    except SpaceFileError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    search = [os.getcwd()] + [d for d in [attrs.get("objective_cwd")] if isinstance(d, str) and d != os.getcwd()]
+    try:
+        objective = ImportedObjective(spec, search)
+        objective.resolve()
+    except ObjectiveError as exc:
+        print(f"{prog}: {args.path}: cannot re-import its objective: {exc}", file=sys.stderr)
+        return 2
+    budget = args.budget if args.budget is not None else int(attrs.get("budget", 0))
+    if budget < 1:
+        print(f"{prog}: --budget must be >= 1", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        finished = info["n_complete"] + info["n_failed"]
+        print(f"graphbo: resuming {args.path}: {info['method']} minimising {spec}, seed {info['seed']}, "
+              f"{finished}/{budget} finished, {info['n_running']} interrupted")
+    return _minimize_study(prog, objective, space, args.path, info["method"], budget, info["seed"],
                            info["method_options"], args)
 
 
@@ -288,11 +558,25 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("benchmarks", help="list the built-in benchmarks")
     p.set_defaults(func=_cmd_benchmarks)
 
-    p = sub.add_parser("run", help="optimise a built-in benchmark")
-    p.add_argument("benchmark", help="benchmark name (see `graphbo benchmarks`)")
-    p.add_argument("--method", default="combo", help="combo (default) or random")
-    p.add_argument("--budget", type=int, default=None, help="evaluations, initial ones included (default: the paper's)")
-    p.add_argument("--n-initial", type=int, default=None, help="random initial evaluations (default: the paper's)")
+    p = sub.add_parser(
+        "run", help="optimise a built-in benchmark, or your own function over a space file",
+        description="Optimise a built-in benchmark (`graphbo run BENCHMARK`), or your own function over a space "
+                    "file (`graphbo run --space space.yaml --objective package.module:function --budget N`; see "
+                    "docs/spaces.md). The function takes a configuration dict and returns the value to minimise.")
+    p.add_argument("benchmark", nargs="?", default=None,
+                   help="benchmark name (see `graphbo benchmarks`); omit it with --space")
+    p.add_argument("--space", default=None,
+                   help="YAML or JSON space file (instead of a benchmark; needs --objective and --budget)")
+    p.add_argument("--objective", default=None,
+                   help="the function to minimise, MODULE:FUNCTION (importable from the current directory or "
+                        "PYTHONPATH) or path/to/file.py:FUNCTION")
+    p.add_argument("--method", default=None,
+                   help="combo (default; with --space: combo for discrete spaces, bofm for mixed ones), bofm, rs, "
+                        "sa, re, bocs, tpe, smac")
+    p.add_argument("--budget", type=int, default=None,
+                   help="evaluations, initial ones included (default: the paper's; required with --space)")
+    p.add_argument("--n-initial", type=int, default=None,
+                   help=f"random initial evaluations (default: the paper's; {_USER_N_INITIAL} with --space)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--wcnf", default=None, help="path of a .wcnf instance (maxsat)")
     p.add_argument("--lamda", type=float, default=None, help="regularisation (ising, contamination)")
@@ -302,10 +586,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own)")
     p.add_argument("--quiet", action="store_true", help="print only the result")
     p.add_argument("--storage", default=None,
-                   help="SQLite study file instead of a trace: crash-safe, continued by `graphbo resume PATH`")
-    p.add_argument("--workers", type=int, default=1, help="parallel evaluations (processes; needs --storage)")
+                   help="SQLite study file instead of a trace: crash-safe, continued by `graphbo resume PATH` "
+                        "(with --space a study is always written; default runs/SPACE-METHOD-seedS-TIME.db)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="parallel evaluations (processes; needs --storage or --space)")
     p.add_argument("--timeout", type=float, default=None,
-                   help="seconds per evaluation; longer ones are recorded as failed (needs --storage)")
+                   help="seconds per evaluation; longer ones are recorded as failed (needs --storage or --space)")
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("resume", help="continue a study file written by `graphbo run --storage`")

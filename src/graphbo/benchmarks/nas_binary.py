@@ -420,6 +420,14 @@ class NASBinary(Benchmark):
         ops, adj = decode(row)
         return ops, reduce_cell(adj)
 
+    def is_valid(self, config) -> bool:
+        """Whether a config (dict) encodes a valid cell: some path ``IN -> OUT`` exists.
+
+        Regularized evolution on this benchmark keeps only valid cells, as in
+        the COMBO supplement 4.4.4; the comparison harness passes this to it.
+        """
+        return self.cell(self.space.to_index(config))[1] is not None
+
     def flops(self, row) -> int | None:
         """FLOPs of the network built from ``row``; ``None`` for an invalid cell."""
         ops, adj = self.cell(row)

@@ -103,8 +103,17 @@ def _make(spec: RunSpec):
 
     bench_kwargs = dict(spec.benchmark_options)
     bench = load_benchmark(spec.benchmark, **bench_kwargs)
-    opt = make_optimizer(spec.method, bench.space, seed=spec.seed, n_initial=spec.n_initial, **spec.method_options)
+    opt = make_optimizer(spec.method, bench.space, seed=spec.seed, n_initial=spec.n_initial,
+                         **benchmark_method_options(bench, spec.method), **spec.method_options)
     return bench, opt
+
+
+def benchmark_method_options(bench, method: str) -> dict[str, Any]:
+    """Options a benchmark hands to a method: its validity test to regularized evolution
+    (NAS cells: "only valid cells", COMBO supplement 4.4.4)."""
+    if method.lower() == "re" and callable(getattr(bench, "is_valid", None)):
+        return {"is_valid": bench.is_valid}
+    return {}
 
 
 def run(spec: RunSpec, path: str, log: Callable[[str], None] | None = None, compact: bool = True) -> dict[str, Any]:

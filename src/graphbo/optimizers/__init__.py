@@ -7,6 +7,7 @@ TPE and SMAC wrap Optuna and SMAC3, imported only when used
 from .base import Observation, Optimizer
 from .bocs import BOCS
 from .bofm import BOFM
+from .cocabo import CoCaBO, CoCaBOLearnedMix, CoCaBOMix0, CoCaBOMix05, CoCaBOMix1
 from .combo import COMBO
 from .random_search import RandomSearch
 from .regularized_evolution import RegularizedEvolution
@@ -24,7 +25,15 @@ METHODS = {
     "bocs": BOCS,
     "tpe": TPE,
     "smac": SMAC,
+    # CoCaBO (Ru et al. 2020) and its fixed mixture weights as compared by BO-FM (CoCaBO-0.0/0.5/1.0)
+    "cocabo": CoCaBO,
+    "cocabo-0": CoCaBOMix0,
+    "cocabo-0.0": CoCaBOMix0,
+    "cocabo-0.5": CoCaBOMix05,
+    "cocabo-1": CoCaBOMix1,
+    "cocabo-1.0": CoCaBOMix1,
+    "cocabo-learn": CoCaBOLearnedMix,
 }
 
 __all__ = ["Optimizer", "Observation", "COMBO", "RandomSearch", "SimulatedAnnealing", "RegularizedEvolution",
-           "BOCS", "BOFM", "TPE", "SMAC", "METHODS"]
+           "BOCS", "BOFM", "TPE", "SMAC", "CoCaBO", "METHODS"]
