@@ -275,3 +275,17 @@ def test_constructor_arguments_are_checked():
         RegularizedEvolution(space, population_size=5, sample_size=6)
     with pytest.raises(ValueError):
         BOCS(space, sa_restarts=0)
+
+
+def test_told_configs_leave_the_pending_set_in_a_mixed_space():
+    # A continuous coordinate that does not survive value -> row bit for bit used to stay "pending".
+    import graphbo as gb
+
+    space = gb.Space({"a": gb.Continuous(1e-3, 10, log=True), "b": gb.Categorical(list("xyz")),
+                      "n": gb.Integer(1, 5000, log=True)})
+    opt = gb.RandomSearch(space, seed=0, n_initial=50)
+    configs = opt.ask(50)
+    assert len(opt._pending) == 50
+    for c in configs:
+        opt.tell(c, 1.0)
+    assert len(opt._pending) == 0

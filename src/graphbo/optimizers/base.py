@@ -99,8 +99,13 @@ class Optimizer:
                 break
         if row is None:
             row = np.asarray(self._suggest(), dtype=self.space.row_dtype)
+        config = self.space.from_index(row)
+        if len(self.space.continuous_indices):
+            # A continuous coordinate may not survive the trip to a value and back bit for bit;
+            # key the pending row by what ``tell`` will compute from the returned config.
+            row = self.space.to_index(config)
         self._pending[row.tobytes()] = row
-        return self.space.from_index(row)
+        return config
 
     def tell(self, config: Mapping[str, Any], value: float) -> None:
         """Record that ``config`` evaluated to ``value``.

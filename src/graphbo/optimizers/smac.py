@@ -23,6 +23,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..spaces.space import Space
+from ..spaces.variables import Variable
 from .base import Optimizer
 
 __all__ = ["SMAC"]
@@ -38,9 +39,12 @@ def _import_smac():
         from smac.main.exceptions import ConfigurationSpaceExhaustedException
         from smac.model.random_forest import RandomForest
         from smac.runhistory.dataclasses import TrialInfo, TrialValue
+        from smac.runhistory.encoder import RunHistoryLogScaledEncoder
+        from smac.runhistory.enumerations import StatusType
     except ImportError as exc:  # pragma: no cover - exercised only without smac
         raise ImportError(_INSTALL_HINT) from exc
-    return ConfigSpace, smac, RandomForest, LocalSearch, TrialInfo, TrialValue, ConfigurationSpaceExhaustedException
+    return (ConfigSpace, smac, RandomForest, LocalSearch, TrialInfo, TrialValue, ConfigurationSpaceExhaustedException,
+            RunHistoryLogScaledEncoder, StatusType)
 
 
 @functools.lru_cache(maxsize=None)
@@ -78,9 +82,14 @@ def _quiet_smac():
 class SMAC(Optimizer):
     """SMAC3 (random forest + log-EI, local and random search) as a graphbo baseline.
 
-    Variables map onto a ConfigSpace over value *indices*: Binary, Categorical
-    and GraphVariable -> ``CategoricalHyperparameter`` (the graph of a
-    GraphVariable is ignored), Ordinal -> ``OrdinalHyperparameter``.
+    Variables map onto a ConfigSpace: discrete ones over value *indices* --
+    Binary, Categorical and GraphVariable -> ``CategoricalHyperparameter``
+    (the graph of a GraphVariable is ignored), Ordinal ->
+    ``OrdinalHyperparameter`` -- and the others over their native values:
+    Continuous -> ``UniformFloatHyperparameter(low, high, log=log)``, a
+    rounded-continuous Integer (:class:`~graphbo.spaces.IntegerRange`) ->
+    ``UniformIntegerHyperparameter(low, high, log=log)``; so SMAC also serves
+    as a baseline on the mixed spaces of BO-FM.
 
     Setup (``HyperparameterOptimizationFacade`` components, SMAC3 defaults unless
     said otherwise): a deterministic scenario, one trial per configuration
@@ -102,6 +111,12 @@ class SMAC(Optimizer):
     Every told evaluation is passed to ``smac.tell(TrialInfo(config, seed=s),
     TrialValue(cost=value))``, with ``s`` the single seed of the deterministic
     intensifier (SMAC accepts trials it did not ask for).
+
+    Failures: :meth:`mark_failed` tells SMAC the trial ``CRASHED`` with
+    SMAC's crash cost (``inf``); the surrogate is trained on successful trials
+    only (the run-history encoder considers ``SUCCESS`` alone; with no
+    failures this is SMAC's default), so, as for graphbo's own methods, a
+    failure leaves the model untouched.
 
     Duplicates: if SMAC proposes a configuration already evaluated (its known
     value is told again under SMAC's trial key, so SMAC keeps no dangling
@@ -144,19 +159,24 @@ class SMAC(Optimizer):
         retrain_after: int = 1,
         max_retries: int = 20,
     ):
-        cs_mod, smac, RandomForest, LocalSearch, TrialInfo, TrialValue, Exhausted = _import_smac()
+        (cs_mod, smac, RandomForest, LocalSearch, TrialInfo, TrialValue, Exhausted, Encoder,
+         StatusType) = _import_smac()
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
         self.max_retries = int(max_retries)
         self.smac_seed = int(self.rng.integers(2**31))
         self._TrialInfo, self._TrialValue, self._Exhausted = TrialInfo, TrialValue, Exhausted
+        self._crashed = StatusType.CRASHED
 
         cs = cs_mod.ConfigurationSpace(seed=self.smac_seed)
         hps = []
         for name, var in zip(space.names, space.variables):
             idx = list(range(var.n_values))
-            if var.kind == "ordinal":
+            if not isinstance(var, Variable):
+                hp = cs_mod.UniformIntegerHyperparameter if var.kind == "integer" else cs_mod.UniformFloatHyperparameter
+                hps.append(hp(name, var.low, var.high, log=var.log))
+            elif var.kind == "ordinal":
                 hps.append(cs_mod.OrdinalHyperparameter(name, idx))
             else:
                 hps.append(cs_mod.CategoricalHyperparameter(name, idx))
@@ -200,11 +220,14 @@ class SMAC(Optimizer):
                 random_design=HPO.get_random_design(scenario, probability=random_probability),
                 intensifier=HPO.get_intensifier(scenario, max_config_calls=1),
                 config_selector=HPO.get_config_selector(scenario, retrain_after=retrain_after),
+                # the facade's encoder, but the model never sees crashed (failed) trials
+                runhistory_encoder=Encoder(scenario, considered_states=[StatusType.SUCCESS]),
                 logging_level=False,
                 overwrite=True,
             )
         self._trials: dict[bytes, Any] = {}  # row key -> pending TrialInfo proposed by SMAC
         self._values: dict[bytes, float] = {}  # row key -> last told value
+        self._failed: set[bytes] = set()  # row keys told CRASHED
         self._trial_seed: int | None = None  # the deterministic intensifier's one seed
         self._exhausted = False
         self.n_duplicates = 0
@@ -218,14 +241,40 @@ class SMAC(Optimizer):
     def _config_of(self, row: np.ndarray):
         from ConfigSpace import Configuration
 
-        config = Configuration(self.configspace, values={n: int(i) for n, i in zip(self.space.names, row)})
+        values = {n: int(x) if isinstance(v, Variable) else v.from_unit(x)
+                  for n, v, x in zip(self.space.names, self.space.variables, row)}
+        config = Configuration(self.configspace, values=values)
         # Rebuilt from its vector, as SMAC builds its own: the value types (NumPy
         # integers) then match, and so do the hashes (ConfigSpace hashes the repr),
         # which SMAC's run history uses to recognise a configuration.
         return Configuration(self.configspace, vector=config.get_array())
 
     def _row_of(self, config) -> np.ndarray:
-        return np.array([int(config[n]) for n in self.space.names], dtype=np.int64)
+        """graphbo row of a SMAC configuration, canonical (``to_index(from_index(row))`` gives it back)."""
+        space = self.space
+        row = np.array([int(config[n]) if isinstance(v, Variable) else v.to_unit(config[n])
+                        for n, v in zip(space.names, space.variables)], dtype=space.row_dtype)
+        if not space.is_discrete:  # unit coordinates: the round trip through native values may move them by an ulp
+            row = space.to_index(space.from_index(row))
+        return row
+
+    def _pop_trial(self, row: np.ndarray):
+        """The pending SMAC trial proposed for ``row`` (or ``None``), removed from the pending ones."""
+        info = self._trials.pop(row.tobytes(), None)
+        if info is None and not self.space.is_discrete:
+            for key in list(self._trials):  # tolerate an ulp of round-off in the unit coordinates
+                if np.allclose(np.frombuffer(key, dtype=row.dtype), row, rtol=0.0, atol=1e-12):
+                    return self._trials.pop(key)
+        return info
+
+    def _trial_info(self, row: np.ndarray):
+        """SMAC's pending trial for ``row``, or a new one for a configuration SMAC did not propose."""
+        info = self._pop_trial(row)
+        if info is None:
+            config = self._config_of(row)
+            info = self._TrialInfo(config, seed=self._seed())
+            self._mark_processed(config)
+        return info
 
     def _seed(self) -> int:
         # Before SMAC's first ask its intensifier takes its seed from the run
@@ -265,17 +314,26 @@ class SMAC(Optimizer):
                     self.n_duplicates += 1
                     if key in self._values:  # evaluated: close SMAC's running trial with the known value
                         self.smac.tell(info, self._TrialValue(cost=self._values[key]), save=False)
+                    elif key in self._failed:
+                        self.smac.tell(info, self._crash_value(), save=False)
                     # pending: SMAC's running trial is completed when graphbo's tell arrives
         self.n_fallbacks += 1
         return self._distinct_random_rows(1, exclude)[0]
 
     def _observe(self, row: np.ndarray, value: float) -> None:
-        key = row.tobytes()
-        info = self._trials.pop(key, None)
-        if info is None:
-            config = self._config_of(row)
-            info = self._TrialInfo(config, seed=self._seed())
-            self._mark_processed(config)
+        info = self._trial_info(row)
         with _quiet_smac():
             self.smac.tell(info, self._TrialValue(cost=value), save=False)
-        self._values[key] = value
+        self._values[row.tobytes()] = value
+
+    def _crash_value(self):
+        return self._TrialValue(cost=self.smac.scenario.crash_cost, status=self._crashed)
+
+    def mark_failed(self, config: Mapping[str, Any]) -> None:
+        """As :meth:`Optimizer.mark_failed`; SMAC is told the trial ``CRASHED`` (its model ignores it)."""
+        super().mark_failed(config)
+        row = self.space.to_index(config)
+        info = self._trial_info(row)
+        with _quiet_smac():
+            self.smac.tell(info, self._crash_value(), save=False)
+        self._failed.add(row.tobytes())

@@ -19,6 +19,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..spaces.space import Space
+from ..spaces.variables import Variable
 from .base import Optimizer
 
 __all__ = ["TPE"]
@@ -45,13 +46,30 @@ def _quiet_optuna(optuna):
         optuna.logging.set_verbosity(old)
 
 
+def _distribution(optuna, var):
+    """The optuna distribution of a graphbo variable (discrete ones over value indices)."""
+    dist = optuna.distributions
+    if isinstance(var, Variable):
+        if var.kind == "ordinal":
+            return dist.IntDistribution(0, var.n_values - 1)
+        return dist.CategoricalDistribution(list(range(var.n_values)))
+    if var.kind == "integer":
+        return dist.IntDistribution(int(var.low), int(var.high), log=var.log)
+    return dist.FloatDistribution(var.low, var.high, log=var.log)
+
+
 class TPE(Optimizer):
     """Tree-structured Parzen Estimator (optuna's ``TPESampler``) as a graphbo baseline.
 
-    Variables map onto optuna distributions over value *indices*: Binary,
-    Categorical and GraphVariable -> ``CategoricalDistribution`` (the graph of a
-    GraphVariable is ignored: TPE has no notion of it), Ordinal ->
-    ``IntDistribution(0, k - 1)``. The study lives in memory, minimises, and is
+    Variables map onto optuna distributions: discrete ones over value
+    *indices* -- Binary, Categorical and GraphVariable ->
+    ``CategoricalDistribution`` (the graph of a GraphVariable is ignored: TPE
+    has no notion of it), Ordinal -> ``IntDistribution(0, k - 1)`` -- and the
+    others over their native values: Continuous ->
+    ``FloatDistribution(low, high, log=log)``, a rounded-continuous Integer
+    (:class:`~graphbo.spaces.IntegerRange`) -> ``IntDistribution(low, high,
+    log=log)``; so TPE also serves as a baseline on the mixed spaces of BO-FM.
+    The study lives in memory, minimises, and is
     seeded from the graphbo seed (one integer drawn from ``self.rng`` after the
     shared random initial design).
 
@@ -71,6 +89,10 @@ class TPE(Optimizer):
     the study when told). Pending graphbo suggestions also stay running
     trials until told (optuna's constant liar for batch asks).
     :attr:`n_duplicates` and :attr:`n_fallbacks` count these events.
+
+    Failures: :meth:`mark_failed` tells the configuration's trial ``FAIL``
+    (a trial TPE proposed is finished; for any other configuration a failed
+    trial is added), so the study records it and TPE ignores it.
 
     Parameters
     ----------
@@ -114,15 +136,7 @@ class TPE(Optimizer):
         self.max_retries = int(max_retries)
         self.sampler_seed = int(self.rng.integers(2**31))
         self.n_startup_trials = len(self._initial) if n_startup_trials is None else int(n_startup_trials)
-        dist = optuna.distributions
-        self._distributions = {
-            name: (
-                dist.IntDistribution(0, var.n_values - 1)
-                if var.kind == "ordinal"
-                else dist.CategoricalDistribution(list(range(var.n_values)))
-            )
-            for name, var in zip(space.names, space.variables)
-        }
+        self._distributions = {name: _distribution(optuna, var) for name, var in zip(space.names, space.variables)}
         with _quiet_optuna(optuna), warnings.catch_warnings():
             # constant_liar is marked experimental in optuna 3-4
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -140,7 +154,40 @@ class TPE(Optimizer):
         self.n_fallbacks = 0
 
     def _row_of(self, params: Mapping[str, Any]) -> np.ndarray:
-        return np.array([int(params[n]) for n in self.space.names], dtype=np.int64)
+        """graphbo row of optuna parameters, canonical (``to_index(from_index(row))`` gives it back)."""
+        space = self.space
+        row = np.array([int(params[n]) if isinstance(v, Variable) else v.to_unit(params[n])
+                        for n, v in zip(space.names, space.variables)], dtype=space.row_dtype)
+        if not space.is_discrete:  # unit coordinates: the round trip through native values may move them by an ulp
+            row = space.to_index(space.from_index(row))
+        return row
+
+    def _params_of(self, row: np.ndarray) -> dict[str, Any]:
+        """optuna parameters of a graphbo row."""
+        return {n: int(x) if isinstance(v, Variable) else v.from_unit(x)
+                for n, v, x in zip(self.space.names, self.space.variables, row)}
+
+    def _pop_trial(self, row: np.ndarray):
+        """The pending optuna trial proposed for ``row`` (or ``None``), removed from the pending ones."""
+        trial = self._trials.pop(row.tobytes(), None)
+        if trial is None and not self.space.is_discrete:
+            for key in list(self._trials):  # tolerate an ulp of round-off in the unit coordinates
+                if np.allclose(np.frombuffer(key, dtype=row.dtype), row, rtol=0.0, atol=1e-12):
+                    return self._trials.pop(key)
+        return trial
+
+    def mark_failed(self, config: Mapping[str, Any]) -> None:
+        """As :meth:`Optimizer.mark_failed`; the configuration's optuna trial is told ``FAIL``."""
+        super().mark_failed(config)
+        row = self.space.to_index(config)
+        fail = self._optuna.trial.TrialState.FAIL
+        with _quiet_optuna(self._optuna):
+            trial = self._pop_trial(row)
+            if trial is not None:
+                self.study.tell(trial, state=fail)
+            else:
+                self.study.add_trial(self._optuna.trial.create_trial(
+                    params=self._params_of(row), distributions=self._distributions, state=fail))
 
     def _suggest(self) -> np.ndarray:
         from ..acquisition.graph_local_search import SpaceExhaustedError
@@ -174,13 +221,13 @@ class TPE(Optimizer):
         return row
 
     def _observe(self, row: np.ndarray, value: float) -> None:
-        key = row.tobytes()
         with _quiet_optuna(self._optuna):
-            trial = self._trials.pop(key, None)
+            trial = self._pop_trial(row)
             if trial is not None:
                 self.study.tell(trial, value)
             else:
-                params = {n: int(i) for n, i in zip(self.space.names, row)}
                 self.study.add_trial(
-                    self._optuna.trial.create_trial(params=params, distributions=self._distributions, value=value)
+                    self._optuna.trial.create_trial(
+                        params=self._params_of(row), distributions=self._distributions, value=value
+                    )
                 )

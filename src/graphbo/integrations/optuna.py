@@ -1,0 +1,501 @@
+"""COMBO and BO-FM as Optuna samplers.
+
+:class:`COMBOSampler` and :class:`BOFMSampler` implement
+``optuna.samplers.BaseSampler``: an Optuna study (with any storage, shared by
+any number of workers) gets its suggestions from graphbo's COMBO (Oh et al.,
+NeurIPS 2019) or BO-FM (Oh et al., UAI 2021)::
+
+    import optuna
+    from graphbo.integrations.optuna import COMBOSampler
+
+    study = optuna.create_study(sampler=COMBOSampler(seed=0), storage="sqlite:///study.db",
+                                study_name="s", load_if_exists=True)
+    study.optimize(objective, n_trials=50)
+
+How a suggestion is made
+------------------------
+* The *relative search space* is the intersection of the distributions of all
+  completed trials (``optuna.search_space.IntersectionSearchSpace``), without
+  single-valued distributions. Each distribution becomes a graphbo variable:
+
+  ===========================================  ==========================================================
+  Optuna                                       graphbo
+  ===========================================  ==========================================================
+  ``CategoricalDistribution(choices)``         ``Categorical`` over the choices' positions (complete graph)
+  ``IntDistribution(low, high, step)``         ``Ordinal`` over the grid ``low, low + step, ..., high``
+                                               (path graph); BO-FM: a rounded continuous ``Integer`` over
+                                               the grid positions when the grid has more than
+                                               ``max_ordinal`` points
+  ``IntDistribution(low, high, log=True)``     BO-FM: ``Integer(low, high, log=True)`` (continuous,
+                                               rounded); COMBO: ``Ordinal`` over all integers (the log
+                                               scale is lost: the path graph has unit edges)
+  ``FloatDistribution(low, high, step=s)``     as an ``IntDistribution`` grid
+  ``FloatDistribution(low, high, log=...)``    BO-FM: ``Continuous(low, high, log=...)``; COMBO: refused
+  ===========================================  ==========================================================
+
+* Until ``n_startup_trials`` trials are complete, the relative parameters are
+  drawn uniformly at random (in graphbo's encoding: log-uniform for log
+  distributions), avoiding configurations already completed, running or
+  failed when the space is discrete.
+* Then a graphbo COMBO or BO-FM optimizer is told every complete trial
+  (values negated for ``direction="maximize"``: graphbo minimises), the
+  parameters of the other workers' running (and enqueued) trials are marked
+  *pending*, and one configuration is asked. COMBO accounts for pending
+  configurations by the kriging believer (their posterior mean is added as a
+  fantasy observation) and never proposes them; BO-FM only never proposes
+  exactly the same configuration again. The optimizer is kept between trials
+  of one process and told only the new trials (COMBO's slice sampler continues
+  its chain, as in the paper); it is rebuilt when the search space changes.
+* Parameters outside the relative search space (conditional or dynamic ones,
+  and all parameters of the first trial, before any search space is known)
+  are drawn by ``optuna.samplers.RandomSampler``.
+
+Parallel workers
+----------------
+A suggestion takes a while (a GP fit and an acquisition search), and Optuna
+stores a trial's parameters only after the sampler has returned them. So two
+workers that suggest at the same time would not see each other's choice. To
+avoid duplicates, each suggestion is first written to the trial's system
+attribute ``"graphbo:proposal"``; the sampler then re-reads the running
+trials, and if another one holds the same configuration (as parameters or as
+its own proposal), it asks again with that one pending (up to three times).
+Write-then-read makes at least one of two clashing workers see the clash.
+
+Reproducibility
+---------------
+With ``seed=`` set, every random choice is derived from the seed and the
+trial number (independent parameters, startup draws, the optimizer's seed), so
+a sequential study (one worker) is reproducible, and a trial's random draws do
+not depend on which worker runs it. Parallel studies are not reproducible: the
+data each suggestion sees depends on timing.
+
+Limitations
+-----------
+Single-objective studies only; pruned and failed trials are not told to the
+model (failed ones are never proposed again in a discrete space: graphbo's
+``mark_failed``); constraints are ignored; a worker that crashed leaves its
+trial ``RUNNING`` (without a heartbeat), and its configuration stays pending.
+
+Optuna is imported with this module, never at ``import graphbo``.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import zlib
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
+from optuna.samplers import BaseSampler, RandomSampler
+from optuna.search_space import IntersectionSearchSpace
+from optuna.study import Study, StudyDirection
+from optuna.trial import FrozenTrial, TrialState
+
+from ..acquisition.graph_local_search import SpaceExhaustedError
+from ..optimizers.base import Optimizer
+from ..spaces.space import Space
+from ..spaces.variables import Categorical, Continuous, IntegerRange, Ordinal
+
+__all__ = ["COMBOSampler", "BOFMSampler"]
+
+#: system attribute of a trial holding the configuration the sampler is about to return
+PROPOSAL_ATTR = "graphbo:proposal"
+
+_INDEPENDENT, _STARTUP, _MODEL = 1, 2, 3  # streams of derived seeds
+
+
+def _derive_seed(entropy: int, *keys: int) -> int:
+    """A 32-bit seed determined by ``entropy`` and ``keys`` (non-negative integers)."""
+    return int(np.random.SeedSequence([entropy, *keys]).generate_state(1, np.uint32)[0])
+
+
+@dataclass(frozen=True)
+class _Param:
+    """One Optuna distribution and the graphbo variable it maps to.
+
+    ``kind``: ``"categorical"`` (graphbo value = position of the choice),
+    ``"grid"`` (graphbo value = position on the grid ``low + i * step``),
+    ``"int"`` (graphbo value = the integer itself), ``"float"`` (the float itself).
+    """
+
+    name: str
+    distribution: BaseDistribution
+    kind: str
+    n: int = 0  # number of grid points / choices
+
+    def make_variable(self, max_ordinal: int | None):
+        d = self.distribution
+        if self.kind == "categorical":
+            return Categorical(list(range(self.n)))
+        if self.kind == "grid":
+            if max_ordinal is None or self.n <= max_ordinal:
+                return Ordinal(list(range(self.n)))
+            return IntegerRange(0, self.n - 1)
+        if self.kind == "int":
+            return IntegerRange(d.low, d.high, log=d.log)
+        return Continuous(d.low, d.high, log=d.log)
+
+    def to_graphbo(self, value: Any) -> Any:
+        """graphbo value of an Optuna parameter value (``ValueError`` if it does not fit)."""
+        d = self.distribution
+        if self.kind == "categorical":
+            return int(d.to_internal_repr(value))
+        x = float(value)
+        if not d.low <= x <= d.high:
+            raise ValueError(f"{value!r} is outside [{d.low}, {d.high}]")
+        if self.kind == "grid":
+            return min(max(int(round((x - d.low) / d.step)), 0), self.n - 1)
+        if self.kind == "int":
+            return int(round(x))
+        return x
+
+    def to_optuna(self, value: Any) -> Any:
+        """Optuna parameter value of a graphbo value (contained in the distribution)."""
+        d = self.distribution
+        if self.kind == "categorical":
+            return d.choices[int(value)]
+        if self.kind == "grid":
+            x = d.low + int(value) * d.step
+            if isinstance(d, IntDistribution):
+                return int(min(max(x, d.low), d.high))
+            return float(min(max(x, d.low), d.high))
+        if self.kind == "int":
+            return int(value)
+        return float(min(max(float(value), d.low), d.high))
+
+
+class _GraphboSampler(BaseSampler):
+    """Shared machinery of :class:`COMBOSampler` and :class:`BOFMSampler`."""
+
+    _max_rounds = 3  # proposals re-made after a clash with another worker
+
+    def __init__(
+        self,
+        *,
+        seed: int | None = None,
+        n_startup_trials: int = 10,
+        optimizer_kwargs: Mapping[str, Any] | None = None,
+        exclude_failed: bool = True,
+    ):
+        if seed is not None and (int(seed) != seed or seed < 0):
+            raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
+        if int(n_startup_trials) != n_startup_trials or n_startup_trials < 0:
+            raise ValueError(f"n_startup_trials must be a non-negative integer, got {n_startup_trials!r}")
+        kwargs = dict(optimizer_kwargs or {})
+        reserved = {"space", "seed", "n_initial", "initial_configs"} & set(kwargs)
+        if reserved:
+            raise ValueError(f"optimizer_kwargs may not set {sorted(reserved)!r}: the sampler sets them")
+        self.seed = None if seed is None else int(seed)
+        self._entropy = int(np.random.SeedSequence().entropy if seed is None else seed)
+        self.n_startup_trials = int(n_startup_trials)
+        self.optimizer_kwargs = kwargs
+        self.exclude_failed = bool(exclude_failed)
+        self._intersection = IntersectionSearchSpace()
+        self._study_key: Any = None  # the study the search space and the cache belong to
+        self._cache: tuple[Any, Optimizer, set[int], set[int]] | None = None  # key, optimizer, told, failed
+        self._lock = threading.Lock()  # one suggestion at a time per sampler (study.optimize(n_jobs>1))
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_cache"] = None  # the cached optimizer is rebuilt from the study
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    # -- hooks ------------------------------------------------------------------------
+    def _max_ordinal(self) -> int | None:
+        raise NotImplementedError
+
+    def _make_optimizer(self, space: Space, seed: int) -> Optimizer:
+        raise NotImplementedError
+
+    def _check_distribution(self, name: str, distribution: BaseDistribution) -> None:
+        """Raise ``ValueError`` if the method cannot handle the distribution."""
+
+    # -- search space ---------------------------------------------------------------
+    def _param(self, name: str, d: BaseDistribution) -> _Param:
+        self._check_distribution(name, d)
+        if isinstance(d, CategoricalDistribution):
+            return _Param(name, d, "categorical", len(d.choices))
+        if isinstance(d, IntDistribution) and d.log and self._max_ordinal() is not None:
+            return _Param(name, d, "int")
+        if isinstance(d, (IntDistribution, FloatDistribution)) and d.step is not None:
+            return _Param(name, d, "grid", int(round((d.high - d.low) / d.step)) + 1)
+        return _Param(name, d, "float")
+
+    def _space_of(self, search_space: Mapping[str, BaseDistribution]) -> tuple[Space, list[_Param]]:
+        params = [self._param(n, d) for n, d in search_space.items()]
+        max_ordinal = self._max_ordinal()
+        return Space({p.name: p.make_variable(max_ordinal) for p in params}), params
+
+    @staticmethod
+    def _config_of(values: Mapping[str, Any], params: Sequence[_Param]) -> dict[str, Any] | None:
+        """graphbo configuration of Optuna parameter values; ``None`` if some are missing or do not fit."""
+        try:
+            return {p.name: p.to_graphbo(values[p.name]) for p in params}
+        except (KeyError, ValueError, TypeError, IndexError):
+            return None
+
+    def _pending_configs(self, study: Study, trial: FrozenTrial, params: Sequence[_Param]) -> list[dict[str, Any]]:
+        """Configurations of the other running or waiting trials: their parameters, else their proposal."""
+        out = []
+        for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.WAITING)):
+            if t.number == trial.number:
+                continue
+            cfg = self._config_of(t.params, params)
+            if cfg is None and "fixed_params" in t.system_attrs:  # enqueued
+                cfg = self._config_of({**t.system_attrs["fixed_params"], **t.params}, params)
+            if cfg is None and isinstance(t.system_attrs.get(PROPOSAL_ATTR), dict):
+                proposal = t.system_attrs[PROPOSAL_ATTR]
+                try:
+                    external = {p.name: p.distribution.to_external_repr(proposal[p.name]) for p in params}
+                except (KeyError, ValueError, TypeError, IndexError):
+                    external = {}
+                cfg = self._config_of(external, params)
+            if cfg is not None:
+                out.append(cfg)
+        return out
+
+    # -- BaseSampler -------------------------------------------------------------------
+    def infer_relative_search_space(self, study: Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
+        self._raise_error_if_multi_objective(study)
+        with self._lock:
+            key = (study._study_id, study.study_name)
+            if key != self._study_key:  # another study (in-memory studies share one id): start afresh
+                self._study_key = key
+                self._intersection = IntersectionSearchSpace()
+                self._cache = None
+            intersection = self._intersection.calculate(study)
+        space = {}
+        for name, d in intersection.items():
+            if d.single() or not isinstance(d, (CategoricalDistribution, IntDistribution, FloatDistribution)):
+                continue
+            space[name] = d
+        return space
+
+    def sample_independent(
+        self, study: Study, trial: FrozenTrial, param_name: str, param_distribution: BaseDistribution
+    ) -> Any:
+        self._check_distribution(param_name, param_distribution)
+        seed = _derive_seed(self._entropy, _INDEPENDENT, trial.number, zlib.crc32(param_name.encode()))
+        return RandomSampler(seed=seed).sample_independent(study, trial, param_name, param_distribution)
+
+    def sample_relative(
+        self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
+    ) -> dict[str, Any]:
+        with self._lock:
+            return self._sample_relative(study, trial, search_space)
+
+    def _sample_relative(
+        self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
+    ) -> dict[str, Any]:
+        if not search_space:
+            return {}
+        fixed = trial.system_attrs.get("fixed_params") or {}
+        if all(name in fixed for name in search_space):  # an enqueued trial: nothing to suggest
+            return {}
+        space, params = self._space_of(search_space)
+        sign = -1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0
+        completed: list[tuple[int, dict[str, Any], float]] = []
+        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+            cfg = self._config_of(t.params, params)
+            if cfg is not None and t.value is not None and math.isfinite(t.value):
+                completed.append((t.number, cfg, sign * float(t.value)))
+        failed: list[tuple[int, dict[str, Any]]] = []
+        if self.exclude_failed:
+            for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
+                cfg = self._config_of(t.params, params)
+                if cfg is not None:
+                    failed.append((t.number, cfg))
+        pending = self._pending_configs(study, trial, params)
+
+        if len(completed) < self.n_startup_trials:
+            rng = np.random.default_rng(_derive_seed(self._entropy, _STARTUP, trial.number))
+            exclude = {space.to_index(c).tobytes() for c in [c for _, c, _ in completed] + [c for _, c in failed]}
+
+            def propose(extra: list[dict[str, Any]]) -> dict[str, Any] | None:
+                exclude.update(space.to_index(c).tobytes() for c in extra)
+                return self._random_config(space, rng, exclude)
+        else:
+            opt = self._optimizer(space, params, sign, trial.number, completed, failed)
+            opt._pending.clear()  # the previous trial's suggestion and stale pending rows
+
+            def propose(extra: list[dict[str, Any]]) -> dict[str, Any] | None:
+                for c in extra:
+                    row = space.to_index(c)
+                    if row.tobytes() not in opt._evaluated:
+                        opt._pending[row.tobytes()] = row
+                if space.is_discrete and len(opt._exclude) >= space.size:
+                    return None
+                try:
+                    return opt.ask()
+                except SpaceExhaustedError:
+                    return None
+
+        config = propose(pending)
+        for round_ in range(self._max_rounds + 1):
+            if config is None:
+                return {}  # discrete space exhausted: Optuna samples independently (a repeat)
+            study._storage.set_trial_system_attr(
+                trial._trial_id,
+                PROPOSAL_ATTR,
+                {p.name: p.distribution.to_internal_repr(p.to_optuna(config[p.name])) for p in params},
+            )
+            if round_ == self._max_rounds:
+                break
+            key = space.to_index(config).tobytes()
+            others = self._pending_configs(study, trial, params)
+            if not any(space.to_index(c).tobytes() == key for c in others):
+                break
+            config = propose(others)  # another worker holds it: ask again with it pending
+        return {p.name: p.to_optuna(config[p.name]) for p in params}
+
+    # -- helpers ------------------------------------------------------------------------
+    @staticmethod
+    def _random_config(space: Space, rng: np.random.Generator, exclude: set[bytes]) -> dict[str, Any] | None:
+        if space.is_discrete and len(exclude) >= space.size:
+            return None
+        for _ in range(100):
+            for row in space.sample_index(256, rng):
+                cfg = space.from_index(row)
+                if space.to_index(cfg).tobytes() not in exclude:
+                    return cfg
+        return None
+
+    def _optimizer(
+        self,
+        space: Space,
+        params: Sequence[_Param],
+        sign: float,
+        trial_number: int,
+        completed: Sequence[tuple[int, dict[str, Any], float]],
+        failed: Sequence[tuple[int, dict[str, Any]]],
+    ) -> Optimizer:
+        """The cached optimizer, told the trials it has not seen yet (rebuilt when the search space changes)."""
+        key = (tuple((p.name, repr(p.distribution)) for p in params), sign)
+        if self._cache is None or self._cache[0] != key:
+            seed = _derive_seed(self._entropy, _MODEL, trial_number)
+            self._cache = (key, self._make_optimizer(space, seed), set(), set())
+        _, opt, told, marked = self._cache
+        for number, cfg, value in completed:
+            if number not in told:
+                opt.tell(cfg, value)
+                told.add(number)
+        for number, cfg in failed:
+            if number not in marked:
+                opt.mark_failed(cfg)
+                marked.add(number)
+        return opt
+
+
+class COMBOSampler(_GraphboSampler):
+    """Optuna sampler driven by graphbo's :class:`~graphbo.COMBO` (discrete parameters).
+
+    Handles categorical, integer and stepped float parameters
+    (``suggest_float(..., step=...)``); a float parameter without ``step``
+    raises ``ValueError`` (use :class:`BOFMSampler`). See the module
+    documentation for the mapping and the behaviour with parallel workers.
+
+    Parameters
+    ----------
+    seed : int, optional
+        Seed of every random choice (derived per trial number); ``None``: a fresh one.
+    n_startup_trials : int, default 10
+        Complete trials drawn at random before COMBO takes over.
+    optimizer_kwargs : dict, optional
+        Passed on to :class:`graphbo.COMBO`, e.g. ``{"n_burn": 50, "n_random": 5000,
+        "n_threads": 1}`` for quicker suggestions.
+    exclude_failed : bool, default True
+        Never propose again a configuration whose trial failed.
+    max_values : int, default 2000
+        Largest number of values of one integer or stepped float parameter
+        (each becomes a path graph with that many vertices).
+    """
+
+    def __init__(
+        self,
+        *,
+        seed: int | None = None,
+        n_startup_trials: int = 10,
+        optimizer_kwargs: Mapping[str, Any] | None = None,
+        exclude_failed: bool = True,
+        max_values: int = 2000,
+    ):
+        super().__init__(seed=seed, n_startup_trials=n_startup_trials, optimizer_kwargs=optimizer_kwargs,
+                         exclude_failed=exclude_failed)
+        self.max_values = int(max_values)
+
+    def _max_ordinal(self) -> int | None:
+        return None
+
+    def _check_distribution(self, name: str, d: BaseDistribution) -> None:
+        if isinstance(d, FloatDistribution) and d.step is None and not d.single():
+            raise ValueError(
+                f"COMBOSampler handles discrete parameters only, but {name!r} is {d!r} (a continuous float). "
+                "Use graphbo.integrations.optuna.BOFMSampler for mixed spaces, or suggest_float(..., step=...)."
+            )
+        if isinstance(d, (IntDistribution, FloatDistribution)) and d.step is not None:
+            n = int(round((d.high - d.low) / d.step)) + 1
+            if n > self.max_values:
+                raise ValueError(
+                    f"COMBOSampler: parameter {name!r} ({d!r}) has {n} values, more than max_values="
+                    f"{self.max_values}; use BOFMSampler, a coarser step, or a larger max_values"
+                )
+
+    def _make_optimizer(self, space: Space, seed: int) -> Optimizer:
+        from ..optimizers.combo import COMBO
+
+        return COMBO(space, seed=seed, n_initial=0, **self.optimizer_kwargs)
+
+
+class BOFMSampler(_GraphboSampler):
+    """Optuna sampler driven by graphbo's :class:`~graphbo.BOFM` (mixed parameters).
+
+    Handles categorical, integer (also ``log=True``) and float (also ``log=True``
+    or ``step=``) parameters. See the module documentation for the mapping and
+    the behaviour with parallel workers.
+
+    Parameters
+    ----------
+    seed : int, optional
+        Seed of every random choice (derived per trial number); ``None``: a fresh one.
+    n_startup_trials : int, default 10
+        Complete trials drawn at random before BO-FM takes over.
+    optimizer_kwargs : dict, optional
+        Passed on to :class:`graphbo.BOFM`, e.g. ``{"kernel": "moddif", "n_random": 10000,
+        "n_starts": 10}`` for quicker suggestions.
+    exclude_failed : bool, default True
+        Never propose again a configuration whose trial failed (relevant for discrete spaces).
+    max_ordinal : int, default 64
+        Integer and stepped float parameters with at most this many values become
+        ordinal (path-graph) variables; wider ones continuous variables rounded to the grid.
+    """
+
+    def __init__(
+        self,
+        *,
+        seed: int | None = None,
+        n_startup_trials: int = 10,
+        optimizer_kwargs: Mapping[str, Any] | None = None,
+        exclude_failed: bool = True,
+        max_ordinal: int = 64,
+    ):
+        super().__init__(seed=seed, n_startup_trials=n_startup_trials, optimizer_kwargs=optimizer_kwargs,
+                         exclude_failed=exclude_failed)
+        if int(max_ordinal) != max_ordinal or max_ordinal < 1:
+            raise ValueError(f"max_ordinal must be a positive integer, got {max_ordinal!r}")
+        self.max_ordinal = int(max_ordinal)
+
+    def _max_ordinal(self) -> int | None:
+        return self.max_ordinal
+
+    def _make_optimizer(self, space: Space, seed: int) -> Optimizer:
+        from ..optimizers.bofm import BOFM
+
+        return BOFM(space, seed=seed, n_initial=0, **self.optimizer_kwargs)
