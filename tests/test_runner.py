@@ -149,3 +149,27 @@ def test_a_finished_trace_keeps_the_state_on_its_last_line_only(tmp_path):
     again = run(spec("sa", budget=6), str(path))  # finished: nothing rerun, nothing rewritten
     assert again["resumed_from"] == 6 and again["best"] == first["best"]
     assert path.read_bytes() == before
+
+
+def test_a_run_locked_by_another_process_is_refused_and_left_alone(tmp_path):
+    import fcntl
+    import subprocess
+    import sys
+
+    from graphbo.experiments.runner import RunLockedError
+
+    path = tmp_path / "t.jsonl"
+    holder = subprocess.Popen(  # a real second process holding the run's lock
+        [sys.executable, "-c", "import fcntl, sys, time; fh = open(sys.argv[1], 'a'); "
+         "fcntl.flock(fh, fcntl.LOCK_EX); print('locked', flush=True); time.sleep(30)", str(path) + ".lock"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(RunLockedError, match="another process"):
+            run(spec("rs", budget=4), str(path))
+        assert not path.exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    run(spec("rs", budget=4), str(path))  # the lock died with its process
+    assert len(configs(path)) == 4

@@ -15,6 +15,7 @@ committed result files small (BOCS's state is tens of kilobytes per line).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import time
@@ -24,7 +25,7 @@ from typing import Any, Callable, Iterable
 
 from ..benchmarks import load_benchmark
 
-__all__ = ["RunSpec", "run", "compare", "read_trace", "compact_trace", "TraceError", "parse_seeds"]
+__all__ = ["RunSpec", "run", "compare", "read_trace", "compact_trace", "TraceError", "RunLockedError", "parse_seeds"]
 
 FORMAT_VERSION = 1
 
@@ -116,11 +117,32 @@ def benchmark_method_options(bench, method: str) -> dict[str, Any]:
     return {}
 
 
+class RunLockedError(RuntimeError):
+    """Another process is writing this run's trace."""
+
+
 def run(spec: RunSpec, path: str, log: Callable[[str], None] | None = None, compact: bool = True) -> dict[str, Any]:
     """Run (or resume, or skip) one benchmark run; returns a summary.
 
     ``compact=False`` keeps the state on every line of a finished trace.
+    The trace is locked (``PATH.lock``, an advisory ``flock``) while the run
+    writes it: a second process given the same run raises
+    :class:`RunLockedError` instead of interleaving its lines, so two
+    comparisons over the same directory can run side by side.
     """
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path + ".lock", "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunLockedError(f"{path}: being written by another process") from None
+        try:
+            return _run_locked(spec, path, log, compact)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _run_locked(spec: RunSpec, path: str, log: Callable[[str], None] | None, compact: bool) -> dict[str, Any]:
     bench, opt = _make(spec)
     evals: list[dict[str, Any]] = []
     if os.path.exists(path):
@@ -236,7 +258,11 @@ def compare(
     results = []
     if n_workers <= 1:
         for spec, path in todo:
-            results.append(run(spec, path, log=log))
+            try:
+                results.append(run(spec, path, log=log))
+            except RunLockedError:
+                log(f"skip {spec.method} seed {spec.seed}: running in another process")
+                continue
             log(f"done {spec.method} seed {spec.seed}: best {results[-1]['best']:.5g}")
         return results
     with ProcessPoolExecutor(max_workers=n_workers) as pool:
@@ -245,6 +271,9 @@ def compare(
             spec = futures[fut]
             try:
                 res = fut.result()
+            except RunLockedError:
+                log(f"skip {spec.method} seed {spec.seed}: running in another process")
+                continue
             except Exception as exc:  # one failed run must not stop the others
                 log(f"FAILED {spec.method} seed {spec.seed}: {type(exc).__name__}: {exc}")
                 continue
