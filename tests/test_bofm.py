@@ -1,7 +1,10 @@
 import numpy as np
 import pytest
+import torch
 
 import graphbo as gb
+from graphbo.acquisition.ei import log_expected_improvement
+from graphbo.benchmarks import load_benchmark
 
 FAST = dict(n_restarts=3, n_random=2000, n_spray=10, n_starts=8)
 
@@ -54,3 +57,112 @@ def test_log_y_fits_on_the_log_scale():
     y = opt.y
     assert opt.model.transform_value(float(y.min())) == pytest.approx(
         (np.log(y.min() - opt.model._shift) - opt.model._mu) / opt.model._sd)
+
+
+# -- kriging believer (issue 6): ask(n) with pending points ----------------------------------------------
+
+BELIEVER = dict(n_restarts=3, n_random=3000, n_spray=20, n_starts=10)
+
+
+def func2c_optimizer(seed=0, n_told=12):
+    bench = load_benchmark("func2c")
+    opt = gb.BOFM(bench.space, seed=seed, n_initial=n_told, **BELIEVER)
+    for _ in range(n_told):
+        c = opt.ask()
+        opt.tell(c, bench(c))
+    return opt
+
+
+def distance(space, a, b):
+    """Euclidean distance of the unit continuous coordinates + number of differing discrete values."""
+    ra, rb = space.to_index(a), space.to_index(b)
+    cont, disc = space.continuous_indices, space.discrete_indices
+    return float(np.linalg.norm(ra[cont] - rb[cont]) + np.count_nonzero(ra[disc] != rb[disc]))
+
+
+def test_fantasies_collapse_the_variance_at_pending_points_and_keep_the_fit():
+    opt = func2c_optimizer()
+    opt.model.fit(opt.X, opt.y, np.random.default_rng(0))
+    model, space = opt.model, opt.space
+    params = model.params.clone()
+    pending = space.sample_index(3, np.random.default_rng(1))
+    probe = space.sample_index(200, np.random.default_rng(2))
+    mean_before, var_before = model.predict(*model.split(pending))
+    probe_mean_before, probe_var_before = model.predict(*model.split(probe))
+    fantasy = model.add_fantasies(pending)
+    mean_after, var_after = model.predict(*model.split(pending))
+    probe_mean_after, probe_var_after = model.predict(*model.split(probe))
+    noise = float(torch.exp(params[-2])) + 1e-6
+    # the pending points are now data (observed with noise): latent variance at most the noise variance
+    assert model.n_fantasies == 3 and model._V.shape[0] == opt.n_told + 3
+    assert torch.all(var_after <= noise * (1 + 1e-6)) and torch.all(var_after > 0.5 * noise)
+    assert torch.all(var_before > 5 * var_after)
+    # fantasies are the posterior mean: the mean is unchanged (at them and elsewhere), variance never grows
+    assert torch.allclose(fantasy, mean_before, rtol=0, atol=1e-12)
+    assert torch.allclose(mean_after, mean_before, atol=1e-6)
+    assert torch.allclose(probe_mean_after, probe_mean_before, atol=1e-6)
+    assert torch.all(probe_var_after <= probe_var_before + 1e-12)
+    # the hyper-parameters are those fitted to the real data
+    assert torch.equal(model.params, params)
+    # a refit starts from the real data again
+    model.fit(opt.X, opt.y, np.random.default_rng(0))
+    assert model.n_fantasies == 0 and model._V.shape[0] == opt.n_told
+
+
+def test_ask_n_hallucinates_pending_points():
+    """ask(2): the second suggestion comes from a model holding the first as a fantasy, and differs from a
+    pending-unaware second suggestion (the first excluded, as before the believer) made from the same state."""
+    believer, unaware = func2c_optimizer(seed=3), func2c_optimizer(seed=3)
+    a1, a2 = believer.ask(2)
+    assert believer.model.n_fantasies == 1
+    assert believer.model._V.shape[0] == believer.n_told + 1
+    b1 = unaware.ask()
+    assert b1 == a1  # same seed, same data, nothing pending: the same first suggestion
+    unaware.mark_failed(b1)  # excluded but not pending: exactly the old behaviour for the second ask
+    b2 = unaware.ask()
+    assert unaware.model.n_fantasies == 0
+    assert a2 != b2
+    space = believer.space
+    # without the believer the second suggestion stays next to the first; with it, it moves away
+    assert distance(space, a1, b2) < 0.01
+    assert distance(space, a1, a2) > 0.5
+    # EI has collapsed at the pending point under the fantasy model
+    def log_ei(opt, config):
+        mean, var = opt.model.predict(*opt.model.split(space.to_index(config)[None]))
+        return float(log_expected_improvement(mean, var, opt.model.transform_value(float(opt.y.min()))))
+
+    assert log_ei(believer, a1) < log_ei(unaware, a1) - 2.0  # at least e^2 less expected improvement
+
+
+def test_batch_of_four_is_distinct_and_more_spread_than_pending_unaware_asks():
+    believer, unaware = func2c_optimizer(seed=6), func2c_optimizer(seed=6)
+    batch = believer.ask(4)
+    assert believer.model.n_fantasies == 3
+    seq = []
+    for _ in range(4):
+        seq.append(unaware.ask())
+        unaware.mark_failed(seq[-1])
+    space = believer.space
+    keys = {tuple(sorted(c.items())) for c in batch}
+    assert len(keys) == 4
+    assert not keys & {tuple(sorted(h.config.items())) for h in believer.history}
+
+    def min_pairwise(configs):
+        return min(distance(space, a, b) for i, a in enumerate(configs) for b in configs[i + 1:])
+
+    # pending-unaware asks pile up at (practically) one point; the believer's batch is spread out
+    assert min_pairwise(seq) < 0.01
+    assert min_pairwise(batch) > 0.5
+    # telling the batch leaves no fantasies behind
+    bench = load_benchmark("func2c")
+    for c in batch:
+        believer.tell(c, bench(c))
+    believer.ask()
+    assert believer.model.n_fantasies == 0 and believer.model._V.shape[0] == believer.n_told
+
+
+def test_no_pending_points_no_fantasies():
+    opt = func2c_optimizer(seed=5)
+    c = opt.ask()
+    assert opt.model.n_fantasies == 0 and opt.model._V.shape[0] == opt.n_told
+    assert np.array_equal(opt.model._V.numpy(), opt.X[:, opt.space.discrete_indices])

@@ -4,12 +4,16 @@
 hyper-parameters (kernel parameters, log signal variance, log noise variance,
 constant mean) maximise the log marginal likelihood plus weak priors, by
 L-BFGS-B with autograd gradients from ``n_restarts`` starting points (the
-previous optimum and random draws), keeping the best.
+previous optimum and random draws), keeping the best. The kernel's
+hyper-parameter-free look-ups (:meth:`FMKernel.pairs`) are made once per fit.
+Pending points can be hallucinated at their posterior mean (kriging believer,
+:meth:`MixedGP.add_fantasies`).
 """
 
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 import scipy.optimize
@@ -63,9 +67,9 @@ class MixedGP:
         return (v - self._mu) / self._sd
 
     # -- likelihood -------------------------------------------------------------------
-    def _neg_log_posterior(self, theta: torch.Tensor, V, C, y) -> torch.Tensor:
+    def _neg_log_posterior(self, theta: torch.Tensor, gram: Callable[[torch.Tensor], torch.Tensor], y) -> torch.Tensor:
         kp, log_amp, log_noise, mean = theta[:-3], theta[-3], theta[-2], theta[-1]
-        K = self.kernel(kp, V, C)
+        K = gram(kp)
         n = y.shape[0]
         Cov = torch.exp(log_amp) * K + (torch.exp(log_noise) + 1e-6) * torch.eye(n, dtype=self.dtype)
         L = robust_cholesky(Cov)
@@ -81,11 +85,20 @@ class MixedGP:
     def fit(self, X: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> "MixedGP":
         V, C = self.split(X)
         ys = torch.as_tensor(self.transform_y(y), dtype=self.dtype)
+        if hasattr(self.kernel, "pairs"):  # FMKernel: the hyper-parameter-free look-ups, once for all evaluations
+            pairs = self.kernel.pairs(V, C)
+
+            def gram(kp: torch.Tensor) -> torch.Tensor:
+                return self.kernel.gram(kp, pairs)
+        else:  # any kernel with FMKernel's call signature (e.g. CoCaBO's)
+
+            def gram(kp: torch.Tensor) -> torch.Tensor:
+                return self.kernel(kp, V, C)
 
         def fun(x: np.ndarray):
             t = torch.tensor(x, dtype=self.dtype, requires_grad=True)
             try:
-                val = self._neg_log_posterior(t, V, C, ys)
+                val = self._neg_log_posterior(t, gram, ys)
             except RuntimeError:  # non-PD covariance even with jitter
                 return 1e10, np.zeros_like(x)
             (g,) = torch.autograd.grad(val, t)
@@ -121,7 +134,31 @@ class MixedGP:
         K = amp * self.kernel(kp, V, C) + noise * torch.eye(n, dtype=self.dtype)
         self._L = robust_cholesky(K)
         self._alpha = torch.cholesky_solve((ys - mean)[:, None], self._L)
-        self._V, self._C, self._amp, self._mean, self._kp = V, C, amp, mean, kp
+        self._V, self._C, self._ys, self._amp, self._mean, self._kp = V, C, ys, amp, mean, kp
+        #: how many of the conditioning rows (the last ones) are fantasies (:meth:`add_fantasies`)
+        self.n_fantasies = 0
+
+    def add_fantasies(self, rows: np.ndarray) -> torch.Tensor:
+        """Condition on ``rows`` with their posterior mean as observed values (kriging believer).
+
+        Ginsbourger, Le Riche and Carraro (2010/2011): pending evaluations are
+        hallucinated at the current posterior mean, so the posterior mean
+        elsewhere is unchanged while the variance at and near them shrinks to
+        about the noise level. The hyper-parameters stay those fitted to the real
+        data (no refit). All rows are added in one conditioning, which equals
+        adding them one at a time (each fantasy is the mean given the previous
+        ones, and fantasies at the mean leave that mean unchanged). Call after
+        :meth:`fit`; the next :meth:`fit` starts from the real data again.
+
+        Returns the fantasy values (standardised scale).
+        """
+        V, C = self.split(rows)
+        with torch.no_grad():
+            fantasy, _ = self.predict(V, C)
+            n_before = self.n_fantasies
+            self._condition(torch.cat([self._V, V]), torch.cat([self._C, C]), torch.cat([self._ys, fantasy]))
+        self.n_fantasies = n_before + int(V.shape[0])
+        return fantasy
 
     def predict(self, V: torch.Tensor, C: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Posterior mean and variance (standardised scale) of the latent function; differentiable in ``C``."""
