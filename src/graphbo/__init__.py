@@ -22,6 +22,8 @@ _EXPORTS = {
     "save_space": "graphbo.spaces",
     "from_configspace": "graphbo.spaces.configspace",
     "COMBO": "graphbo.optimizers",
+    "NASBOT": "graphbo.optimizers",
+    "ArchitectureSpace": "graphbo.nas",
     "BOFM": "graphbo.optimizers",
     "RandomSearch": "graphbo.optimizers",
     "Observation": "graphbo.optimizers",

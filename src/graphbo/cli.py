@@ -37,8 +37,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
                   "MODULE:FUNCTION, not both", file=sys.stderr)
             return 2
         return _run_user(args)
-    if args.benchmark is not None and args.method is None:
-        args.method = "combo"
     if args.benchmark is None:
         print("graphbo run: give a benchmark (see `graphbo benchmarks`) or your own problem with "
               "--space FILE --objective MODULE:FUNCTION", file=sys.stderr)
@@ -56,6 +54,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"graphbo run: {exc}", file=sys.stderr)
         return 2
+    if args.method is None:  # combo; the architecture benchmarks default to nasbot
+        args.method = getattr(bench, "default_method", "combo")
     budget = args.budget if args.budget is not None else bench.default_budget
     n_initial = args.n_initial if args.n_initial is not None else bench.default_n_initial
     if budget < 1 or n_initial < 0:
@@ -76,7 +76,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     try:
         opt = make_optimizer(args.method, bench.space, seed=args.seed, n_initial=n_initial)
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:  # TypeError: a method for another kind of space
         print(f"graphbo run: {exc}", file=sys.stderr)
         return 2
     os.makedirs(os.path.dirname(trace_path) or ".", exist_ok=True)
@@ -182,7 +182,7 @@ def _run_study(args: argparse.Namespace, bench, budget: int, n_initial: int) -> 
             with Study(bench.space, args.method, storage=path, seed=args.seed, **method_options) as study:
                 for key, value in attrs.items():
                     study.set_user_attr(key, value)
-    except (StorageError, ValueError) as exc:
+    except (StorageError, ValueError, TypeError) as exc:
         print(f"graphbo run: {exc}", file=sys.stderr)
         return 2
     if not args.quiet:

@@ -166,8 +166,11 @@ def describe_space(space: Space) -> list[dict[str, Any]]:
     """JSON description of a space: for each variable its name, class and values (or bounds).
 
     Graph variables also carry a SHA-256 of their adjacency matrix (edge weights
-    included). Used to refuse resuming a study with a different space.
+    included). Used to refuse resuming a study with a different space. A space with
+    its own ``describe()`` (an architecture space) describes itself.
     """
+    if not isinstance(space, Space) and hasattr(space, "describe"):
+        return _plain(space.describe())
     out = []
     for name, var in zip(space.names, space.variables):
         d: dict[str, Any] = {"name": name, "class": type(var).__name__}
@@ -199,6 +202,13 @@ def _space_difference(stored: list[dict[str, Any]], given: list[dict[str, Any]])
             return (f"variable {s['name']!r} differs in {k}: the study has {s.get(k)!r}, "
                     f"the given space has {g.get(k)!r}")
     return "the spaces differ"  # pragma: no cover
+
+
+def _space_types() -> tuple[type, ...]:
+    """The space classes a study accepts: graphbo spaces and NAS architecture spaces."""
+    from .nas.space import ArchitectureSpace
+
+    return (Space, ArchitectureSpace)
 
 
 def _check_number(value: Any, what: str) -> float:
@@ -330,10 +340,16 @@ class Study:
 
     def __init__(self, space: Space, method: str = "combo", storage: str | os.PathLike | None = None,
                  seed: int | None = None, **method_options: Any):
-        if not isinstance(space, Space):
-            raise TypeError(f"space must be a graphbo.Space, got {type(space).__name__}")
+        if not isinstance(space, _space_types()):
+            raise TypeError(f"space must be a graphbo.Space or a graphbo.nas.ArchitectureSpace, "
+                            f"got {type(space).__name__}")
         if not isinstance(method, str) or method.lower() not in METHODS:
             raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS)}")
+        if getattr(METHODS[method.lower()], "multi_fidelity", False):
+            raise ValueError(f"method {method!r} chooses a fidelity (epochs) for each evaluation, which a study's "
+                             "objective(config) cannot take: run it on a benchmark with fidelities through "
+                             "graphbo.experiments.runner (graphbo compare), or drive its ask_with_fidelity/tell(..., "
+                             "fidelity=k) yourself")
         if seed is not None and (isinstance(seed, bool) or int(seed) != seed):
             raise ValueError(f"seed must be an integer or None, got {seed!r}")
         self.space = space
@@ -380,6 +396,8 @@ class Study:
 
     def _config_of(self, row: np.ndarray, stored: Mapping[str, Any]) -> dict[str, Any]:
         """The configuration of a stored trial: discrete values from the row, continuous ones from the JSON."""
+        if not isinstance(self.space, Space):  # an architecture space: the row encodes the whole network
+            return self.space.from_index(row)
         out = {}
         for j, (name, var) in enumerate(zip(self.space.names, self.space.variables)):
             if self.space.n_values[j] > 0:

@@ -76,6 +76,26 @@ REGISTRY: dict[str, BenchmarkInfo] = {
         "over 50 rounds on a stratified 7:3 split of sklearn's digits (needs xgboost-cpu); budget 100, 10 initial",
     ),
     "nas-sgd": BenchmarkInfo("nas-sgd", "graphbo.benchmarks.nas_sgd:NASSGD", "NASNet-style block (8 ops x 4 states, input-pair graphs, 3 stacked) + 6 SGD hyper-parameters, val. error + 0.02 FLOPs ratio, CPU training on sklearn digits or FashionMNIST idx files (BO-FM supp. D.2); budget 200, 10 initial"),
+    "nas-mlp": BenchmarkInfo(
+        "nas-mlp", "graphbo.benchmarks.nas_architectures:NASMLP",
+        "NASBOT domain: MLP architectures (labelled DAGs) for regression on sklearn's diabetes, val. MSE of the "
+        "standardised target, CPU training (NASBOT Sec. 5); methods nasbot, rand, ea; budget 100, 10 initial (pool)",
+    ),
+    "nas-mlp-class": BenchmarkInfo(
+        "nas-mlp-class", "graphbo.benchmarks.nas_architectures:NASMLPClass",
+        "NASBOT domain: MLP architectures classifying sklearn's 8x8 digits, val. error, CPU training; methods "
+        "nasbot, rand, ea; budget 100, 10 initial (pool)",
+    ),
+    "nas-cnn": BenchmarkInfo(
+        "nas-cnn", "graphbo.benchmarks.nas_architectures:NASCNN",
+        "NASBOT domain: CNN architectures classifying sklearn's 8x8 digit images, val. error, CPU training; "
+        "methods nasbot, rand, ea; budget 100, 10 initial (pool)",
+    ),
+    "nas-synthetic": BenchmarkInfo(
+        "nas-synthetic", "graphbo.benchmarks.nas_architectures:NASSynthetic",
+        "NASBOT domain: CNN architectures, cheap synthetic objective of depth, width, skips, labels, decision "
+        "layers and downsampling (minimum 0; for tests and speed); methods nasbot, rand, ea; budget 100, 10 initial",
+    ),
 }
 
 

@@ -579,6 +579,11 @@ class NASSGD(Benchmark):
         return FLOPS_WEIGHT * self.flops(config) / self.max_flops
 
     # -- evaluation ---------------------------------------------------------
+    @property
+    def max_fidelity(self) -> int:
+        """:attr:`epochs`: the full fidelity of the multi-fidelity protocol (:mod:`graphbo.benchmarks.fidelity`)."""
+        return self.epochs
+
     def __call__(self, config: Mapping[str, Any]) -> float:
         return self.evaluate(config)["value"]
 

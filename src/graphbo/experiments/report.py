@@ -6,7 +6,9 @@ markdown file with, per benchmark: mean +/- standard error of the best value
 at the budget over finished runs, the paper's number beside it, the number
 of seeds, the mean wall-clock per run; a convergence plot (best so far
 against evaluations, mean +/- s.e. bands); and for COMBO the posterior mean
-of each ``beta_i`` at the end of the runs.
+of each ``beta_i`` at the end of the runs. A multi-fidelity run (BOHB) is
+shown against full-fidelity-equivalent evaluations, with its full-fidelity
+values only (:func:`~graphbo.experiments.runner.fidelity_best_so_far`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .paper_numbers import paper_number
-from .runner import TraceError, read_trace
+from .runner import TraceError, fidelity_best_so_far, read_trace, trace_finished
 
 __all__ = ["benchmark_id", "collect", "write_report"]
 
@@ -56,11 +58,15 @@ def collect(root: str) -> dict[str, dict[str, list[dict[str, Any]]]]:
         spec = head["spec"]
         values = np.array([e["value"] for e in evals], dtype=float)
         last_state = evals[-1]["state"] if evals else {}
+        if head.get("max_fidelity") is None:
+            best_so_far = np.minimum.accumulate(values) if values.size else values
+        else:  # multi-fidelity (BOHB): full-fidelity values against full-fidelity-equivalent evaluations
+            best_so_far = np.array(fidelity_best_so_far(evals, int(head["max_fidelity"]), spec["budget"]))
         out[benchmark_id(spec, head.get("benchmark_label"))][spec["method"]].append({
             "seed": spec["seed"],
             "budget": spec["budget"],
-            "finished": len(evals) >= spec["budget"],
-            "best_so_far": np.minimum.accumulate(values) if values.size else values,
+            "finished": trace_finished(head, evals, spec["budget"]),
+            "best_so_far": best_so_far,
             "seconds": float(sum(e["suggest_seconds"] + e["evaluate_seconds"] for e in evals)),
             "relevance": (last_state.get("method") or {}).get("relevance"),
         })

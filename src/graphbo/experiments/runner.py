@@ -11,12 +11,23 @@ most the evaluation in flight. A finished run is skipped.
 When a run finishes, its trace is compacted: the optimizer state is kept on
 the last line only (all that resuming or extending it needs), which keeps
 committed result files small (BOCS's state is tens of kilobytes per line).
+
+A multi-fidelity method (``multi_fidelity = True``: BOHB) needs a benchmark
+with fidelities (:mod:`graphbo.benchmarks.fidelity`): each asked
+configuration is evaluated with ``bench.evaluate(config, epochs=k)`` at the
+fidelity ``k`` the method chose, each eval line records ``"fidelity": k``,
+the run line records ``"max_fidelity"``, and the budget counts
+full-fidelity-equivalent evaluations (the sum of ``k / max_fidelity``), as
+BO-FM plots BOHB (Sec. 5.3: "BOHB on 100-th evaluation is the result of BOHB
+having consumed 2,500 epochs (25 epochs x 100)"). Resuming replays the eval
+lines through ``tell(config, value, fidelity=k)``.
 """
 
 from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -25,7 +36,8 @@ from typing import Any, Callable, Iterable
 
 from ..benchmarks import load_benchmark
 
-__all__ = ["RunSpec", "run", "compare", "read_trace", "compact_trace", "TraceError", "RunLockedError", "parse_seeds"]
+__all__ = ["RunSpec", "run", "compare", "read_trace", "compact_trace", "TraceError", "RunLockedError", "parse_seeds",
+           "trace_finished", "fidelity_best_so_far"]
 
 FORMAT_VERSION = 1
 
@@ -111,10 +123,55 @@ def _make(spec: RunSpec):
 
 def benchmark_method_options(bench, method: str) -> dict[str, Any]:
     """Options a benchmark hands to a method: its validity test to regularized evolution
-    (NAS cells: "only valid cells", COMBO supplement 4.4.4)."""
+    (NAS cells: "only valid cells", COMBO supplement 4.4.4); its full fidelity to a
+    multi-fidelity method (BOHB), which needs a benchmark with fidelities."""
     if method.lower() == "re" and callable(getattr(bench, "is_valid", None)):
         return {"is_valid": bench.is_valid}
+    if _multi_fidelity_method(method):
+        from ..benchmarks.fidelity import max_fidelity
+
+        top = max_fidelity(bench)
+        if top is None:
+            raise ValueError(f"method {method!r} chooses a fidelity (epochs) per evaluation, but benchmark "
+                             f"{getattr(bench, 'name', type(bench).__name__)!r} has none (it needs max_fidelity "
+                             "and evaluate(config, epochs=k), see graphbo.benchmarks.fidelity)")
+        return {"max_fidelity": top}
     return {}
+
+
+def _multi_fidelity_method(method: str) -> bool:
+    from ..optimizers import METHODS
+
+    return bool(getattr(METHODS.get(method.lower()), "multi_fidelity", False))
+
+
+def trace_finished(head: dict[str, Any], evals: list[dict[str, Any]], budget: int) -> bool:
+    """Whether a trace has used its budget: ``budget`` evaluations, or for a multi-fidelity run
+    (a ``max_fidelity`` on its run line) ``budget`` full-fidelity-equivalent evaluations."""
+    top = head.get("max_fidelity")
+    if top is None:
+        return len(evals) >= budget
+    return sum(int(r["fidelity"]) for r in evals) >= budget * int(top)
+
+
+def fidelity_best_so_far(evals: list[dict[str, Any]], max_fidelity: int, budget: int) -> list[float]:
+    """Best-so-far curve of a multi-fidelity trace against full-fidelity-equivalent evaluations.
+
+    Entry ``x - 1`` (``x = 1 .. budget``) is the lowest value evaluated at
+    ``max_fidelity`` among the evaluations completed within ``x * max_fidelity``
+    units (epochs) -- an evaluation at fidelity ``k`` costs ``k / max_fidelity``
+    evaluations; NaN before the first full-fidelity evaluation. Lower-fidelity
+    values never count, and neither does the evaluation that crosses the budget.
+    """
+    curve, used, best, j = [], 0, math.inf, 0
+    for x in range(1, budget + 1):
+        while j < len(evals) and used + int(evals[j]["fidelity"]) <= x * max_fidelity:
+            used += int(evals[j]["fidelity"])
+            if int(evals[j]["fidelity"]) == max_fidelity:
+                best = min(best, float(evals[j]["value"]))
+            j += 1
+        curve.append(best if best < math.inf else math.nan)
+    return curve
 
 
 class RunLockedError(RuntimeError):
@@ -150,17 +207,25 @@ def _run_locked(spec: RunSpec, path: str, log: Callable[[str], None] | None, com
         if head.get("spec") != json.loads(json.dumps(spec.key())):
             raise TraceError(f"{path}: belongs to a different run ({head.get('spec')}), not {spec.key()}")
         for r in evals:
-            opt.tell(r["config"], r["value"])
+            if "fidelity" in r:
+                opt.tell(r["config"], r["value"], fidelity=r["fidelity"])
+            else:
+                opt.tell(r["config"], r["value"])
         if evals:
             opt.set_state(evals[-1]["state"])
         with open(path, "r+b") as fh:  # drop a line cut short by a crash
             fh.truncate(good_len)
     else:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        head = {"type": "run", "format": FORMAT_VERSION, "spec": spec.key(),
+                "benchmark_label": getattr(bench, "name", spec.benchmark),
+                "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        if getattr(opt, "multi_fidelity", False):
+            head["max_fidelity"] = opt.max_fidelity
         with open(path, "x") as fh:
-            fh.write(json.dumps({"type": "run", "format": FORMAT_VERSION, "spec": spec.key(),
-                                 "benchmark_label": getattr(bench, "name", spec.benchmark),
-                                 "started": time.strftime("%Y-%m-%dT%H:%M:%S")}) + "\n")
+            fh.write(json.dumps(head) + "\n")
+    if getattr(opt, "multi_fidelity", False):
+        return _run_fidelity(spec, path, log, compact, bench, opt, evals)
     start_n = len(evals)
     with open(path, "a") as fh:
         for i in range(start_n, spec.budget):
@@ -182,6 +247,50 @@ def _run_locked(spec: RunSpec, path: str, log: Callable[[str], None] | None, com
     if compact:
         compact_trace(path)
     return {"path": path, "n": spec.budget, "resumed_from": start_n, "best": opt.best.value}
+
+
+def _run_fidelity(spec: RunSpec, path: str, log: Callable[[str], None] | None, compact: bool, bench, opt,
+                  evals: list[dict[str, Any]]) -> dict[str, Any]:
+    """The loop of a multi-fidelity method: ``spec.budget`` counts full-fidelity-equivalent evaluations.
+
+    Each asked ``(config, k)`` is evaluated with ``bench.evaluate(config, epochs=k)``
+    and its line records ``"fidelity": k``. The run stops once the fidelities
+    add up to ``spec.budget * max_fidelity`` (the last evaluation may cross
+    it; :func:`fidelity_best_so_far` does not count that one).
+    """
+    from ..benchmarks.fidelity import evaluate_at_fidelity
+
+    top = int(opt.max_fidelity)
+    target = spec.budget * top
+    used = sum(int(r["fidelity"]) for r in evals)
+    start_n = len(evals)
+    with open(path, "a") as fh:
+        i = start_n
+        while used < target:
+            t0 = time.perf_counter()
+            config, k = opt.ask_with_fidelity()
+            t1 = time.perf_counter()
+            value = evaluate_at_fidelity(bench, config, k)
+            t2 = time.perf_counter()
+            opt.tell(config, value, fidelity=k)
+            used += k
+            rec = {"type": "eval", "i": i, "config": config, "value": value, "fidelity": k,
+                   "suggest_seconds": round(t1 - t0, 6), "evaluate_seconds": round(t2 - t1, 6),
+                   "state": opt.get_state()}
+            fh.write(json.dumps(rec, default=_jsonable) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+            evals.append(rec)
+            i += 1
+            if log and (i % 10 == 0 or used >= target):
+                best = opt.best
+                log(f"{spec.benchmark} {spec.method} seed {spec.seed}: {used / top:.4g}/{spec.budget} full "
+                    f"evaluations ({i} at fidelities) best {best.value if best else float('nan'):.5g}")
+    if compact:
+        compact_trace(path)
+    curve = fidelity_best_so_far(evals, top, spec.budget)
+    return {"path": path, "n": len(evals), "resumed_from": start_n, "best": curve[-1] if curve else math.nan,
+            "full_evaluations": used / top}
 
 
 def compact_trace(path: str) -> bool:
@@ -250,7 +359,7 @@ def compare(
         path = trace_path(out_dir, spec)
         if os.path.exists(path):
             head, evals, _ = read_trace(path)
-            if len(evals) >= spec.budget:
+            if trace_finished(head, evals, spec.budget):
                 compact_trace(path)
                 log(f"skip {spec.method} seed {spec.seed}: finished")
                 continue

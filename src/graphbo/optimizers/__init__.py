@@ -1,14 +1,16 @@
 """Optimizers: COMBO and baselines, all with one ask/tell protocol.
 
-TPE and SMAC wrap Optuna and SMAC3, imported only when used
+TPE and SMAC (and BOHB) wrap Optuna and SMAC3, imported only when used
 (``pip install "graphbo[tpe]"`` / ``"graphbo[smac]"``).
 """
 
 from .base import Observation, Optimizer
 from .bocs import BOCS
+from .bohb import BOHB
 from .bofm import BOFM
 from .cocabo import CoCaBO, CoCaBOLearnedMix, CoCaBOMix0, CoCaBOMix05, CoCaBOMix1
 from .combo import COMBO
+from .nasbot import NASBOT, NASEvolution, NASRandom
 from .random_search import RandomSearch
 from .regularized_evolution import RegularizedEvolution
 from .simulated_annealing import SimulatedAnnealing
@@ -25,6 +27,8 @@ METHODS = {
     "bocs": BOCS,
     "tpe": TPE,
     "smac": SMAC,
+    # BOHB through SMAC3's multi-fidelity facade: asks come with a fidelity (epochs), see graphbo.benchmarks.fidelity
+    "bohb": BOHB,
     # CoCaBO (Ru et al. 2020) and its fixed mixture weights as compared by BO-FM (CoCaBO-0.0/0.5/1.0)
     "cocabo": CoCaBO,
     "cocabo-0": CoCaBOMix0,
@@ -33,7 +37,11 @@ METHODS = {
     "cocabo-1": CoCaBOMix1,
     "cocabo-1.0": CoCaBOMix1,
     "cocabo-learn": CoCaBOLearnedMix,
+    # NASBOT (Kandasamy et al. 2018) and its baselines RAND and EA (App. C.1), on a graphbo.nas.ArchitectureSpace
+    "nasbot": NASBOT,
+    "rand": NASRandom,
+    "ea": NASEvolution,
 }
 
 __all__ = ["Optimizer", "Observation", "COMBO", "RandomSearch", "SimulatedAnnealing", "RegularizedEvolution",
-           "BOCS", "BOFM", "TPE", "SMAC", "CoCaBO", "METHODS"]
+           "BOCS", "BOHB", "BOFM", "TPE", "SMAC", "CoCaBO", "NASBOT", "NASRandom", "NASEvolution", "METHODS"]

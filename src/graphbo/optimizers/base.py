@@ -43,6 +43,8 @@ class Optimizer:
     """
 
     name = "base"
+    #: the space classes the optimizer accepts (the NAS optimizers take a ``graphbo.nas.ArchitectureSpace``)
+    space_types: tuple[type, ...] = (Space,)
 
     def __init__(
         self,
@@ -51,8 +53,10 @@ class Optimizer:
         n_initial: int = 10,
         initial_configs: list[Mapping[str, Any]] | None = None,
     ):
-        if not isinstance(space, Space):
-            raise TypeError(f"space must be a graphbo.Space, got {type(space).__name__}")
+        if not isinstance(space, self.space_types):
+            expected = " or ".join(f"a graphbo.{t.__name__}" if t is Space else f"a {t.__module__}.{t.__name__}"
+                                   for t in self.space_types)
+            raise TypeError(f"space must be {expected}, got {type(space).__name__}")
         if n_initial < 0:
             raise ValueError(f"n_initial must be >= 0, got {n_initial}")
         self.space = space

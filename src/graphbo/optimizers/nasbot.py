@@ -1,0 +1,413 @@
+"""NASBOT (Kandasamy et al., NeurIPS 2018) and its baselines RAND and EA (App. C.1).
+
+All three search a :class:`graphbo.nas.ArchitectureSpace` with the ask/tell
+protocol of :class:`~graphbo.optimizers.base.Optimizer`; configurations are
+the JSON dicts of :class:`~graphbo.nas.architecture.Architecture`.
+
+* :class:`NASBOT` ("nasbot"): a GP with the OTMANN kernel of Eq. 4 whose
+  hyper-parameters are sampled from their posterior
+  (:class:`graphbo.models.otmann_gp.OTMANNGP`); the next network maximises EI
+  averaged over the posterior samples (log-EI of
+  :mod:`graphbo.acquisition.ei`), found by the evolutionary algorithm of
+  Sec. 4.2 / App. B.2 (:func:`graphbo.acquisition.evolutionary.optimize_acquisition_ea`)
+  with the paper's schedule: ``n_EA(t)`` acquisition evaluations growing like
+  ``sqrt(t)`` and ``N_mut ~ sqrt(n_EA)`` mutations per round.
+* :class:`NASRandom` ("rand"): App. C.1's RAND, "exactly the same way as
+  NASBOT, except that the EA procedure is fed a random sample from Unif(0, 1)
+  instead of the GP acquisition each time it evaluates an architecture" (same
+  ``n_EA`` and ``N_mut`` schedule).
+* :class:`NASEvolution` ("ea"): App. C.1's EA, the evolutionary algorithm of
+  App. B.2 on the objective itself, with ``N_mut = 10``: parents are drawn
+  from all evaluated networks with probability ``~ exp(-y / sigma)``
+  (``sigma`` = 2 std of the values, as in the acquisition EA), each is mutated
+  by the compound k-step operator, and the 10 children are evaluated.
+
+**Initial design**: the domain's 10 initial networks (App. B.1, Fig. 16/17),
+after any ``initial_configs``.
+
+**No repeats**: networks are compared by a Weisfeiler-Lehman hash of the
+labelled graph (:meth:`ArchitectureSpace.key`), which is equal for networks
+that differ only in the numbering of their layers; no method suggests a
+network whose key is that of an evaluated, failed or pending one. (WL hashes
+of non-isomorphic networks can collide in principle; such a network is then
+skipped too.)
+
+**Parallel suggestions** (``ask(n)``): NASBOT hallucinates the pending
+networks with the kriging believer (Ginsbourger et al. 2011, as the paper
+does): each posterior sample is conditioned on its own posterior mean at the
+pending networks.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from ..acquisition.ei import log_mean_expected_improvement
+from ..acquisition.evolutionary import (SIGMA_SCALE, EAResult, n_ea_evaluations, optimize_acquisition_ea,
+                                        selection_probabilities)
+from ..models.otmann_gp import OTMANNGP, OTMANNHyperSample
+from ..nas.architecture import Architecture
+from ..nas.modifiers import mutate
+from ..nas.otmann import DEFAULT_NU_STRS
+from ..nas.space import ArchitectureSpace
+from .base import Optimizer
+from .combo import torch_threads
+
+__all__ = ["NASOptimizer", "NASBOT", "NASRandom", "NASEvolution", "EA_START_CHOICES"]
+
+#: where the acquisition EA starts: the initial pool only (paper, Sec. 4.2) or the pool and
+#: every evaluated network (graphbo's default)
+EA_START_CHOICES = ("pool", "pool+evaluated")
+
+
+class NASOptimizer(Optimizer):
+    """What NASBOT, RAND and EA share: the architecture space, the initial pool, keys.
+
+    Parameters
+    ----------
+    space : ArchitectureSpace or str
+        The domain; a string (``"mlp-reg"``, ``"mlp-class"``, ``"cnn"``) makes an
+        :class:`ArchitectureSpace` with the default constraints.
+    seed : int, optional
+    n_initial : int, default 10
+        Networks of the initial design: ``initial_configs`` first, then the
+        domain's initial pool, then random networks if more are asked for.
+    initial_configs : list of dict, optional
+    ea_start : {"pool+evaluated", "pool"}
+        Start population of the EA (NASBOT and RAND): the initial pool and every
+        evaluated network (default), or the initial pool only, as in the paper.
+    """
+
+    space_types = (ArchitectureSpace,)
+
+    def __init__(self, space: ArchitectureSpace | str, seed: int | None = None, n_initial: int = 10,
+                 initial_configs: list[Mapping[str, Any]] | None = None, ea_start: str = "pool+evaluated"):
+        if isinstance(space, str):
+            space = ArchitectureSpace(space)
+        super().__init__(space, seed=seed, n_initial=0)
+        if isinstance(n_initial, bool) or int(n_initial) != n_initial or n_initial < 0:
+            raise ValueError(f"n_initial must be a non-negative integer, got {n_initial!r}")
+        if ea_start not in EA_START_CHOICES:
+            raise ValueError(f"ea_start must be one of {EA_START_CHOICES}, got {ea_start!r}")
+        self.ea_start = ea_start
+        self.space: ArchitectureSpace = space
+        rows = [space.to_index(c) for c in (initial_configs or [])]
+        keys = {self._row_key(r) for r in rows}
+        for a in space.initial_pool():
+            if len(rows) >= n_initial:
+                break
+            r = space.to_index(a)
+            if self._row_key(r) not in keys:
+                keys.add(self._row_key(r))
+                rows.append(r)
+        tries = 0
+        while len(rows) < n_initial and tries < 100 * n_initial:
+            tries += 1
+            r = space.sample_index(1, self.rng)[0]
+            if self._row_key(r) not in keys:
+                keys.add(self._row_key(r))
+                rows.append(r)
+        self._initial = rows
+        self._archs: list[Architecture] = []
+        self.last_ea: EAResult | None = None
+
+    # -- keys ---------------------------------------------------------------------------------------
+    def _row_key(self, row: np.ndarray | bytes) -> str:
+        return self.space.key(self.space.architecture_at(row))
+
+    def _excluded_rows(self) -> list[bytes]:
+        return list(self._evaluated) + list(self._pending)
+
+    def _excluded_keys(self) -> set[str]:
+        return {self._row_key(b) for b in self._excluded_rows()}
+
+    def _excluded_archs(self) -> list[Architecture]:
+        return [self.space.architecture_at(b) for b in self._excluded_rows()]
+
+    @property
+    def step(self) -> int:
+        """The BO step ``t`` of the EA schedule: networks evaluated, failed or pending."""
+        return len(self._evaluated) + len(self._pending)
+
+    # -- protocol -----------------------------------------------------------------------------------------
+    def _ask_one(self) -> dict[str, Any]:
+        excluded = self._excluded_keys()
+        row = None
+        while self._initial:
+            cand = np.asarray(self._initial.pop(0), dtype=np.int64)
+            if self._row_key(cand) not in excluded:
+                row = cand
+                break
+        if row is None:
+            row = np.asarray(self._suggest(), dtype=np.int64)
+        self._pending[row.tobytes()] = row
+        return self.space.from_index(row)
+
+    def tell(self, config: Mapping[str, Any] | Architecture, value: float) -> None:
+        """Record that a network evaluated to ``value`` (a dict or an :class:`Architecture`).
+
+        Raises ``ValueError`` naming the problem, and stores nothing, if the network is
+        malformed, invalid, outside the space's constraints, or the value is not finite.
+        """
+        if isinstance(config, Architecture):
+            config = config.to_dict()
+        super().tell(config, value)
+        self._drop_pending_like(config)
+
+    def mark_failed(self, config: Mapping[str, Any] | Architecture) -> None:
+        if isinstance(config, Architecture):
+            config = config.to_dict()
+        super().mark_failed(config)
+        self._drop_pending_like(config)
+
+    def _drop_pending_like(self, config) -> None:
+        """A renumbered copy of a pending network was told: it is not pending any more."""
+        key = self._row_key(self.space.to_index(config))
+        for b in [b for b in self._pending if self._row_key(b) == key]:
+            del self._pending[b]
+
+    def _observe(self, row: np.ndarray, value: float) -> None:
+        self._archs.append(self.space.architecture_at(row))
+
+    @property
+    def X(self) -> list[np.ndarray]:
+        """Rows of the told networks (they differ in length, so a list)."""
+        return [r.copy() for r in self._X]
+
+    @property
+    def architectures(self) -> list[Architecture]:
+        """The told networks, in order (shared objects: do not edit them)."""
+        return list(self._archs)
+
+    # -- helpers for the subclasses -------------------------------------------------------------------
+    def _ea_start(self) -> list[Architecture]:
+        pool = self.space.initial_pool()
+        return pool + self._archs if self.ea_start == "pool+evaluated" else pool
+
+    def _first_allowed(self, res: EAResult, excluded: set[str]) -> np.ndarray | None:
+        for a in res.top:
+            if self.space.key(a) in excluded:  # pragma: no cover - the EA never returns excluded ones
+                continue
+            try:
+                return self.space.to_index(a)
+            except ValueError:  # e.g. a decision layer of the other task
+                continue
+        return None
+
+    def _random_row(self) -> np.ndarray:
+        """A random network (:meth:`ArchitectureSpace.sample_architectures`) not yet excluded."""
+        excluded = self._excluded_keys()
+        for _ in range(1000):
+            r = self.space.sample_index(1, self.rng)[0]
+            if self._row_key(r) not in excluded:
+                return r
+        raise RuntimeError("could not find a network that was not evaluated yet in 1000 random draws")
+
+    def _run_ea(self, phi: Callable[[list[Architecture]], Sequence[float]], n_evaluations: int,
+                n_mutations: int | None = None, top_k: int = 5) -> np.ndarray:
+        excluded = self._excluded_keys()
+        try:
+            res = optimize_acquisition_ea(phi, self._ea_start(), self.rng, n_evaluations=n_evaluations,
+                                          n_mutations=n_mutations, exclude=self._excluded_archs(),
+                                          is_valid=self.space.constraints, top_k=top_k)
+        except RuntimeError:  # everything the EA scored was excluded
+            self.last_ea = None
+            return self._random_row()
+        self.last_ea = res
+        row = self._first_allowed(res, excluded)
+        return row if row is not None else self._random_row()
+
+
+class NASBOT(NASOptimizer):
+    """Neural architecture search with Bayesian optimisation and optimal transport.
+
+    Parameters
+    ----------
+    space : ArchitectureSpace or str
+    seed : int, optional
+    n_initial : int, default 10
+        The initial pool (App. B.1) is evaluated first.
+    initial_configs : list of dict, optional
+    nu_strs : sequence of float
+        Structural weights of the OTMANN distances in the kernel (paper: 0.1, 0.2, 0.4, 0.8).
+    n_burn, n_samples : int, defaults 100 and 10
+        Slice-sampling burn-in sweeps at the first fit, posterior samples per suggestion.
+    ea_evaluations : int, optional
+        A fixed number of acquisition evaluations per suggestion instead of the
+        schedule ``n_EA(t) = clip(25 sqrt(t), 50, 500)``.
+    ea_start : {"pool+evaluated", "pool"}
+        See :class:`NASOptimizer`.
+    n_threads : int, optional
+        torch threads while suggesting (``None``: leave torch's setting).
+
+    Attributes
+    ----------
+    model : OTMANNGP
+    last_timing : dict
+        Seconds of the last model-based suggestion: ``fit`` (slice sampling and
+        conditioning, without distances), ``distances`` (OTMANN, all of it),
+        ``acquisition`` (the EA, mutations and GP predictions, without
+        distances), ``total``; and ``ea_evaluations``. Measured with
+        ``model.clock`` (wall clock by default; set ``time.process_time`` for CPU time).
+    """
+
+    name = "nasbot"
+
+    def __init__(self, space: ArchitectureSpace | str, seed: int | None = None, n_initial: int = 10,
+                 initial_configs: list[Mapping[str, Any]] | None = None, *,
+                 nu_strs: Sequence[float] = DEFAULT_NU_STRS, n_burn: int = 100, n_samples: int = 10,
+                 ea_evaluations: int | None = None, ea_start: str = "pool+evaluated",
+                 n_threads: int | None = None):
+        super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs, ea_start=ea_start)
+        if ea_evaluations is not None and (int(ea_evaluations) != ea_evaluations or ea_evaluations < 1):
+            raise ValueError(f"ea_evaluations must be a positive integer, got {ea_evaluations!r}")
+        self.model = OTMANNGP(self.space.kind, nu_strs=nu_strs, n_burn=n_burn, n_samples=n_samples)
+        self.ea_evaluations = None if ea_evaluations is None else int(ea_evaluations)
+        self.n_threads = n_threads
+        self._fitted_n = -1
+        self.last_timing: dict[str, float] = {}
+        self.last_acquisition_value: float | None = None
+
+    def _suggest(self) -> np.ndarray:
+        if self.n_told == 0:
+            return self._random_row()
+        with torch_threads(self.n_threads), torch.no_grad():
+            clock = self.model.clock
+            timing0 = dict(self.model.timing)
+            t0 = clock()
+            y = self.y
+            if self._fitted_n != self.n_told:
+                self.model.fit(self._archs, y, self.rng)
+                self._fitted_n = self.n_told
+            elif not self.model._ready or self.model.n_data != self.n_told:  # restored by set_state
+                self.model.set_samples(self._archs, y, self.model.samples)
+            pending = [self.space.architecture_at(b) for b in self._pending]
+            if pending:
+                fantasy, _ = self.model.predict(pending)
+                self.model.condition(pending, fantasy)
+            else:
+                self.model.condition()
+            t1 = clock()
+            dist_fit = self.model.timing["distances"] - timing0["distances"]
+            best = float(y.min())
+
+            def phi(archs: list[Architecture]) -> np.ndarray:
+                mean, var = self.model.predict(archs)
+                return log_mean_expected_improvement(torch.from_numpy(mean), torch.from_numpy(var), best).numpy()
+
+            n_ea = self.ea_evaluations if self.ea_evaluations is not None else n_ea_evaluations(self.step)
+            row = self._run_ea(phi, n_ea)
+            t2 = clock()
+        chosen = self.space.architecture_at(row)
+        self.model.cache.clear_memo(keep=pending + [chosen])
+        dist = self.model.timing["distances"] - timing0["distances"]
+        self.last_timing = {"total": t2 - t0, "fit": (t1 - t0) - dist_fit, "distances": dist,
+                            "acquisition": (t2 - t1) - (dist - dist_fit), "ea_evaluations": float(n_ea)}
+        self.last_acquisition_value = float(self.last_ea.best_value) if self.last_ea is not None else None
+        return row
+
+    # -- state ------------------------------------------------------------------------------------------
+    def _method_state(self) -> dict[str, Any]:
+        if not self.model.samples:
+            return {}
+        return {"samples": [s.to_dict() for s in self.model.samples], "state": self.model.state.to_dict(),
+                "fitted_n": self._fitted_n}
+
+    def _load_method_state(self, state: Mapping[str, Any]) -> None:
+        if "samples" in state:
+            self.model.samples = [OTMANNHyperSample.from_dict(s) for s in state["samples"]]
+            self.model.state = OTMANNHyperSample.from_dict(state["state"])
+            self._fitted_n = int(state["fitted_n"])
+            self.model._ready = False
+        else:
+            self.model.samples = []
+            self.model.state = None
+            self._fitted_n = -1
+
+
+class NASRandom(NASOptimizer):
+    """RAND of App. C.1: NASBOT's EA fed Unif(0, 1) values instead of the acquisition.
+
+    Same parameters as :class:`NASOptimizer`, plus ``ea_evaluations`` (a fixed
+    ``n_EA`` instead of the schedule).
+    """
+
+    name = "rand"
+
+    def __init__(self, space: ArchitectureSpace | str, seed: int | None = None, n_initial: int = 10,
+                 initial_configs: list[Mapping[str, Any]] | None = None, *, ea_evaluations: int | None = None,
+                 ea_start: str = "pool+evaluated"):
+        super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs, ea_start=ea_start)
+        self.ea_evaluations = None if ea_evaluations is None else int(ea_evaluations)
+
+    def _suggest(self) -> np.ndarray:
+        n_ea = self.ea_evaluations if self.ea_evaluations is not None else n_ea_evaluations(self.step)
+        return self._run_ea(lambda archs: self.rng.random(len(archs)), n_ea)
+
+
+class NASEvolution(NASOptimizer):
+    """EA of App. C.1: the evolutionary algorithm of App. B.2 on the objective, ``N_mut = 10``.
+
+    After the initial pool, generations of ``n_mutations`` children are made:
+    each parent is drawn from all evaluated networks with probability
+    ``~ exp(-(y - mean) / (2 std))`` (lower values are better) and mutated by
+    the compound operator (k = 1..5 steps with probabilities 0.5, 0.25, 0.125,
+    0.075, 0.05); children that are invalid or already evaluated, failed,
+    pending or in the generation are redrawn (up to ``max_mutation_tries`` per
+    parent). The children are suggested one by one; a new generation is made
+    when they are used up, from everything told by then.
+    """
+
+    name = "ea"
+
+    def __init__(self, space: ArchitectureSpace | str, seed: int | None = None, n_initial: int = 10,
+                 initial_configs: list[Mapping[str, Any]] | None = None, *, n_mutations: int = 10,
+                 max_mutation_tries: int = 10):
+        super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
+        if int(n_mutations) != n_mutations or n_mutations < 1:
+            raise ValueError(f"n_mutations must be a positive integer, got {n_mutations!r}")
+        self.n_mutations = int(n_mutations)
+        self.max_mutation_tries = int(max_mutation_tries)
+        self._queue: list[np.ndarray] = []
+
+    def _suggest(self) -> np.ndarray:
+        excluded = self._excluded_keys()
+        while self._queue:
+            row = self._queue.pop(0)
+            if self._row_key(row) not in excluded:
+                return row
+        if not self._archs:
+            return self._random_row()
+        probs = selection_probabilities(-self.y, SIGMA_SCALE)
+        parents = self.rng.choice(len(self._archs), size=self.n_mutations, replace=True, p=probs)
+        taken = set(excluded)
+        children: list[np.ndarray] = []
+        for i in parents:
+            for _ in range(self.max_mutation_tries):
+                child = mutate(self._archs[int(i)], self.rng, self.space.constraints)
+                if child is None:
+                    continue
+                key = self.space.key(child)
+                if key in taken:
+                    continue
+                try:
+                    row = self.space.to_index(child)
+                except ValueError:
+                    continue
+                taken.add(key)
+                children.append(row)
+                break
+        if not children:
+            return self._random_row()
+        self._queue = children[1:]
+        return children[0]
+
+    def _method_state(self) -> dict[str, Any]:
+        return {"queue": [r.tolist() for r in self._queue]}
+
+    def _load_method_state(self, state: Mapping[str, Any]) -> None:
+        self._queue = [np.asarray(r, dtype=np.int64) for r in state.get("queue", [])]
