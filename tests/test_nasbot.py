@@ -1,6 +1,7 @@
 """NASBOT: architecture space, exact batched OTMANN, the OTMANN GP, NASBOT/RAND/EA, studies and the CLI."""
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -139,6 +140,24 @@ def test_batched_distances_equal_otmann_pairwise(domain):
     np.testing.assert_allclose(cache.D, full, rtol=1e-9, atol=1e-6)
     np.testing.assert_allclose(cache.D_bar, full_bar, rtol=1e-9, atol=1e-12)
     assert np.array_equal(cache.D, cache.D.transpose(0, 2, 1)) and not cache.D[:, range(24), range(24)].any()
+
+
+@pytest.mark.parametrize("domain", ["cnn", "mlp-reg"])
+def test_batched_distances_threads_give_identical_results(domain):
+    archs = networks(domain, 20, seed=6)
+    cands = networks(domain, 27, seed=7)[13:]
+    ot = OTMANN("cnn" if domain == "cnn" else "mlp")
+    serial, threaded = BatchOTMANN(ot, n_jobs=1), BatchOTMANN(ot, n_jobs=2)
+    assert BatchOTMANN(ot).n_jobs == min(2, os.cpu_count() or 1)
+    D1, Db1 = serial.cross(cands, archs)
+    D2, Db2 = threaded.cross(cands, archs)
+    assert np.array_equal(D1, D2) and np.array_equal(Db1, Db2)  # bit for bit
+    assert serial.solves == threaded.solves > 0
+    D3, Db3 = BatchOTMANN(ot, n_jobs=3).cross(cands, threaded.stack(archs))  # uneven blocks, a stack
+    assert np.array_equal(D1, D3) and np.array_equal(Db1, Db3)
+    d1, _ = serial.cross(cands[:1], archs)  # one row: serial path whatever n_jobs
+    d2, _ = threaded.cross(cands[:1], archs)
+    assert np.array_equal(d1, d2) and np.array_equal(d1, D1[:, :1])
 
 
 # -- the GP ---------------------------------------------------------------------------------------------

@@ -42,7 +42,7 @@ def supports_fidelity(bench: Any) -> bool:
 
 
 def evaluate_at_fidelity(bench: Any, config: Mapping[str, Any], fidelity: int) -> float:
-    """The objective of ``bench`` at ``config`` and fidelity ``fidelity`` (``bench.evaluate(config, epochs=fidelity)``)."""
+    """The objective of ``bench`` at ``config`` and ``fidelity``: ``bench.evaluate(config, epochs=fidelity)``."""
     top = max_fidelity(bench)
     if top is None:
         raise ValueError(f"benchmark {getattr(bench, 'name', type(bench).__name__)!r} has no fidelities "

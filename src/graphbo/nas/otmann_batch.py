@@ -43,10 +43,19 @@ POT's network simplex (``ot.lp.emd_wrap.emd_c``, as in
 (the evaluated ones) and computes only the rows of networks added since the
 last call; a row computed earlier against a prefix of the list (a candidate
 that was scored by the evolutionary algorithm and then evaluated) is reused.
+
+**Threads.** POT's ``emd_c`` releases the GIL while it solves, so
+:meth:`BatchOTMANN.cross` splits its rows (the candidates) into ``n_jobs``
+contiguous blocks computed by a :class:`~concurrent.futures.ThreadPoolExecutor`
+(default ``n_jobs = min(2, os.cpu_count())``). Every row is computed by the
+same code whichever thread runs it and written to its own place, so the
+results are identical to ``n_jobs=1`` (the serial path, no executor).
 """
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 import numpy as np
@@ -146,10 +155,18 @@ class BatchOTMANN:
     nu_strs : sequence of float
         Structural weights (paper: 0.1, 0.2, 0.4, 0.8).
 
+    n_jobs : int or None
+        Threads over which :meth:`cross` splits its rows (candidates); ``None``:
+        ``min(2, os.cpu_count())``. ``1`` runs serially. Results do not depend on it.
+
     ``solves`` counts the transport problems solved so far (for profiling).
     """
 
-    def __init__(self, otmann: OTMANN, nu_strs: Sequence[float] = DEFAULT_NU_STRS):
+    def __init__(self, otmann: OTMANN, nu_strs: Sequence[float] = DEFAULT_NU_STRS,
+                 n_jobs: int | None = None):
+        if n_jobs is None:
+            n_jobs = min(2, os.cpu_count() or 1)
+        self.n_jobs = max(1, int(n_jobs))
         self.otmann = otmann
         self.kind = otmann.kind
         self.nu_strs = tuple(float(v) for v in nu_strs)
@@ -234,13 +251,15 @@ class BatchOTMANN:
             np.add.at(out[t], seg, x * np.maximum(2.0 - c, 0.0))
         return out
 
-    def _transport(self, a: np.ndarray, b: np.ndarray, C_all: np.ndarray, C_str: np.ndarray) -> list[float]:
+    def _transport(self, a: np.ndarray, b: np.ndarray, C_all: np.ndarray, C_str: np.ndarray
+                   ) -> tuple[list[float], int]:
         """Program (6) for one class with at least two layers on each side, per (sorted) nu.
 
         ``a``, ``b``: normalised supplies and demands (null entries last); ``C_all[t]``: the
         cost matrix at ``nu_t`` (C-contiguous); ``C_str``: the structural cost, 0 on the null
         row and column. Solved at the smallest and largest nu, and in between only where the cost is
-        not linear in nu (see the module docstring). Returns normalised costs.
+        not linear in nu (see the module docstring). Returns normalised costs and the number of
+        solver calls.
         """
         nus = self._nus_sorted
         m = nus.size
@@ -280,8 +299,7 @@ class BatchOTMANN:
                     vals[t] = icpt[src] + slope[src] * nus[t]
             if not todo:
                 break
-        self.solves += n_solved
-        return vals
+        return vals, n_solved
 
     def stack(self, archs: Sequence[Architecture]) -> _Stack:
         """The reference side of :meth:`cross` for ``archs`` (reuse it for several calls)."""
@@ -306,12 +324,33 @@ class BatchOTMANN:
             return self.otmann.pairwise(archs1, archs2 if ref is None else [], self.nu_strs)
         if ref is None:
             ref = self.stack(archs2)
+        jobs = min(self.n_jobs, n1)
+        if jobs <= 1:
+            self.solves += self._rows(archs1, 0, n1, ref, D, Db)
+        else:
+            bounds = np.linspace(0, n1, jobs + 1).round().astype(int)
+            with ThreadPoolExecutor(max_workers=jobs) as ex:
+                futs = [ex.submit(self._rows, archs1, int(lo), int(hi), ref, D, Db)
+                        for lo, hi in zip(bounds[:-1], bounds[1:])]
+                for f in futs:
+                    self.solves += f.result()
+        np.maximum(D, 0.0, out=D)
+        np.maximum(Db, 0.0, out=Db)
+        return D, Db
+
+    def _rows(self, archs1: Sequence[Architecture], lo: int, hi: int, ref: _Stack,
+              D: np.ndarray, Db: np.ndarray) -> int:
+        """Rows ``lo:hi`` of :meth:`cross`, written into ``D`` and ``Db`` (one thread).
+        Returns the number of solver calls."""
+        m = len(self.nu_strs)
+        n2 = ref.n
+        n_solved = 0
         nus = self._nus_sorted
         nus3 = nus[:, None, None]
         nus2 = self._nus_col
         Mlab = self._M
-        for i, arch in enumerate(archs1):
-            sa = self.split(arch)
+        for i in range(lo, hi):
+            sa = self.split(archs1[i])
             acc = np.zeros((m, n2))  # sorted-nu order
             fixed = np.zeros(n2)
             for c in range(self.n_classes):
@@ -382,15 +421,17 @@ class BatchOTMANN:
                 a_all = np.empty((n2, k1 + 1))
                 a_all[:, :k1] = ma[None, :] / T[:, None]
                 a_all[:, k1] = Mb / T
-                res = [self._transport(b_ext[off[j]:off[j + 1]], a_all[j], C_all[:, off[j]:off[j + 1]],
-                                       CsT[off[j]:off[j + 1]]) for j in many]
+                res = []
+                for j in many:
+                    v, ns = self._transport(b_ext[off[j]:off[j + 1]], a_all[j], C_all[:, off[j]:off[j + 1]],
+                                            CsT[off[j]:off[j + 1]])
+                    res.append(v)
+                    n_solved += ns
                 acc[:, many] += np.maximum(np.array(res).T, 0.0) * T[many][None, :]
             acc += fixed[None, :]
             D[self._order, i, :] = acc
             Db[self._order, i, :] = acc / (sa.tm + ref.tm)[None, :]
-        np.maximum(D, 0.0, out=D)
-        np.maximum(Db, 0.0, out=Db)
-        return D, Db
+        return n_solved
 
     def pairwise(self, archs: Sequence[Architecture]) -> tuple[np.ndarray, np.ndarray]:
         """Symmetric ``(D, D_bar)`` of a list against itself, zero diagonal; entry

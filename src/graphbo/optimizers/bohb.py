@@ -146,13 +146,16 @@ class BOHB(Optimizer):
     evaluations with :meth:`tell` (with their fidelities) into a fresh optimizer
     of the same seed and options, then call :meth:`set_state` before any ask.
     The state holds Hyperband's brackets in progress (configurations per
-    bracket and stage, the next bracket) and ``self.rng``; SMAC's run history
-    is rebuilt by the replay. The resumed optimizer finishes the brackets in
-    progress as the original would have and asks what the uninterrupted run
-    asks (tested on mixed spaces); identical continuations rest on SMAC 2.4
-    internals (``Hyperband._tracker``, the generators' random states) and
-    may break with another SMAC version -- the brackets still continue
-    correctly then, but new configurations may differ.
+    bracket and stage, the next bracket), the retry count of SMAC's
+    configuration generator and ``self.rng``; SMAC's run history is rebuilt by
+    the replay, and stages the replay completed are promoted at once (as the
+    interrupted generator would do next). The resumed optimizer then asks
+    exactly what the uninterrupted one asks (tested at many cut points on
+    mixed and discrete spaces). This rests on SMAC 2.4 internals
+    (``Hyperband._tracker``, ``ConfigSelector._processed_configs``, the
+    generators' ``_rng``) and may break with another SMAC version: the
+    brackets in progress still continue correctly then, but new
+    configurations may differ from an uninterrupted run.
 
     Parameters
     ----------
@@ -325,8 +328,8 @@ class BOHB(Optimizer):
     def _canonical_configs(self, configs):
         """SMAC's new configurations, each replaced by the one graphbo's row of it converts back to.
 
-        A continuous coordinate may move by an ulp on the trip SMAC vector ->
-        graphbo value -> SMAC vector; with this, Hyperband's brackets and SMAC's
+        A continuous coordinate may move (by ~1e-13: ConfigSpace rounds float
+        values) on the trip SMAC vector -> graphbo value -> SMAC vector; with this, Hyperband's brackets and SMAC's
         run history hold exactly the configurations a replay of the told
         values (graphbo configurations) rebuilds, so a resumed run's model sees
         the same data as the uninterrupted one.
