@@ -166,3 +166,15 @@ def test_no_pending_points_no_fantasies():
     c = opt.ask()
     assert opt.model.n_fantasies == 0 and opt.model._V.shape[0] == opt.n_told
     assert np.array_equal(opt.model._V.numpy(), opt.X[:, opt.space.discrete_indices])
+
+
+def test_bofm_kernel_methods_fix_the_kernel():
+    import graphbo as gb
+    from graphbo.loop import make_optimizer
+
+    space = gb.Space({"x": gb.Continuous(0, 1), "c": gb.Categorical(list("abc"))})
+    for k in ("modlap", "moddif", "prodlap", "addlap"):
+        opt = make_optimizer(f"bofm-{k}", space, seed=0)
+        assert isinstance(opt, gb.BOFM) and opt.kernel.name == k
+    with pytest.raises(TypeError, match="fixes the kernel"):
+        make_optimizer("bofm-modlap", space, kernel="moddif")

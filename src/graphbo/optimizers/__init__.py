@@ -7,7 +7,7 @@ TPE and SMAC (and BOHB) wrap Optuna and SMAC3, imported only when used
 from .base import Observation, Optimizer
 from .bocs import BOCS
 from .bohb import BOHB
-from .bofm import BOFM
+from .bofm import BOFM, bofm_variant
 from .cocabo import CoCaBO, CoCaBOLearnedMix, CoCaBOMix0, CoCaBOMix05, CoCaBOMix1
 from .combo import COMBO
 from .nasbot import NASBOT, NASEvolution, NASRandom
@@ -42,6 +42,11 @@ METHODS = {
     "rand": NASRandom,
     "ea": NASEvolution,
 }
+
+# BO-FM with each kernel by name, as the paper's tables compare them (bofm-modlap, bofm-prodlap, ...)
+from ..kernels.frequency_modulated import KERNELS as _FM_KERNELS  # noqa: E402
+
+METHODS.update({f"bofm-{k}": bofm_variant(k) for k in _FM_KERNELS})
 
 __all__ = ["Optimizer", "Observation", "COMBO", "RandomSearch", "SimulatedAnnealing", "RegularizedEvolution",
            "BOCS", "BOHB", "BOFM", "TPE", "SMAC", "CoCaBO", "NASBOT", "NASRandom", "NASEvolution", "METHODS"]

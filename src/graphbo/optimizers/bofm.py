@@ -110,3 +110,16 @@ class BOFM(Optimizer):
 
     def _load_method_state(self, state: Mapping[str, Any]) -> None:
         self.model.params = torch.tensor(state["params"], dtype=torch.float64) if "params" in state else None
+
+
+def bofm_variant(kernel: str) -> type:
+    """BOFM with ``kernel`` fixed (methods ``bofm-modlap``, ``bofm-prodlap``, ...), so that a
+    comparison directory holds one method per kernel as in the BO-FM paper's tables."""
+
+    def __init__(self, space, seed=None, n_initial=10, initial_configs=None, **options):
+        if "kernel" in options:
+            raise TypeError(f"bofm-{kernel} fixes the kernel; use method 'bofm' to choose it")
+        BOFM.__init__(self, space, kernel=kernel, seed=seed, n_initial=n_initial,
+                      initial_configs=initial_configs, **options)
+
+    return type(f"BOFM_{kernel}", (BOFM,), {"__init__": __init__, "__doc__": f"BO-FM with the {kernel} kernel."})
