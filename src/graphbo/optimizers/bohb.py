@@ -31,7 +31,6 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..spaces.space import Space
-from ..spaces.variables import Variable
 from .base import Observation, Optimizer
 from .smac import SMAC, _import_smac, _quiet_smac, _sorted_start_local_search
 
@@ -83,19 +82,9 @@ def hyperband_fidelities(max_fidelity: int, min_fidelity: int = 1, eta: int = 3)
 
 def _configspace(cs_mod, space: Space, seed: int):
     """The ConfigSpace of :class:`~graphbo.optimizers.smac.SMAC`: discrete variables over value indices."""
-    cs = cs_mod.ConfigurationSpace(seed=seed)
-    hps = []
-    for name, var in zip(space.names, space.variables):
-        idx = list(range(var.n_values))
-        if not isinstance(var, Variable):
-            hp = cs_mod.UniformIntegerHyperparameter if var.kind == "integer" else cs_mod.UniformFloatHyperparameter
-            hps.append(hp(name, var.low, var.high, log=var.log))
-        elif var.kind == "ordinal":
-            hps.append(cs_mod.OrdinalHyperparameter(name, idx))
-        else:
-            hps.append(cs_mod.CategoricalHyperparameter(name, idx))
-    cs.add(hps)
-    return cs
+    from .smac import index_configspace
+
+    return index_configspace(cs_mod, space, seed)
 
 
 class BOHB(Optimizer):

@@ -79,6 +79,22 @@ def _quiet_smac():
         logger.setLevel(old)
 
 
+def index_configspace(cs_mod, space: Space, seed: int):
+    """A ConfigSpace over the space's value indices (discrete) and native ranges (continuous, integer)."""
+    cs = cs_mod.ConfigurationSpace(seed=seed)
+    hps = []
+    for name, var in zip(space.names, space.variables):
+        if not isinstance(var, Variable):
+            hp = cs_mod.UniformIntegerHyperparameter if var.kind == "integer" else cs_mod.UniformFloatHyperparameter
+            hps.append(hp(name, var.low, var.high, log=var.log))
+        elif var.kind == "ordinal":
+            hps.append(cs_mod.OrdinalHyperparameter(name, list(range(var.n_values))))
+        else:
+            hps.append(cs_mod.CategoricalHyperparameter(name, list(range(var.n_values))))
+    cs.add(hps)
+    return cs
+
+
 class SMAC(Optimizer):
     """SMAC3 (random forest + log-EI, local and random search) as a graphbo baseline.
 
@@ -169,18 +185,7 @@ class SMAC(Optimizer):
         self._TrialInfo, self._TrialValue, self._Exhausted = TrialInfo, TrialValue, Exhausted
         self._crashed = StatusType.CRASHED
 
-        cs = cs_mod.ConfigurationSpace(seed=self.smac_seed)
-        hps = []
-        for name, var in zip(space.names, space.variables):
-            idx = list(range(var.n_values))
-            if not isinstance(var, Variable):
-                hp = cs_mod.UniformIntegerHyperparameter if var.kind == "integer" else cs_mod.UniformFloatHyperparameter
-                hps.append(hp(name, var.low, var.high, log=var.log))
-            elif var.kind == "ordinal":
-                hps.append(cs_mod.OrdinalHyperparameter(name, idx))
-            else:
-                hps.append(cs_mod.CategoricalHyperparameter(name, idx))
-        cs.add(hps)
+        cs = index_configspace(cs_mod, space, self.smac_seed)
         self.configspace = cs
 
         self._tmpdir = tempfile.TemporaryDirectory(prefix="graphbo-smac-")
