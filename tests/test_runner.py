@@ -173,3 +173,14 @@ def test_a_run_locked_by_another_process_is_refused_and_left_alone(tmp_path):
         holder.wait()
     run(spec("rs", budget=4), str(path))  # the lock died with its process
     assert len(configs(path)) == 4
+
+
+def test_compare_defaults_to_the_benchmarks_own_methods(tmp_path):
+    from graphbo.cli import main as cli_main
+
+    out = tmp_path / "cmp"
+    assert cli_main(["compare", "nas-synthetic", "--seeds", "0", "--budget", "2", "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["ea", "nasbot", "rand"]
+    out2 = tmp_path / "cmp2"
+    assert cli_main(["compare", "func2c", "--seeds", "0", "--budget", "2", "--out", str(out2)]) == 0
+    assert sorted(p.name for p in out2.iterdir()) == ["bofm", "rs"]

@@ -506,6 +506,18 @@ def _benchmark_options(args: argparse.Namespace, seed: int) -> dict:
     return opts
 
 
+def _default_compare_methods(benchmark: str) -> str:
+    """The method of the paper a benchmark comes from, and its random-search baseline."""
+    from .benchmarks import load_benchmark
+
+    space = load_benchmark(benchmark).space if benchmark != "maxsat" else None
+    if space is None:
+        return "combo,rs"
+    if type(space).__name__ == "ArchitectureSpace":
+        return "nasbot,rand,ea"
+    return "bofm,rs" if len(getattr(space, "continuous_indices", ())) else "combo,rs"
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
     from .benchmarks import REGISTRY
     from .experiments.runner import RunSpec, compare, parse_seeds
@@ -518,6 +530,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         return 2
     from .optimizers import METHODS
 
+    if args.methods is None:
+        args.methods = _default_compare_methods(args.benchmark)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
@@ -605,7 +619,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("compare", help="run several methods x seeds on a benchmark (resumable, parallel)")
     p.add_argument("benchmark")
-    p.add_argument("--methods", default="combo,rs", help="comma-separated methods")
+    p.add_argument("--methods", default=None,
+                   help="comma-separated methods (default: the paper's method and random search for the benchmark: "
+                        "combo,rs for discrete, bofm,rs for mixed, nasbot,rand,ea for architecture benchmarks)")
     p.add_argument("--seeds", default="0-4", help="e.g. 0-24 or 0,3,5")
     p.add_argument("--budget", type=int, default=None)
     p.add_argument("--n-initial", type=int, default=None)
