@@ -293,3 +293,14 @@ def test_two_processes_share_one_sqlite_study(tmp_path):
     assert len(set(sets)) == 2 * k, "duplicated parameter sets"
     # the model ran: all but the first (independently sampled) trials carry a graphbo proposal
     assert sum(PROPOSAL_ATTR in t.system_attrs for t in trials) >= 2 * k - 2
+
+
+@pytest.mark.parametrize("module,extra", [("optuna", "graphbo[optuna]"), ("gpytorch", "graphbo[botorch]")])
+def test_a_missing_extra_names_the_install_command(module, extra):
+    import subprocess
+    import sys
+
+    code = (f"import sys; sys.modules[{module!r}] = None\n"
+            f"try:\n    import graphbo.integrations.{module}\nexcept ModuleNotFoundError as e:\n    print(e)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
+    assert f'pip install "{extra}"' in out

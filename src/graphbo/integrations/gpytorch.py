@@ -56,9 +56,13 @@ from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 import torch
-from gpytorch.constraints import Interval, Positive
-from gpytorch.kernels import Kernel
-from gpytorch.priors import Prior
+try:
+    from gpytorch.constraints import Interval, Positive
+    from gpytorch.kernels import Kernel
+    from gpytorch.priors import Prior
+except ModuleNotFoundError as _exc:  # pragma: no cover - depends on the install
+    raise ModuleNotFoundError(f'graphbo.integrations.gpytorch needs GPyTorch/BoTorch ({_exc}): '
+                              'pip install "graphbo[botorch]"') from _exc
 
 from ..kernels.diffusion import DiffusionKernel as _GraphDiffusionKernel
 from ..kernels.frequency_modulated import KERNELS as FM_KERNELS

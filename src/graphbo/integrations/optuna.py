@@ -88,11 +88,15 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
-from optuna.samplers import BaseSampler, RandomSampler
-from optuna.search_space import IntersectionSearchSpace
-from optuna.study import Study, StudyDirection
-from optuna.trial import FrozenTrial, TrialState
+try:
+    from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
+    from optuna.samplers import BaseSampler, RandomSampler
+    from optuna.search_space import IntersectionSearchSpace
+    from optuna.study import Study, StudyDirection
+    from optuna.trial import FrozenTrial, TrialState
+except ModuleNotFoundError as _exc:  # pragma: no cover - depends on the install
+    raise ModuleNotFoundError(f'graphbo.integrations.optuna needs Optuna ({_exc}): '
+                              'pip install "graphbo[optuna]"') from _exc
 
 from ..acquisition.graph_local_search import SpaceExhaustedError
 from ..optimizers.base import Optimizer
