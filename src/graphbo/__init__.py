@@ -6,7 +6,7 @@ command line) stay quick until a model is actually needed.
 
 from __future__ import annotations
 
-import importlib
+from ._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -40,13 +40,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'graphbo' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(list(globals()) + __all__)
+__getattr__, __dir__ = lazy_exports('graphbo', _EXPORTS, globals())

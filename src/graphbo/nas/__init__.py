@@ -6,7 +6,7 @@ here (lazily, so ``import graphbo.nas`` stays light).
 
 from __future__ import annotations
 
-import importlib
+from graphbo._lazy import lazy_exports
 
 _EXPORTS = {
     "ArchitectureSpace": "graphbo.nas.space",
@@ -18,13 +18,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'graphbo.nas' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(list(globals()) + __all__)
+__getattr__, __dir__ = lazy_exports('graphbo.nas', _EXPORTS, globals())
