@@ -254,19 +254,9 @@ class BOHB(Optimizer):
                 min_budget=low,
                 max_budget=high,
             )
-            model = RandomForest(
-                self.configspace,
-                log_y=True,  # the facade's model settings (HPO facade get_model)
-                n_trees=n_trees,
-                ratio_features=1.0,
-                min_samples_split=2,
-                min_samples_leaf=1,
-                max_depth=2**20,
-                bootstrapping=True,
-                seed=self.smac_seed,
-                n_jobs=1,
-                max_leaf_nodes=None,
-            )
+            from .smac import smac_random_forest
+
+            model = smac_random_forest(RandomForest, self.configspace, n_trees, self.smac_seed)
             maximizer = MF.get_acquisition_maximizer(scenario, challengers=n_challengers,
                                                      local_search_iterations=local_search_iterations)
             local_search = getattr(maximizer, "_local_search", None)

@@ -79,6 +79,13 @@ def _quiet_smac():
         logger.setLevel(old)
 
 
+def smac_random_forest(forest_cls, configspace, n_trees: int, seed: int):
+    """SMAC3's random forest with its HPO facade's settings (``get_model``), on one thread."""
+    return forest_cls(configspace, log_y=True, n_trees=n_trees, ratio_features=1.0, min_samples_split=2,
+                      min_samples_leaf=1, max_depth=2**20, bootstrapping=True, seed=seed, n_jobs=1,
+                      max_leaf_nodes=None)
+
+
 def index_configspace(cs_mod, space: Space, seed: int):
     """A ConfigSpace over the space's value indices (discrete) and native ranges (continuous, integer)."""
     cs = cs_mod.ConfigurationSpace(seed=seed)
@@ -199,19 +206,7 @@ class SMAC(Optimizer):
                 n_trials=2**31 - 1,
                 seed=self.smac_seed,
             )
-            model = RandomForest(
-                cs,
-                log_y=True,  # the facade's model settings (HPO facade get_model)
-                n_trees=n_trees,
-                ratio_features=1.0,
-                min_samples_split=2,
-                min_samples_leaf=1,
-                max_depth=2**20,
-                bootstrapping=True,
-                seed=self.smac_seed,
-                n_jobs=1,
-                max_leaf_nodes=None,
-            )
+            model = smac_random_forest(RandomForest, cs, n_trees, self.smac_seed)
             maximizer = HPO.get_acquisition_maximizer(scenario, challengers=n_challengers)
             local_search = getattr(maximizer, "_local_search", None)
             if type(local_search) is LocalSearch:  # SMAC internals as of 2.4.1; see _sorted_start_local_search
