@@ -246,11 +246,12 @@ class _GraphboSampler(BaseSampler):
         except (KeyError, ValueError, TypeError, IndexError):
             return None
 
-    def _pending_configs(self, study: Study, trial: FrozenTrial, params: Sequence[_Param]) -> list[dict[str, Any]]:
+    def _pending_configs(self, trials: Sequence[FrozenTrial], trial: FrozenTrial,
+                         params: Sequence[_Param]) -> list[dict[str, Any]]:
         """Configurations of the other running or waiting trials: their parameters, else their proposal."""
         out = []
-        for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.WAITING)):
-            if t.number == trial.number:
+        for t in trials:
+            if t.number == trial.number or t.state not in (TrialState.RUNNING, TrialState.WAITING):
                 continue
             cfg = self._config_of(t.params, params)
             if cfg is None and "fixed_params" in t.system_attrs:  # enqueued
@@ -264,6 +265,17 @@ class _GraphboSampler(BaseSampler):
                 cfg = self._config_of(external, params)
             if cfg is not None:
                 out.append(cfg)
+        return out
+
+    def _taken_configs(self, trials: Sequence[FrozenTrial], trial: FrozenTrial,
+                       params: Sequence[_Param]) -> list[dict[str, Any]]:
+        """Configurations another trial holds: pending ones, and those of trials finished since."""
+        out = self._pending_configs(trials, trial, params)
+        for t in trials:
+            if t.number != trial.number and t.state.is_finished():
+                cfg = self._config_of(t.params, params)
+                if cfg is not None:
+                    out.append(cfg)
         return out
 
     # -- BaseSampler -------------------------------------------------------------------
@@ -306,18 +318,21 @@ class _GraphboSampler(BaseSampler):
             return {}
         space, params = self._space_of(search_space)
         sign = -1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0
+        # One snapshot of the study: with separate queries per state, a trial finishing
+        # in between would be neither complete nor pending, and could be proposed again.
+        trials = study.get_trials(deepcopy=False)
         completed: list[tuple[int, dict[str, Any], float]] = []
-        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-            cfg = self._config_of(t.params, params)
-            if cfg is not None and t.value is not None and math.isfinite(t.value):
-                completed.append((t.number, cfg, sign * float(t.value)))
         failed: list[tuple[int, dict[str, Any]]] = []
-        if self.exclude_failed:
-            for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
+        for t in trials:
+            if t.state == TrialState.COMPLETE:
+                cfg = self._config_of(t.params, params)
+                if cfg is not None and t.value is not None and math.isfinite(t.value):
+                    completed.append((t.number, cfg, sign * float(t.value)))
+            elif t.state == TrialState.FAIL and self.exclude_failed:
                 cfg = self._config_of(t.params, params)
                 if cfg is not None:
                     failed.append((t.number, cfg))
-        pending = self._pending_configs(study, trial, params)
+        pending = self._pending_configs(trials, trial, params)
 
         if len(completed) < self.n_startup_trials:
             rng = np.random.default_rng(_derive_seed(self._entropy, _STARTUP, trial.number))
@@ -354,7 +369,8 @@ class _GraphboSampler(BaseSampler):
             if round_ == self._max_rounds:
                 break
             key = space.to_index(config).tobytes()
-            others = self._pending_configs(study, trial, params)
+            # write, then read: of two workers proposing one configuration, at least one sees it
+            others = self._taken_configs(study.get_trials(deepcopy=False), trial, params)
             if not any(space.to_index(c).tobytes() == key for c in others):
                 break
             config = propose(others)  # another worker holds it: ask again with it pending
