@@ -388,3 +388,19 @@ def test_a_last_batch_of_one_sample_is_folded_into_the_previous_batch():
                         strides=[None, 1, None, None])
     r = train(arch, data, epochs=2, batch_size=64)
     assert r.epochs_run == 2 and 0.0 <= r.error <= 1.0
+
+
+def test_objectives_with_the_same_settings_share_trainings_on_bundled_data():
+    arch = mlp_chain("linear", units=8)
+    a = NASObjective("mlp-reg", epochs=2, seed=3)
+    b = NASObjective("mlp-reg", epochs=2, seed=3)
+    assert b.details(arch) is a.details(arch)  # one training, shared
+    other_epochs = NASObjective("mlp-reg", epochs=3, seed=3).details(arch)
+    other_seed = NASObjective("mlp-reg", epochs=2, seed=4).details(arch)
+    assert other_epochs is not a.details(arch) and other_seed is not a.details(arch)
+    assert other_epochs.epochs_run == 3 and other_seed.error != a.details(arch).error
+    # own data or a time limit: nothing shared (the values are the data's or the clock's)
+    own = NASObjective("mlp-reg", data=a.data, epochs=2, seed=3)
+    timed = NASObjective("mlp-reg", epochs=2, seed=3, max_seconds=60)
+    assert own.details(arch) is not a.details(arch) and timed.details(arch) is not a.details(arch)
+    assert own(arch) == a(arch)  # deterministic training: sharing changes no value

@@ -184,3 +184,17 @@ def test_compare_defaults_to_the_benchmarks_own_methods(tmp_path):
     out2 = tmp_path / "cmp2"
     assert cli_main(["compare", "func2c", "--seeds", "0", "--budget", "2", "--out", str(out2)]) == 0
     assert sorted(p.name for p in out2.iterdir()) == ["bofm", "rs"]
+
+
+def test_epochs_option_reaches_networks_and_is_refused_elsewhere(tmp_path, capsys):
+    from graphbo.cli import main as cli_main
+
+    out = tmp_path / "nas"
+    assert cli_main(["compare", "nas-mlp", "--methods", "rand", "--seeds", "0", "--budget", "1",
+                     "--epochs", "1", "--out", str(out)]) == 0
+    head, evals, _ = read_trace(str(out / "rand" / "seed0.jsonl"))
+    assert head["spec"]["benchmark_options"]["epochs"] == 1 and len(evals) == 1
+    assert cli_main(["compare", "branin", "--seeds", "0", "--budget", "2", "--epochs", "3",
+                     "--out", str(tmp_path / "b")]) == 2
+    assert "--epochs applies to benchmarks that train networks" in capsys.readouterr().err
+    assert cli_main(["run", "nas-mlp", "--method", "rand", "--budget", "1", "--epochs", "0", "--quiet"]) == 2

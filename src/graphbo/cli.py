@@ -378,7 +378,7 @@ def _run_user(args: argparse.Namespace) -> int:
         missing = "--objective MODULE:FUNCTION" if args.space is not None else "--space FILE"
         print(f"{prog}: --space and --objective go together; give {missing} too", file=sys.stderr)
         return 2
-    benchmark_only = [flag for flag, value in (("--wcnf", args.wcnf), ("--lamda", args.lamda),
+    benchmark_only = [flag for flag, value in (("--wcnf", args.wcnf), ("--lamda", args.lamda), ("--epochs", args.epochs),
                                                ("--instance-seed", args.instance_seed), ("--trace", args.trace))
                       if value is not None]
     if benchmark_only:
@@ -500,6 +500,12 @@ def _benchmark_options(args: argparse.Namespace, seed: int) -> dict:
         opts["path"] = args.wcnf
     if "lamda" in params and args.lamda is not None:
         opts["lamda"] = args.lamda
+    if getattr(args, "epochs", None) is not None:
+        if "epochs" not in params:
+            raise ValueError(f"--epochs applies to benchmarks that train networks, not {args.benchmark!r}")
+        if args.epochs < 1:
+            raise ValueError(f"--epochs must be >= 1, got {args.epochs}")
+        opts["epochs"] = args.epochs
     if "seed" in params:
         # 5 random problem instances, crossed with the run seeds (the paper's 25 = 5 x 5 design)
         opts["seed"] = seed % 5 if args.instance_seed is None else args.instance_seed
@@ -544,7 +550,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         return 2
     from .benchmarks import load_benchmark
 
-    probe = load_benchmark(args.benchmark, **_benchmark_options(args, seeds[0]))
+    try:
+        probe = load_benchmark(args.benchmark, **_benchmark_options(args, seeds[0]))
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"graphbo compare: {exc}", file=sys.stderr)
+        return 2
     budget = args.budget or probe.default_budget
     n_initial = args.n_initial if args.n_initial is not None else probe.default_n_initial
     specs = [RunSpec(args.benchmark, m, s, budget, n_initial, _benchmark_options(args, s)) for m in methods for s in seeds]
@@ -594,6 +604,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--wcnf", default=None, help="path of a .wcnf instance (maxsat)")
     p.add_argument("--lamda", type=float, default=None, help="regularisation (ising, contamination)")
+    p.add_argument("--epochs", type=int, default=None,
+                   help="training epochs per evaluation (benchmarks that train networks: nas-*, nasbinary)")
     p.add_argument("--instance-seed", type=int, default=None,
                    help="problem-instance seed of random benchmarks (default: seed mod 5)")
     p.add_argument("--trace", default=None, help="JSON-lines trace file (default: runs/NAME-METHOD-seedS-TIME.jsonl)")
@@ -629,6 +641,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1, help="parallel processes")
     p.add_argument("--wcnf", default=None, help="path of a .wcnf instance (maxsat)")
     p.add_argument("--lamda", type=float, default=None, help="regularisation (ising, contamination)")
+    p.add_argument("--epochs", type=int, default=None,
+                   help="training epochs per evaluation (benchmarks that train networks: nas-*, nasbinary)")
     p.add_argument("--instance-seed", type=int, default=None,
                    help="problem-instance seed of random benchmarks (default: run seed mod 5)")
     p.set_defaults(func=_cmd_compare)

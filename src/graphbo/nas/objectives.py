@@ -45,6 +45,10 @@ DOMAINS: dict[str, tuple[str, str, tuple[int, ...], int]] = {
 }
 
 
+#: trainings on the bundled data, shared by the objectives of one process: (settings, network) -> result
+_SHARED_RESULTS: dict[tuple, TrainingResult] = {}
+
+
 def _domain(domain: str) -> tuple[str, str, tuple[int, ...], int]:
     try:
         return DOMAINS[domain]
@@ -87,7 +91,12 @@ class NASObjective:
         Seeds the default data split and every training run (the same seed for
         every network, so a network's value is reproducible).
     cache : bool, default True
-        Remember the value of each network (by its JSON form).
+        Remember the value of each network (by its JSON form). On the bundled
+        data (no ``data`` given, no ``max_seconds``), trainings are also shared
+        by every objective of the process with the same domain, seed and
+        training settings: a comparison trains the initial pool once per seed,
+        not once per method. Training is deterministic given the seed, so this
+        changes no value.
 
     Calling the objective returns the minimum validation error over epochs:
     ``1 - accuracy`` (classification) or the MSE of the standardised target
@@ -122,6 +131,11 @@ class NASObjective:
                                  max_seconds=max_seconds, n_threads=n_threads, device=device)
         self.cache = bool(cache)
         self._cache: dict[str, TrainingResult] = {}
+        # the bundled data sets are a function of the seed: trainings on them are shared by all
+        # objectives of one process with the same settings (e.g. the initial pool, which every
+        # method of a comparison evaluates for the same seed)
+        self._shared_prefix = None if data is not None or max_seconds is not None else (
+            domain, tuple(sorted((k, repr(v)) for k, v in self.train_kwargs.items())))
 
     @property
     def data(self) -> TrainValData:
@@ -148,7 +162,12 @@ class NASObjective:
         key = arch.to_json()
         if self.cache and key in self._cache:
             return self._cache[key]
-        result = train(arch, self.data, **self.train_kwargs)
+        shared = (self._shared_prefix, key) if self.cache and self._shared_prefix is not None else None
+        result = _SHARED_RESULTS.get(shared) if shared is not None else None
+        if result is None:
+            result = train(arch, self.data, **self.train_kwargs)
+            if shared is not None:
+                _SHARED_RESULTS[shared] = result
         if self.cache:
             self._cache[key] = result
         return result
