@@ -348,3 +348,16 @@ def test_cli_run_writes_its_evaluations(tmp_path):
     listed = subprocess.run([sys.executable, "-m", "graphbo.cli", "benchmarks"], capture_output=True, text=True)
     for name in ("nas-mlp", "nas-mlp-class", "nas-cnn", "nas-synthetic"):
         assert f"\n{name} " in "\n" + listed.stdout
+
+
+@pytest.mark.parametrize("domain", ["cnn", "mlp-class"])
+def test_drawing_places_every_edge_downwards(domain, tmp_path):
+    from graphbo.nas.plot import draw_architecture, layer_rows
+
+    for arch in networks(domain, 20, seed=3)[10:]:  # mutations of the pool: branches, skips
+        rows = layer_rows(arch)
+        assert all(rows[b] > rows[a] for a, b in arch.edges)
+        assert rows[arch.labels.index("ip")] == 0 and max(rows) == rows[arch.labels.index("op")]
+    fig = draw_architecture(arch.to_dict(), str(tmp_path / "a.png"))
+    assert len(fig.axes[0].texts) == len(arch.labels) + len(arch.edges)  # a box per layer, an arrow per edge
+    assert (tmp_path / "a.png").read_bytes()[:4] == b"\x89PNG"

@@ -198,3 +198,25 @@ def test_epochs_option_reaches_networks_and_is_refused_elsewhere(tmp_path, capsy
                      "--out", str(tmp_path / "b")]) == 2
     assert "--epochs applies to benchmarks that train networks" in capsys.readouterr().err
     assert cli_main(["run", "nas-mlp", "--method", "rand", "--budget", "1", "--epochs", "0", "--quiet"]) == 2
+
+
+def test_report_draws_the_best_network_of_an_architecture_benchmark(tmp_path):
+    from graphbo.cli import main as cli_main
+
+    out = tmp_path / "nas"
+    assert cli_main(["compare", "nas-synthetic", "--methods", "rand,ea", "--seeds", "0-1", "--budget", "12",
+                     "--out", str(out)]) == 0
+    data = collect(str(out))
+    runs = data["nas-synthetic"]
+    best = min((r["best_value"], m, r["seed"]) for m, rs in runs.items() for r in rs)
+    assert all(r["best_value"] == r["best_so_far"][-1] for rs in runs.values() for r in rs)
+    report = write_report(str(out), out=str(tmp_path / "r.md"))
+    text = open(report).read()
+    png = tmp_path / "img" / "nas_synthetic_best_network.png"
+    assert f"Best network over all runs: {best[1]}, seed {best[2]}, value {best[0]:.4g}" in text
+    assert "img/nas_synthetic_best_network.png" in text
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # a benchmark whose configurations are not networks gets no such picture
+    assert cli_main(["compare", "branin", "--methods", "rs", "--seeds", "0", "--budget", "3",
+                     "--out", str(tmp_path / "b")]) == 0
+    assert "Best network" not in open(write_report(str(tmp_path / "b"), out=str(tmp_path / "b.md"))).read()

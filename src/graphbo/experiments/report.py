@@ -69,6 +69,8 @@ def collect(root: str) -> dict[str, dict[str, list[dict[str, Any]]]]:
             "best_so_far": best_so_far,
             "seconds": float(sum(e["suggest_seconds"] + e["evaluate_seconds"] for e in evals)),
             "relevance": (last_state.get("method") or {}).get("relevance"),
+            "best_config": evals[int(np.nanargmin(values))]["config"] if np.isfinite(values).any() else None,
+            "best_value": float(np.nanmin(values)) if np.isfinite(values).any() else float("nan"),
         })
     return out
 
@@ -134,6 +136,26 @@ def _plot_relevance(bench: str, rel: list[dict[str, float]], path: str) -> None:
     plt.close(fig)
 
 
+def _is_architecture(config: Any) -> bool:
+    return isinstance(config, dict) and {"kind", "labels", "units", "edges"} <= set(config)
+
+
+def _best_network(bench: str, runs: dict[str, list[dict]], img_dir: str, out_dir: str, slug: str) -> list[str]:
+    """A picture of the best network found over all finished runs (architecture benchmarks)."""
+    done = [(r["best_value"], m, r["seed"], r["best_config"]) for m, rs in runs.items() for r in rs
+            if r["finished"] and _is_architecture(r["best_config"])]
+    if not done:
+        return []
+    from ..nas.plot import draw_architecture
+
+    value, method, seed, config = min(done, key=lambda t: (t[0], t[1], t[2]))
+    path = os.path.join(img_dir, f"{slug}_best_network.png")
+    draw_architecture(config, path, title=f"{bench}: best network ({method}, seed {seed}, value {value:.4g})")
+    n_layers = len(config["labels"])
+    return [f"Best network over all runs: {method}, seed {seed}, value {value:.4g}, {n_layers} layers.", "",
+            f"![best network on {bench}]({os.path.relpath(path, out_dir)})", ""]
+
+
 def write_report(root: str, out: str | None = None, title: str = "Results") -> str:
     """Write the markdown report (and its PNGs next to it); return its path."""
     data = collect(root)
@@ -174,6 +196,7 @@ def write_report(root: str, out: str | None = None, title: str = "Results") -> s
             rp = os.path.join(img_dir, f"{slug}_combo_beta.png")
             _plot_relevance(bench, rel, rp)
             lines += [f"![COMBO beta on {bench}]({os.path.relpath(rp, os.path.dirname(out) or '.')})", ""]
+        lines += _best_network(bench, runs, img_dir, os.path.dirname(out) or ".", slug)
     with open(out, "w") as fh:
         fh.write("\n".join(lines) + "\n")
     return out
