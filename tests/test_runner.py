@@ -220,3 +220,8 @@ def test_report_draws_the_best_network_of_an_architecture_benchmark(tmp_path):
     assert cli_main(["compare", "branin", "--methods", "rs", "--seeds", "0", "--budget", "3",
                      "--out", str(tmp_path / "b")]) == 0
     assert "Best network" not in open(write_report(str(tmp_path / "b"), out=str(tmp_path / "b.md"))).read()
+    # several folders make one report with a section per benchmark
+    assert cli_main(["report", str(tmp_path / "b"), str(out), "--out", str(tmp_path / "both.md")]) == 0
+    both = open(tmp_path / "both.md").read()
+    assert "## branin" in both and "## nas-synthetic" in both and "those folders" in both
+    assert cli_main(["report", str(out), str(tmp_path / "missing")]) == 2

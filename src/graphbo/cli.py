@@ -567,8 +567,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from .experiments.report import write_report
 
-    if not os.path.isdir(args.dir):
-        print(f"graphbo report: no such folder {args.dir}", file=sys.stderr)
+    missing = [d for d in args.dir if not os.path.isdir(d)]
+    if missing:
+        print(f"graphbo report: no such folder {', '.join(missing)}", file=sys.stderr)
         return 2
     path = write_report(args.dir, out=args.out, title=args.title)
     print(f"report written to {path}")
@@ -648,8 +649,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_compare)
 
     p = sub.add_parser("report", help="markdown table and plots from comparison traces")
-    p.add_argument("dir")
-    p.add_argument("--out", default=None, help="markdown file (default DIR/report.md)")
+    p.add_argument("dir", nargs="+", help="folder(s) of comparison traces")
+    p.add_argument("--out", default=None, help="markdown file (default: report.md in the first DIR)")
     p.add_argument("--title", default="Results")
     p.set_defaults(func=_cmd_report)
     return parser
