@@ -19,7 +19,10 @@ in CPU seconds (``model.clock = time.process_time``), summed over threads. On a
 shared machine the wall clock also counts the time the process waited for a core.
 
 BLAS and torch use one thread. The OTMANN distances use ``--n-jobs`` threads
-(``BatchOTMANN.n_jobs``; default ``min(2, os.cpu_count())``, 1 = serial).
+(``BatchOTMANN.n_jobs``; default ``min(2, os.cpu_count())``, 1 = serial) and the
+transport solver ``--solver`` (``BatchOTMANN.solver``: ``numba``, the compiled
+batched solver of ``graphbo.nas.transport_jit``; ``pot``, one POT call per
+problem; ``auto``, numba when it is installed).
 
 The evaluated networks are NASBOT's own: by default one run goes from the
 initial pool to ``max(n) + repeats`` evaluations (``--history nasbot``, a few
@@ -29,7 +32,8 @@ networks first (quicker; networks drift larger than NASBOT's).
 Usage::
 
     OMP_NUM_THREADS=1 python benchmarks/nasbot_speed.py [--ns 10 30 100] [--repeats 5]
-        [--history nasbot|rand] [--seed 0] [--n-jobs 2] [--out benchmarks/results/nasbot_speed.json]
+        [--history nasbot|rand] [--seed 0] [--n-jobs 2] [--solver auto|pot|numba]
+        [--out benchmarks/results/nasbot_speed.json]
 """
 
 from __future__ import annotations
@@ -59,11 +63,12 @@ __all__ = ["run", "main"]
 KEYS = ("total", "cpu", "distances", "fit", "acquisition")
 
 
-def make_nasbot(space, seed, n_jobs=None):
+def make_nasbot(space, seed, n_jobs=None, solver="auto"):
     opt = NASBOT(space, seed=seed)
     opt.model.clock = time.process_time  # the split in CPU seconds
     if n_jobs is not None:
         opt.model.batch.n_jobs = max(1, int(n_jobs))
+    opt.model.batch.solver = solver
     return opt
 
 
@@ -78,13 +83,13 @@ def timed_ask(opt: NASBOT) -> tuple[dict, dict]:
     return config, rec
 
 
-def run(ns: list[int], repeats: int, history: str, seed: int, log=print, n_jobs=None) -> dict:
+def run(ns: list[int], repeats: int, history: str, seed: int, log=print, n_jobs=None, solver="auto") -> dict:
     space = ArchitectureSpace("cnn")
     f = SyntheticArchitectureObjective("cnn")
     records: dict[int, list[dict]] = {n: [] for n in ns}
     layers: dict[int, float] = {}
     if history == "nasbot":
-        opt = make_nasbot(space, seed, n_jobs)
+        opt = make_nasbot(space, seed, n_jobs, solver)
         last = max(ns) + repeats
         while opt.n_told < last:
             n = opt.n_told
@@ -109,7 +114,7 @@ def run(ns: list[int], repeats: int, history: str, seed: int, log=print, n_jobs=
             while rand.n_told < m:
                 c = rand.ask()
                 rand.tell(c, f(c))
-            opt = make_nasbot(space, seed, n_jobs)
+            opt = make_nasbot(space, seed, n_jobs, solver)
             for obs in rand.history:
                 opt.tell(obs.config, obs.value)
             config, _ = timed_ask(opt)  # first fit (burn-in) and the evaluated networks' distances
@@ -144,6 +149,8 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--n-jobs", type=int, default=None,
                    help="threads for the OTMANN distances (default min(2, cpu count); 1 = serial)")
+    p.add_argument("--solver", choices=("auto", "pot", "numba"), default="auto",
+                   help="transport solver of the OTMANN distances (default auto: numba when installed)")
     p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
                                                   "nasbot_speed.json"))
     args = p.parse_args(argv)
@@ -156,11 +163,20 @@ def main(argv=None) -> int:
         limits = None
     t0 = time.perf_counter()
     n_jobs = args.n_jobs if args.n_jobs is not None else min(2, os.cpu_count() or 1)
-    summary = run(sorted(args.ns), args.repeats, args.history, args.seed, n_jobs=n_jobs)
+    from graphbo.nas import transport_jit
+
+    solver = args.solver if args.solver != "auto" else ("numba" if transport_jit.AVAILABLE else "pot")
+    t1 = time.perf_counter()
+    if solver == "numba":  # compile (or load from numba's cache) before timing anything
+        warm = make_nasbot(ArchitectureSpace("cnn"), 0, 1, "numba").model.batch
+        pool = ArchitectureSpace("cnn").initial_pool()
+        warm.cross(pool, pool)
+    compile_s = time.perf_counter() - t1
+    summary = run(sorted(args.ns), args.repeats, args.history, args.seed, n_jobs=n_jobs, solver=solver)
     del limits
     print()
     print(f"NASBOT seconds per suggestion, CNN domain, synthetic objective, 1 BLAS thread, "
-          f"{n_jobs} OTMANN thread(s), median of {args.repeats}")
+          f"{n_jobs} OTMANN thread(s), {solver} transport solver, median of {args.repeats}")
     print(f"{'':>11} {'total':>15}  {'CPU split':>27}")
     print(f"{'n':>5} {'n_EA':>5} {'wall':>7} {'cpu':>7} {'distances':>10} {'GP fit':>7} {'EA+acq':>7} "
           f"{'OT solves':>9} {'layers':>6}")
@@ -170,7 +186,8 @@ def main(argv=None) -> int:
     out = {
         "benchmark": "nasbot_speed", "domain": "cnn", "objective": "nas-synthetic", "history": args.history,
         "seed": args.seed, "repeats": args.repeats, "threads": 1,
-        "otmann_threads": n_jobs,
+        "otmann_threads": n_jobs, "solver": solver,
+        "solver_warmup_seconds": compile_s,
         "machine": {"platform": platform.platform(), "python": sys.version.split()[0], "cpus": os.cpu_count(),
                     "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None},
         "seconds_total_run": time.perf_counter() - t0,
