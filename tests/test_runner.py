@@ -225,3 +225,8 @@ def test_report_draws_the_best_network_of_an_architecture_benchmark(tmp_path):
     both = open(tmp_path / "both.md").read()
     assert "## branin" in both and "## nas-synthetic" in both and "those folders" in both
     assert cli_main(["report", str(out), str(tmp_path / "missing")]) == 2
+    (tmp_path / "notes.md").write_text("Trained on **bundled data**.\n")
+    assert cli_main(["report", str(out), "--out", str(tmp_path / "n.md"), "--notes", str(tmp_path / "notes.md")]) == 0
+    noted = open(tmp_path / "n.md").read()
+    assert noted.index("Trained on **bundled data**.") < noted.index("## nas-synthetic")
+    assert cli_main(["report", str(out), "--notes", str(tmp_path / "absent.md")]) == 2

@@ -571,7 +571,15 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if missing:
         print(f"graphbo report: no such folder {', '.join(missing)}", file=sys.stderr)
         return 2
-    path = write_report(args.dir, out=args.out, title=args.title)
+    notes = None
+    if args.notes is not None:
+        try:
+            with open(args.notes) as fh:
+                notes = fh.read()
+        except OSError as exc:
+            print(f"graphbo report: cannot read --notes: {exc}", file=sys.stderr)
+            return 2
+    path = write_report(args.dir, out=args.out, title=args.title, notes=notes)
     print(f"report written to {path}")
     return 0
 
@@ -652,6 +660,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dir", nargs="+", help="folder(s) of comparison traces")
     p.add_argument("--out", default=None, help="markdown file (default: report.md in the first DIR)")
     p.add_argument("--title", default="Results")
+    p.add_argument("--notes", default=None, help="markdown file whose text goes under the report's header")
     p.set_defaults(func=_cmd_report)
     return parser
 

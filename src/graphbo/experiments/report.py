@@ -158,9 +158,11 @@ def _best_network(bench: str, runs: dict[str, list[dict]], img_dir: str, out_dir
             f"![best network on {bench}]({os.path.relpath(path, out_dir)})", ""]
 
 
-def write_report(root: str | Sequence[str], out: str | None = None, title: str = "Results") -> str:
+def write_report(root: str | Sequence[str], out: str | None = None, title: str = "Results",
+                 notes: str | None = None) -> str:
     """Write the markdown report of the traces under ``root`` (one folder or several), and
-    its PNGs next to it; return its path."""
+    its PNGs next to it; return its path. ``notes``: markdown put under the header (the
+    conditions of the runs, say), so that it survives regenerating the report."""
     roots = [root] if isinstance(root, str) else list(root)
     data = collect(roots)
     out = out or os.path.join(roots[0], "report.md")
@@ -172,6 +174,8 @@ def write_report(root: str | Sequence[str], out: str | None = None, title: str =
              "Best value at the budget, mean ± standard error over finished runs (seeds); "
              "the paper's mean ± s.e. over 25 runs beside it where it reports one. "
              "Wall-clock is the mean per run (suggestions plus evaluations).", ""]
+    if notes:
+        lines += [notes.strip(), ""]
     for bench in sorted(data):
         runs = data[bench]
         budgets = {r["budget"] for rs in runs.values() for r in rs}
