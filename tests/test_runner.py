@@ -113,6 +113,31 @@ def test_compare_skips_finished_runs_and_report_aggregates(tmp_path):
     assert (tmp_path / "img" / "branin_combo_beta.png").exists()
 
 
+def test_report_puts_the_difference_from_the_paper_in_standard_errors(tmp_path):
+    """At the paper's budget (Branin: 100) the SA row carries (ours - paper) / combined s.e."""
+    from graphbo.experiments.paper_numbers import paper_number
+
+    out = tmp_path / "cmp"
+    compare([spec("sa", s, budget=100) for s in (0, 1, 2)], str(out))
+    text = open(write_report(str(out), out=str(tmp_path / "r.md"))).read()
+    best = [min(v for _, v in configs(out / "sa" / f"seed{s}.jsonl")) for s in (0, 1, 2)]
+    pm, pse = paper_number("branin", "sa", budget=100)
+    se = np.std(best, ddof=1) / np.sqrt(3)
+    expected = (np.mean(best) - pm) / np.hypot(se, pse)
+    cells = [c.strip() for c in next(l for l in text.splitlines() if l.startswith("| sa |")).split("|")]
+    assert cells[4] == f"{pm:.4f} ± {pse:.4f}"
+    assert float(cells[5]) == pytest.approx(expected, abs=0.051)
+
+
+def test_versus_paper_handles_exact_optima_and_single_runs():
+    from graphbo.experiments.report import _versus_paper
+
+    assert _versus_paper((-195.65, 0.0), (-195.65, 0.0)) == "0"
+    assert _versus_paper((-190.0, 0.0), (-195.65, 0.0)) == "+inf"
+    assert _versus_paper((1.0, float("nan")), (0.0, 1.0)) == "–"
+    assert _versus_paper((1.0, 3.0), (0.0, 4.0)) == "+0.2"
+
+
 @pytest.mark.parametrize("method, options", [
     ("combo", FAST), ("rs", {}), ("sa", {}), ("re", {}),
     ("bocs", {"n_burn": 50, "n_gibbs": 5, "sa_steps": 50}),
