@@ -133,6 +133,8 @@ def test_versus_paper_handles_exact_optima_and_single_runs():
     from graphbo.experiments.report import _versus_paper
 
     assert _versus_paper((-195.65, 0.0), (-195.65, 0.0)) == "0"
+    assert _versus_paper((-195.65275, 0.0), (-195.65, 0.0)) == "0"  # the paper's rounding
+    assert _versus_paper((-195.66, 0.0), (-195.65, 0.0)) == "-inf"
     assert _versus_paper((-190.0, 0.0), (-195.65, 0.0)) == "+inf"
     assert _versus_paper((1.0, float("nan")), (0.0, 1.0)) == "–"
     assert _versus_paper((1.0, 3.0), (0.0, 4.0)) == "+0.2"
