@@ -113,6 +113,21 @@ def test_compare_skips_finished_runs_and_report_aggregates(tmp_path):
     assert (tmp_path / "img" / "branin_combo_beta.png").exists()
 
 
+def test_report_row_of_a_method_with_only_unfinished_runs(tmp_path):
+    """A run stopped before its budget is counted apart and left out of the mean and the wall-clock."""
+    out = tmp_path / "cmp"
+    run(spec("rs", 0, budget=6), str(out / "rs" / "seed0.jsonl"))
+    cut = out / "sa" / "seed0.jsonl"
+    run(spec("sa", 0, budget=6), str(cut), compact=False)
+    lines = cut.read_text().splitlines(keepends=True)
+    cut.write_text("".join(lines[:4]))  # header + 3 evaluations of 6: a run killed midway
+    text = open(write_report(str(out), out=str(tmp_path / "r.md"))).read()
+    cells = [c.strip() for c in next(l for l in text.splitlines() if l.startswith("| sa |")).split("|")[1:-1]]
+    assert cells[1] == "–" and cells[2] == "0 (+1 unfinished)" and cells[5] == "–"
+    rs = [c.strip() for c in next(l for l in text.splitlines() if l.startswith("| rs |")).split("|")[1:-1]]
+    assert rs[2] == "1" and rs[5].endswith(" s") and "nan" not in text
+
+
 def test_report_puts_the_difference_from_the_paper_in_standard_errors(tmp_path):
     """At the paper's budget (Branin: 100) the SA row carries (ours - paper) / combined s.e."""
     from graphbo.experiments.paper_numbers import paper_number

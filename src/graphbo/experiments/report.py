@@ -218,9 +218,9 @@ def write_report(root: str | Sequence[str], out: str | None = None, title: str =
             p = paper_number(bench, method, budget=max(budgets))
             paper = _fmt(p[0], p[1], d) if p else "–"
             versus = _versus_paper(_mean_se(best), p) if (p and best) else "–"
-            secs = np.mean([r["seconds"] for r in done]) if done else float("nan")
+            secs = f"{np.mean([r['seconds'] for r in done]):.0f} s" if done else "–"
             seeds = f"{len(done)}" + (f" (+{unfinished} unfinished)" if unfinished else "")
-            lines.append(f"| {method} | {ours} | {seeds} | {paper} | {versus} | {secs:.0f} s |")
+            lines.append(f"| {method} | {ours} | {seeds} | {paper} | {versus} | {secs} |")
         slug = "".join(c if c.isalnum() else "_" for c in bench)
         conv = os.path.join(img_dir, f"{slug}_convergence.png")
         _plot_convergence(bench, runs, conv)
