@@ -6,4 +6,4 @@ set -euo pipefail
 graphbo report results/combo-paper results/nasbot --notes results/notes.md --out docs/results.md \
   --title "Reproductions: COMBO (Tables 1-3) and NASBOT"
 graphbo report results/bofm-paper --notes results/bofm-notes.md --out docs/results_bofm.md \
-  --title "BO-FM paper reproduction (supplement E.1-E.3), in progress"
+  --title "BO-FM paper reproduction (supplement E.1-E.3)"
