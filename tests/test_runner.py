@@ -272,3 +272,12 @@ def test_report_draws_the_best_network_of_an_architecture_benchmark(tmp_path):
     noted = open(tmp_path / "n.md").read()
     assert noted.index("Trained on **bundled data**.") < noted.index("## nas-synthetic")
     assert cli_main(["report", str(out), "--notes", str(tmp_path / "absent.md")]) == 2
+
+
+def test_convergence_plot_styles_tell_up_to_40_methods_apart():
+    """matplotlib's colour cycle repeats after 10; an 11-method BO-FM plot once drew two methods alike."""
+    from graphbo.experiments.report import method_style
+
+    styles = [method_style(i) for i in range(40)]
+    assert len(set(styles)) == 40
+    assert styles[0] == (0, "-") and styles[10] == (0, "--")

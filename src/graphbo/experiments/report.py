@@ -113,13 +113,25 @@ def _digits(values: list[float]) -> int:
     return 4 if mag < 10 else (3 if mag < 100 else 2)
 
 
+LINE_STYLES = ("-", "--", ":", "-.")
+N_COLOURS = 10  # matplotlib's tab10
+
+
+def method_style(i: int) -> tuple[int, str]:
+    """(tab10 colour index, line style) of the i-th method in a plot: ten colours solid, then the
+    same ten dashed, dotted and dash-dotted, so that up to 40 methods are told apart."""
+    return i % N_COLOURS, LINE_STYLES[(i // N_COLOURS) % len(LINE_STYLES)]
+
+
 def _plot_convergence(bench: str, runs: dict[str, list[dict]], path: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(7.5, 4))
+    palette = plt.get_cmap("tab10").colors
+    drawn = 0
     for method, rs in sorted(runs.items()):
         done = [r["best_so_far"] for r in rs if r["finished"]]
         if not done:
@@ -128,12 +140,15 @@ def _plot_convergence(bench: str, runs: dict[str, list[dict]], path: str) -> Non
         x = np.arange(1, curves.shape[1] + 1)
         m = curves.mean(0)
         se = curves.std(0, ddof=1) / np.sqrt(len(done)) if len(done) > 1 else np.zeros_like(m)
-        ax.plot(x, m, label=f"{method} ({len(done)})")
-        ax.fill_between(x, m - se, m + se, alpha=0.2)
+        colour_index, style = method_style(drawn)
+        color = palette[colour_index]
+        ax.plot(x, m, color=color, linestyle=style, label=f"{method} ({len(done)})")
+        ax.fill_between(x, m - se, m + se, color=color, alpha=0.2)
+        drawn += 1
     ax.set_xlabel("evaluations")
     ax.set_ylabel("best value so far")
     ax.set_title(bench)
-    ax.legend()
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
