@@ -281,3 +281,22 @@ def test_convergence_plot_styles_tell_up_to_40_methods_apart():
     styles = [method_style(i) for i in range(40)]
     assert len(set(styles)) == 40
     assert styles[0] == (0, "-") and styles[10] == (0, "--")
+
+
+def test_compare_passes_method_options_to_every_run_and_refuses_unknown_ones(tmp_path, capsys):
+    from graphbo.cli import main as cli_main
+    from graphbo.experiments.runner import RunSpec, make_run
+
+    out = tmp_path / "noard"
+    assert cli_main(["compare", "func2c", "--methods", "cocabo-0.5", "--seeds", "0", "--budget", "11",
+                     "--n-initial", "10", "--option", "ard=false", "--option", "kappa=3", "--out", str(out)]) == 0
+    head, evals, _ = read_trace(str(out / "cocabo-0.5" / "seed0.jsonl"))
+    assert head["spec"]["method_options"] == {"ard": False, "kappa": 3} and len(evals) == 11
+    _, opt = make_run(RunSpec(**head["spec"]))
+    assert opt.kernel.ard is False and opt.kappa == 3.0
+    assert cli_main(["compare", "func2c", "--methods", "cocabo-0.5", "--seeds", "0", "--budget", "11",
+                     "--option", "no_such_option=1", "--out", str(tmp_path / "bad")]) == 2
+    assert "does not take {'no_such_option': 1}" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()
+    assert cli_main(["compare", "func2c", "--option", "ard", "--out", str(tmp_path / "bad2")]) == 2
+    assert "--option takes KEY=VALUE" in capsys.readouterr().err

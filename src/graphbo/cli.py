@@ -524,6 +524,23 @@ def _default_compare_methods(benchmark: str) -> str:
     return "bofm,rs" if len(getattr(space, "continuous_indices", ())) else "combo,rs"
 
 
+def _parse_method_options(items: list[str] | None) -> dict:
+    """``["ard=false", "kappa=3"]`` -> ``{"ard": False, "kappa": 3}``: values are read as JSON
+    (numbers, true/false, null, lists) and otherwise kept as strings."""
+    import json
+
+    options: dict = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--option takes KEY=VALUE, got {item!r}")
+        try:
+            options[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key.strip()] = value
+    return options
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
     from .benchmarks import REGISTRY
     from .experiments.runner import RunSpec, compare, parse_seeds
@@ -557,7 +574,22 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         return 2
     budget = args.budget or probe.default_budget
     n_initial = args.n_initial if args.n_initial is not None else probe.default_n_initial
-    specs = [RunSpec(args.benchmark, m, s, budget, n_initial, _benchmark_options(args, s)) for m in methods for s in seeds]
+    try:
+        method_options = _parse_method_options(args.option)
+    except ValueError as exc:
+        print(f"graphbo compare: {exc}", file=sys.stderr)
+        return 2
+    specs = [RunSpec(args.benchmark, m, s, budget, n_initial, _benchmark_options(args, s), dict(method_options))
+             for m in methods for s in seeds]
+    if method_options:
+        from .experiments.runner import make_run
+
+        for spec in specs[:: len(seeds)]:  # one construction per method: a wrong option fails now, not in a worker
+            try:
+                make_run(spec)
+            except (TypeError, ValueError) as exc:
+                print(f"graphbo compare: method {spec.method!r} does not take {method_options}: {exc}", file=sys.stderr)
+                return 2
     print(f"graphbo compare: {len(specs)} runs ({', '.join(methods)} x {len(seeds)} seeds), budget {budget}, "
           f"{args.workers} worker(s), traces under {args.out}", flush=True)
     compare(specs, args.out, n_workers=args.workers, log=lambda m: print(m, flush=True))
@@ -654,6 +686,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="training epochs per evaluation (benchmarks that train networks: nas-*, nasbinary)")
     p.add_argument("--instance-seed", type=int, default=None,
                    help="problem-instance seed of random benchmarks (default: run seed mod 5)")
+    p.add_argument("--option", action="append", metavar="KEY=VALUE",
+                   help="keyword argument for every method's constructor, value read as JSON "
+                        "(e.g. --option ard=false); repeatable. Recorded in each trace: give such runs their own --out")
     p.set_defaults(func=_cmd_compare)
 
     p = sub.add_parser("report", help="markdown table and plots from comparison traces")

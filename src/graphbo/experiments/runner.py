@@ -111,7 +111,8 @@ def read_trace(path: str) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
     return head, evals, good_len
 
 
-def _make(spec: RunSpec):
+def make_run(spec: RunSpec):
+    """The benchmark and the optimizer a spec describes (method options included)."""
     from ..loop import make_optimizer
 
     bench_kwargs = dict(spec.benchmark_options)
@@ -200,7 +201,7 @@ def run(spec: RunSpec, path: str, log: Callable[[str], None] | None = None, comp
 
 
 def _run_locked(spec: RunSpec, path: str, log: Callable[[str], None] | None, compact: bool) -> dict[str, Any]:
-    bench, opt = _make(spec)
+    bench, opt = make_run(spec)
     evals: list[dict[str, Any]] = []
     if os.path.exists(path):
         head, evals, good_len = read_trace(path)
