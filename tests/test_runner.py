@@ -300,3 +300,20 @@ def test_compare_passes_method_options_to_every_run_and_refuses_unknown_ones(tmp
     assert not (tmp_path / "bad").exists()
     assert cli_main(["compare", "func2c", "--option", "ard", "--out", str(tmp_path / "bad2")]) == 2
     assert "--option takes KEY=VALUE" in capsys.readouterr().err
+
+
+def test_compare_refuses_a_finished_trace_of_other_options_instead_of_skipping_it(tmp_path, capsys):
+    """A finished trace used to be skipped as 'finished' whatever options it was made with."""
+    from graphbo.cli import main as cli_main
+
+    out = tmp_path / "cmp"
+    args = ["compare", "branin", "--methods", "sa", "--seeds", "0", "--budget", "3", "--out", str(out)]
+    assert cli_main(args) == 0
+    trace = out / "sa" / "seed0.jsonl"
+    before = trace.read_bytes()
+    assert cli_main(args + ["--option", "cooling=0.5"]) == 2
+    assert "belongs to a different run" in capsys.readouterr().err
+    assert trace.read_bytes() == before
+    assert cli_main(args) == 0 and "skip sa seed 0: finished" in capsys.readouterr().out
+    assert cli_main(args + ["--option", "n_initial=1"]) == 2
+    assert "use --n-initial" in capsys.readouterr().err

@@ -534,6 +534,9 @@ def _parse_method_options(items: list[str] | None) -> dict:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ValueError(f"--option takes KEY=VALUE, got {item!r}")
+        own_flag = {"seed": "--seeds", "n_initial": "--n-initial"}.get(key.strip())
+        if own_flag:
+            raise ValueError(f"--option {key.strip()}: use {own_flag}")
         try:
             options[key.strip()] = json.loads(value)
         except json.JSONDecodeError:
@@ -592,7 +595,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                 return 2
     print(f"graphbo compare: {len(specs)} runs ({', '.join(methods)} x {len(seeds)} seeds), budget {budget}, "
           f"{args.workers} worker(s), traces under {args.out}", flush=True)
-    compare(specs, args.out, n_workers=args.workers, log=lambda m: print(m, flush=True))
+    from .experiments.runner import TraceError
+
+    try:
+        compare(specs, args.out, n_workers=args.workers, log=lambda m: print(m, flush=True))
+    except TraceError as exc:
+        print(f"graphbo compare: {exc}; give these runs another --out", file=sys.stderr)
+        return 2
     return 0
 
 

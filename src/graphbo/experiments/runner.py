@@ -200,13 +200,17 @@ def run(spec: RunSpec, path: str, log: Callable[[str], None] | None = None, comp
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+def _check_same_run(head: dict[str, Any], spec: RunSpec, path: str) -> None:
+    if head.get("spec") != json.loads(json.dumps(spec.key())):
+        raise TraceError(f"{path}: belongs to a different run ({head.get('spec')}), not {spec.key()}")
+
+
 def _run_locked(spec: RunSpec, path: str, log: Callable[[str], None] | None, compact: bool) -> dict[str, Any]:
     bench, opt = make_run(spec)
     evals: list[dict[str, Any]] = []
     if os.path.exists(path):
         head, evals, good_len = read_trace(path)
-        if head.get("spec") != json.loads(json.dumps(spec.key())):
-            raise TraceError(f"{path}: belongs to a different run ({head.get('spec')}), not {spec.key()}")
+        _check_same_run(head, spec, path)
         for r in evals:
             if "fidelity" in r:
                 opt.tell(r["config"], r["value"], fidelity=r["fidelity"])
@@ -356,6 +360,10 @@ def compare(
     """Run every spec (skipping finished ones) in parallel processes; traces go under ``out_dir``."""
     specs = list(specs)
     todo = []
+    for spec in specs:  # every existing trace must belong to its spec before anything runs
+        path = trace_path(out_dir, spec)
+        if os.path.exists(path):
+            _check_same_run(read_trace(path)[0], spec, path)
     for spec in specs:
         path = trace_path(out_dir, spec)
         if os.path.exists(path):
