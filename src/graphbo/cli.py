@@ -546,7 +546,7 @@ def _parse_method_options(items: list[str] | None) -> dict:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from .benchmarks import REGISTRY
-    from .experiments.runner import RunSpec, compare, parse_seeds
+    from .experiments.runner import RunSpec, TraceError, compare, make_run, parse_seeds
 
     if args.benchmark not in REGISTRY:
         print(f"graphbo compare: unknown benchmark {args.benchmark!r}; see `graphbo benchmarks`", file=sys.stderr)
@@ -585,8 +585,6 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     specs = [RunSpec(args.benchmark, m, s, budget, n_initial, _benchmark_options(args, s), dict(method_options))
              for m in methods for s in seeds]
     if method_options:
-        from .experiments.runner import make_run
-
         for spec in specs[:: len(seeds)]:  # one construction per method: a wrong option fails now, not in a worker
             try:
                 make_run(spec)
@@ -595,8 +593,6 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                 return 2
     print(f"graphbo compare: {len(specs)} runs ({', '.join(methods)} x {len(seeds)} seeds), budget {budget}, "
           f"{args.workers} worker(s), traces under {args.out}", flush=True)
-    from .experiments.runner import TraceError
-
     try:
         compare(specs, args.out, n_workers=args.workers, log=lambda m: print(m, flush=True))
     except TraceError as exc:
@@ -697,7 +693,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="problem-instance seed of random benchmarks (default: run seed mod 5)")
     p.add_argument("--option", action="append", metavar="KEY=VALUE",
                    help="keyword argument for every method's constructor, value read as JSON "
-                        "(e.g. --option ard=false); repeatable. Recorded in each trace: give such runs their own --out")
+                        "(e.g. --option ard=true); repeatable. Recorded in each trace: give such runs their own --out")
     p.set_defaults(func=_cmd_compare)
 
     p = sub.add_parser("report", help="markdown table and plots from comparison traces")
