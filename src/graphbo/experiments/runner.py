@@ -359,19 +359,20 @@ def compare(
 ) -> list[dict[str, Any]]:
     """Run every spec (skipping finished ones) in parallel processes; traces go under ``out_dir``."""
     specs = list(specs)
-    todo = []
+    existing: dict[str, bool] = {}  # trace path -> finished
     for spec in specs:  # every existing trace must belong to its spec before anything runs
         path = trace_path(out_dir, spec)
         if os.path.exists(path):
-            _check_same_run(read_trace(path)[0], spec, path)
+            head, evals, _ = read_trace(path)
+            _check_same_run(head, spec, path)
+            existing[path] = trace_finished(head, evals, spec.budget)
+    todo = []
     for spec in specs:
         path = trace_path(out_dir, spec)
-        if os.path.exists(path):
-            head, evals, _ = read_trace(path)
-            if trace_finished(head, evals, spec.budget):
-                compact_trace(path)
-                log(f"skip {spec.method} seed {spec.seed}: finished")
-                continue
+        if existing.get(path):
+            compact_trace(path)
+            log(f"skip {spec.method} seed {spec.seed}: finished")
+            continue
         todo.append((spec, path))
     results = []
     if n_workers <= 1:
