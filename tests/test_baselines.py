@@ -289,3 +289,13 @@ def test_told_configs_leave_the_pending_set_in_a_mixed_space():
     for c in configs:
         opt.tell(c, 1.0)
     assert len(opt._pending) == 0
+
+
+def test_n_pending_counts_asked_and_untold_configurations():
+    opt = RandomSearch(gb.Space({"a": gb.Binary(), "b": gb.Binary(), "c": gb.Binary()}), seed=0, n_initial=2)
+    first, second = opt.ask(), opt.ask()
+    assert opt.n_pending == 2
+    opt.tell(first, 1.0)
+    assert opt.n_pending == 1 and opt.n_told == 1
+    opt.tell(second, 0.5)
+    assert opt.n_pending == 0

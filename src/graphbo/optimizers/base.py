@@ -148,6 +148,11 @@ class Optimizer:
         return len(self._y)
 
     @property
+    def n_pending(self) -> int:
+        """Configurations asked for and not yet told (evaluations in flight)."""
+        return len(self._pending)
+
+    @property
     def X(self) -> np.ndarray:
         """Index rows of the told evaluations, shape ``(n, d)``."""
         return np.array(self._X, dtype=self.space.row_dtype).reshape(-1, len(self.space))
