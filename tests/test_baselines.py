@@ -288,7 +288,7 @@ def test_told_configs_leave_the_pending_set_in_a_mixed_space():
     assert len(opt._pending) == 50
     for c in configs:
         opt.tell(c, 1.0)
-    assert len(opt._pending) == 0
+    assert opt.n_pending == 0
 
 
 def test_n_pending_counts_asked_and_untold_configurations():

@@ -532,15 +532,16 @@ def _parse_method_options(items: list[str] | None) -> dict:
     options: dict = {}
     for item in items or []:
         key, sep, value = item.partition("=")
-        if not sep or not key.strip():
+        key = key.strip()
+        if not sep or not key:
             raise ValueError(f"--option takes KEY=VALUE, got {item!r}")
-        own_flag = {"seed": "--seeds", "n_initial": "--n-initial"}.get(key.strip())
+        own_flag = {"seed": "--seeds", "n_initial": "--n-initial"}.get(key)
         if own_flag:
-            raise ValueError(f"--option {key.strip()}: use {own_flag}")
+            raise ValueError(f"--option {key}: use {own_flag}")
         try:
-            options[key.strip()] = json.loads(value)
+            options[key] = json.loads(value)
         except json.JSONDecodeError:
-            options[key.strip()] = value
+            options[key] = value
     return options
 
 
