@@ -10,8 +10,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from graphbo.acquisition.evolutionary import (
-    architecture_key,
+from graphbo.nas.keys import architecture_key
+from graphbo.optim.evolutionary import (
     n_ea_evaluations,
     n_mutations_per_round,
     optimize_acquisition_ea,

@@ -171,7 +171,8 @@ def test_gp_interpolates_its_data_and_its_gram_is_psd():
         assert np.isfinite([s.mean, s.log_alpha, s.log_alpha_bar, s.log_noise]).all()
         assert np.isfinite(s.log_beta).all() and np.isfinite(s.log_beta_bar).all()
         assert 1e-9 <= s.beta.min() and s.beta.max() <= 1e-3 and 0.1 <= s.beta_bar.min() <= s.beta_bar.max() <= 100
-    mean, var = gp.predict(archs)
+    post = gp.posterior(archs)
+    mean, var = post.mean.numpy(), post.variance.numpy()
     assert mean.shape == var.shape == (5, 18)
     np.testing.assert_allclose(mean, np.broadcast_to(y, mean.shape), atol=0.02 * y.std())
     assert (var >= 0).all() and (var < 0.05 * y.var()).all()
@@ -181,7 +182,7 @@ def test_gp_interpolates_its_data_and_its_gram_is_psd():
         assert lam.min() >= -1e-9 * lam.max()
     # away from the data the variance is larger
     new = networks("cnn", 40, seed=6)[30:]
-    _, var_new = gp.predict(new)
+    var_new = gp.posterior(new).variance.numpy()
     assert var_new.mean() > 10 * var.mean()
 
 

@@ -34,7 +34,7 @@ _EXPORTS = {
     "StorageError": "graphbo.study",
     "DiffusionKernel": "graphbo.kernels",
     "DiffusionGP": "graphbo.models",
-    "SpaceExhaustedError": "graphbo.acquisition",
+    "SpaceExhaustedError": "graphbo.exceptions",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,12 +1,9 @@
-"""Acquisition functions and their optimisers."""
+"""Acquisition functions: scores of candidate inputs computed from a surrogate's posterior.
 
-from .ei import log_expected_improvement, log_h, log_mean_expected_improvement
-from .graph_local_search import SpaceExhaustedError, optimize_acquisition_on_graph
+They accept any model implementing :class:`graphbo.models.Surrogate`; the procedures that
+maximise them live in :mod:`graphbo.optim`.
+"""
 
-__all__ = [
-    "log_h",
-    "log_expected_improvement",
-    "log_mean_expected_improvement",
-    "optimize_acquisition_on_graph",
-    "SpaceExhaustedError",
-]
+from .ei import LogExpectedImprovement, log_expected_improvement, log_h, log_mean_expected_improvement
+
+__all__ = ["LogExpectedImprovement", "log_h", "log_expected_improvement", "log_mean_expected_improvement"]

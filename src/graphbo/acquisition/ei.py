@@ -14,10 +14,14 @@ negative ``z`` through the asymptote ``log phi(z) - 2 log |z|``.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 
-__all__ = ["log_h", "log_expected_improvement", "log_mean_expected_improvement"]
+from ..models.base import Surrogate
+from .base import AcquisitionFunction
+
+__all__ = ["log_h", "log_expected_improvement", "log_mean_expected_improvement", "LogExpectedImprovement"]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -48,3 +52,25 @@ def log_mean_expected_improvement(mean: torch.Tensor, var: torch.Tensor, best: f
     """``log`` of EI averaged over posterior samples (the leading dimension)."""
     lei = log_expected_improvement(mean, var, best)
     return torch.logsumexp(lei, dim=0) - math.log(lei.shape[0])
+
+
+class LogExpectedImprovement(AcquisitionFunction):
+    """``log`` of EI averaged over the model's hyper-parameter samples (COMBO Alg. 1, line 9).
+
+    With one sample (a type-II maximum-likelihood model) this is plain log-EI.
+
+    Parameters
+    ----------
+    model : Surrogate
+    best_f : float, optional
+        The incumbent on the posterior's scale; default the model's best real observation
+        (:meth:`Surrogate.best_observed`), fantasies excluded.
+    """
+
+    def __init__(self, model: Surrogate, best_f: float | None = None):
+        super().__init__(model)
+        self.best_f = float(model.best_observed() if best_f is None else best_f)
+
+    def __call__(self, X: Any) -> torch.Tensor:
+        post = self.model.posterior(X)
+        return log_mean_expected_improvement(post.mean, post.variance, self.best_f)

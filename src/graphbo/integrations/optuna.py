@@ -98,7 +98,7 @@ except ModuleNotFoundError as _exc:  # pragma: no cover - depends on the install
     raise ModuleNotFoundError(f'graphbo.integrations.optuna needs Optuna ({_exc}): '
                               'pip install "graphbo[optuna]"') from _exc
 
-from ..acquisition.graph_local_search import SpaceExhaustedError
+from ..exceptions import SpaceExhaustedError
 from ..optimizers.base import Optimizer
 from ..spaces.space import Space
 from ..spaces.variables import Categorical, Continuous, IntegerRange, Ordinal

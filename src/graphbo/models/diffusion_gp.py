@@ -22,6 +22,7 @@ import torch
 from scipy.linalg.lapack import dpotrf, dtrtrs
 
 from ..kernels.diffusion import _TINY, DiffusionKernel
+from .base import Posterior, Surrogate
 from .gp import robust_cholesky
 from .priors import (
     LOG_BETA_UPPER,
@@ -51,7 +52,7 @@ class HyperSample:
         return HyperSample(self.mean, self.log_amp, self.log_noise, self.log_beta.copy())
 
 
-class DiffusionGP:
+class DiffusionGP(Surrogate):
     """GP regression on a graph Cartesian product with posterior sampling.
 
     Parameters
@@ -84,6 +85,7 @@ class DiffusionGP:
         self.state: HyperSample | None = None
         self.samples: list[HyperSample] = []
         self._t = dict(dtype=kernel.dtype, device=kernel.device)
+        self._y_train = np.zeros(0)
 
     # -- fitting --------------------------------------------------------------
     def fit(self, X: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> "DiffusionGP":
@@ -117,14 +119,37 @@ class DiffusionGP:
         """Condition on data ``(X, y)`` under the given hyper-parameter samples, ready to predict.
 
         ``y`` has shape ``(n,)``, or ``(S, n)`` for values that differ per sample
-        (fantasies of pending points, see :class:`graphbo.COMBO`).
+        (fantasies of pending points, :meth:`add_fantasies`). The real data of
+        :attr:`train_targets` is the ``(n,)`` ``y`` of the last call that had one.
         """
         self.samples = list(samples)
+        X = np.asarray(X, dtype=np.int64)
+        y = np.asarray(y, dtype=float)
+        if y.ndim == 1:
+            self._y_train = y
+        self._Xc, self._yc = X, y
         self._prepare_prediction(
-            torch.as_tensor(np.asarray(X, dtype=np.int64), device=self.kernel.device),
-            torch.as_tensor(np.asarray(y, dtype=float), **self._t),
+            torch.as_tensor(X, device=self.kernel.device),
+            torch.as_tensor(y, **self._t),
         )
         return self
+
+    @property
+    def train_targets(self) -> np.ndarray:
+        return self._y_train
+
+    def add_fantasies(self, X: np.ndarray) -> None:
+        """Kriging believer (:meth:`Surrogate.add_fantasies`): each posterior sample is
+        conditioned on its own posterior mean at the pending rows ``X``."""
+        P = np.asarray(X, dtype=np.int64).reshape(-1, self.kernel.d)
+        if P.shape[0] == 0:
+            return
+        fantasy = self.posterior(P).mean.cpu().numpy()  # (S, p)
+        S = fantasy.shape[0]
+        y_all = np.concatenate([np.broadcast_to(self._yc, (S, self._yc.shape[-1])), fantasy], axis=1)
+        y_train = self._y_train
+        self.condition(np.concatenate([self._Xc, P]), y_all, self.samples)
+        self._y_train = y_train
 
     # -- prediction -----------------------------------------------------------
     def _prepare_prediction(self, Xt: torch.Tensor, yt: torch.Tensor) -> None:
@@ -137,6 +162,7 @@ class DiffusionGP:
         W = self.kernel.log_block_diagonal(log_beta)  # (S, D, D)
         O = self.kernel.one_hot(Xt)  # (n, D)
         n = O.shape[0]
+        self._W = W
         self._B = (W @ O.T).permute(1, 0, 2).reshape(self.kernel.D, S * n)  # (D, S*n)
         self._log_diag = torch.diagonal(W, dim1=1, dim2=2).T.contiguous()  # (D, S)
         K = torch.exp(O @ self._B.reshape(self.kernel.D, S, n).permute(1, 0, 2))  # (S, n, n)
@@ -147,31 +173,45 @@ class DiffusionGP:
         self._Linv_T = torch.linalg.solve_triangular(L, torch.eye(n, **t).expand(S, n, n), upper=False).transpose(1, 2)
         self._n = n
 
-    def predict(self, X: np.ndarray | torch.Tensor, chunk: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Posterior mean and variance of the latent function for every sample.
+    def _cross(self, O: torch.Tensor) -> torch.Tensor:
+        """``amp * k(x, x_i)`` between one-hot candidates ``O`` ``(m, D)`` and the data, ``(S, m, n)``."""
+        S, n, m = len(self.samples), self._n, O.shape[0]
+        return torch.exp((O @ self._B).reshape(m, S, n).transpose(0, 1)) * self._amp[:, None, None]
 
-        Returns tensors of shape ``(S, m)``; the variance excludes observation noise.
-        Candidates are processed in chunks (by default ``65536 // n``, between
-        128 and 1024 rows), which keeps the ``(S, chunk, n)`` blocks in cache.
+    def posterior(self, X: np.ndarray | torch.Tensor, chunk: int | None = None) -> Posterior:
+        """Posterior of the latent function at index rows ``X`` for every sample (``S x m``).
+
+        The variance excludes observation noise. Candidates are processed in
+        chunks (by default ``65536 // n``, between 128 and 1024 rows), which
+        keeps the ``(S, chunk, n)`` blocks in cache. The joint covariance is
+        formed only when asked for.
         """
+        if not self.samples:
+            raise RuntimeError("posterior called before fit")
         if chunk is None:
             chunk = int(np.clip(65536 // max(self._n, 1), 128, 1024))
-        if not self.samples:
-            raise RuntimeError("predict called before fit")
         Xt = torch.as_tensor(np.asarray(X, dtype=np.int64), device=self.kernel.device)
-        S, n = len(self.samples), self._n
         means, variances = [], []
         for start in range(0, Xt.shape[0], chunk):
             Oc = self.kernel.one_hot(Xt[start:start + chunk])
-            m = Oc.shape[0]
-            Kx = torch.exp((Oc @ self._B).reshape(m, S, n).transpose(0, 1)) * self._amp[:, None, None]  # (S, m, n)
+            Kx = self._cross(Oc)  # (S, m, n)
             mu = (Kx @ self._alpha)[..., 0] + self._mean[:, None]
             V = Kx @ self._Linv_T
             prior_var = torch.exp(Oc @ self._log_diag).T * self._amp[:, None]  # (S, m)
             var = (prior_var - V.square().sum(-1)).clamp_min(1e-12 * float(self._amp.min()))
             means.append(mu)
             variances.append(var)
-        return torch.cat(means, dim=1), torch.cat(variances, dim=1)
+        if not means:
+            empty = torch.zeros(len(self.samples), 0, **self._t)
+            return Posterior(empty, empty.clone(), lambda: torch.zeros(len(self.samples), 0, 0, **self._t))
+
+        def covariance() -> torch.Tensor:
+            O = self.kernel.one_hot(Xt)
+            prior = torch.exp(O @ self._W @ O.T) * self._amp[:, None, None]  # (S, m, m)
+            V = self._cross(O) @ self._Linv_T
+            return prior - V @ V.transpose(1, 2)
+
+        return Posterior(torch.cat(means, dim=1), torch.cat(variances, dim=1), covariance)
 
     @property
     def beta_posterior_mean(self) -> np.ndarray:

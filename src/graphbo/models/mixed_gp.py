@@ -21,12 +21,13 @@ import torch
 
 from ..kernels.frequency_modulated import FMKernel
 from ..spaces.space import Space
+from .base import Posterior, Surrogate
 from .gp import robust_cholesky
 
 __all__ = ["MixedGP"]
 
 
-class MixedGP:
+class MixedGP(Surrogate):
     """Exact GP with constant mean on (discrete rows, unit continuous rows).
 
     Parameters
@@ -45,10 +46,15 @@ class MixedGP:
         self.n_restarts, self.log_y, self.maxiter = int(n_restarts), bool(log_y), int(maxiter)
         self.params: torch.Tensor | None = None  # [kernel params, log_amp, log_noise, mean]
         self.dtype = kernel.dtype
+        self._y_train = np.zeros(0)
 
     # -- data transforms ------------------------------------------------------------
     def split(self, rows: np.ndarray | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        rows = torch.as_tensor(np.asarray(rows, dtype=float), dtype=self.dtype)
+        """Discrete index columns (long) and unit continuous columns of mixed rows ``(m, d)``;
+        the continuous part keeps the autograd graph of a tensor input."""
+        if not isinstance(rows, torch.Tensor):
+            rows = torch.as_tensor(np.asarray(rows, dtype=float), dtype=self.dtype)
+        rows = rows.to(self.dtype).reshape(-1, len(self.space))
         return rows[:, self.space.discrete_indices].long(), rows[:, self.space.continuous_indices]
 
     def transform_y(self, y: np.ndarray) -> np.ndarray:
@@ -60,7 +66,7 @@ class MixedGP:
         self._mu, self._sd = float(y.mean()), float(y.std()) if y.size > 1 and y.std() > 0 else 1.0
         return (y - self._mu) / self._sd
 
-    def transform_value(self, v: float) -> float:
+    def transform_outcome(self, v: float) -> float:
         """A raw objective value on the model's standardised scale."""
         if self.log_y:
             v = math.log(max(v - self._shift, 1e-300))
@@ -82,7 +88,12 @@ class MixedGP:
                  - 0.5 * mean**2)
         return nll - prior
 
+    @property
+    def train_targets(self) -> np.ndarray:
+        return self._y_train
+
     def fit(self, X: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> "MixedGP":
+        self._y_train = np.asarray(y, dtype=float)
         V, C = self.split(X)
         ys = torch.as_tensor(self.transform_y(y), dtype=self.dtype)
         if hasattr(self.kernel, "pairs"):  # FMKernel: the hyper-parameter-free look-ups, once for all evaluations
@@ -127,6 +138,13 @@ class MixedGP:
         self._condition(V, C, ys)
         return self
 
+    def condition(self, X: np.ndarray, y: np.ndarray) -> "MixedGP":
+        """Condition on data ``(X, y)`` under the current hyper-parameters, without refitting them."""
+        self._y_train = np.asarray(y, dtype=float)
+        V, C = self.split(X)
+        self._condition(V, C, torch.as_tensor(self.transform_y(y), dtype=self.dtype))
+        return self
+
     def _condition(self, V, C, ys) -> None:
         theta = self.params
         kp, amp, noise, mean = theta[:-3], torch.exp(theta[-3]), torch.exp(theta[-2]) + 1e-6, theta[-1]
@@ -138,36 +156,34 @@ class MixedGP:
         #: how many of the conditioning rows (the last ones) are fantasies (:meth:`add_fantasies`)
         self.n_fantasies = 0
 
-    def add_fantasies(self, rows: np.ndarray) -> torch.Tensor:
-        """Condition on ``rows`` with their posterior mean as observed values (kriging believer).
-
-        Ginsbourger, Le Riche and Carraro (2010/2011): pending evaluations are
-        hallucinated at the current posterior mean, so the posterior mean
-        elsewhere is unchanged while the variance at and near them shrinks to
-        about the noise level. The hyper-parameters stay those fitted to the real
-        data (no refit). All rows are added in one conditioning, which equals
-        adding them one at a time (each fantasy is the mean given the previous
-        ones, and fantasies at the mean leave that mean unchanged). Call after
-        :meth:`fit`; the next :meth:`fit` starts from the real data again.
-
-        Returns the fantasy values (standardised scale).
-        """
-        V, C = self.split(rows)
+    def add_fantasies(self, X: np.ndarray) -> None:
+        """Kriging believer (:meth:`Surrogate.add_fantasies`) at the mixed rows ``X``: they join
+        the conditioning set with their posterior mean (standardised scale) as value."""
+        V, C = self.split(X)
         with torch.no_grad():
-            fantasy, _ = self.predict(V, C)
+            fantasy, _ = self._predict(V, C)
             n_before = self.n_fantasies
             self._condition(torch.cat([self._V, V]), torch.cat([self._C, C]), torch.cat([self._ys, fantasy]))
         self.n_fantasies = n_before + int(V.shape[0])
-        return fantasy
 
-    def predict(self, V: torch.Tensor, C: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Posterior mean and variance (standardised scale) of the latent function; differentiable in ``C``."""
+    def posterior(self, X: np.ndarray | torch.Tensor) -> Posterior:
+        """Posterior (standardised scale, one hyper-parameter sample: shape ``(1, m)``) of the latent
+        function at mixed rows ``X``; differentiable in the continuous columns of a tensor ``X``."""
+        V, C = self.split(X)
+        mean, var = self._predict(V, C)
+
+        def covariance() -> torch.Tensor:
+            Kx = self._amp * self.kernel(self._kp, V, C, self._V, self._C)
+            w = torch.linalg.solve_triangular(self._L, Kx.T, upper=False)
+            return (self._amp * self.kernel(self._kp, V, C, V, C) - w.T @ w)[None]
+
+        return Posterior(mean[None], var[None], covariance)
+
+    def _predict(self, V: torch.Tensor, C: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Posterior mean and variance ``(m,)`` (standardised scale) of the latent function."""
         Kx = self._amp * self.kernel(self._kp, V, C, self._V, self._C)  # (m, n)
         mean = (Kx @ self._alpha)[:, 0] + self._mean
         w = torch.linalg.solve_triangular(self._L, Kx.T, upper=False)
-        prior = self._amp * self._prior_diag(V, C)
+        prior = self._amp * self.kernel.diag(self._kp, V, C)
         var = (prior - w.square().sum(0)).clamp_min(1e-12)
         return mean, var
-
-    def _prior_diag(self, V: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
-        return self.kernel.diag(self._kp, V, C)

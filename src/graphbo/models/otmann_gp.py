@@ -62,6 +62,7 @@ from ..kernels.otmann import project_psd
 from ..nas.architecture import Architecture
 from ..nas.otmann import DEFAULT_NU_STRS, OTMANN
 from ..nas.otmann_batch import BatchOTMANN, DistanceCache, exact_key
+from .base import Posterior, Surrogate
 from .slice_sampling import slice_sample
 
 __all__ = ["OTMANNGP", "OTMANNHyperSample", "PSD_CHECK_TOL"]
@@ -132,7 +133,7 @@ def _psd_repair(K: np.ndarray) -> np.ndarray:
     return np.array(project_psd(K), dtype=float)  # a new array even when project_psd keeps K
 
 
-class OTMANNGP:
+class OTMANNGP(Surrogate):
     """GP regression on neural architectures with the Eq. 4 kernel and posterior sampling.
 
     Parameters
@@ -201,6 +202,7 @@ class OTMANNGP:
         self._archs: list[Architecture] = []
         self._y = np.zeros(0)
         self._extra: list[Architecture] = []
+        self._y_extra = np.zeros((0, 0))
         self._ready = False
 
     # -- data and distances ------------------------------------------------------------------
@@ -357,6 +359,7 @@ class OTMANNGP:
             D, Db = D2, Db2
             y = np.concatenate([y, y_extra], axis=1)
         self._extra = extra
+        self._y_extra = y_extra if extra else np.zeros((S, 0))
         K = self._kernel(D, Db, self.samples)
         N = K.shape[1]
         L = np.empty_like(K)
@@ -381,12 +384,43 @@ class OTMANNGP:
         self._ready = True
         return self
 
-    def predict(self, archs: Sequence[Architecture]) -> tuple[np.ndarray, np.ndarray]:
+    @property
+    def train_targets(self) -> np.ndarray:
+        return self._y
+
+    def add_fantasies(self, X: Sequence[Architecture]) -> None:
+        """Kriging believer (:meth:`Surrogate.add_fantasies`): each posterior sample is conditioned
+        on its own posterior mean at the pending networks ``X``, after any earlier fantasies."""
+        archs = list(X)
+        if not archs:
+            return
+        fantasy = self.posterior(archs).mean.numpy()  # (S, p)
+        self.condition(self._extra + archs, np.concatenate([self._y_extra, fantasy], axis=1))
+
+    def posterior(self, X: Sequence[Architecture]) -> Posterior:
+        """Posterior of the latent function (no noise) at networks ``X`` for every posterior
+        sample, ``(S, k)`` in the units of ``y``; the joint covariance is formed when asked for."""
+        mean, var = self._predict(list(X))
+        archs = list(X)
+
+        def covariance() -> torch.Tensor:
+            S, k = mean.shape
+            if k == 0:
+                return torch.zeros(S, 0, 0, dtype=torch.float64)
+            D, Db = self.distances(archs)
+            Ks = torch.from_numpy(self._kernel(D, Db, self.samples))  # (S, k, N)
+            Dxx, Dbxx = self.batch.pairwise(archs)
+            prior = torch.from_numpy(self._kernel(Dxx, Dbxx, self.samples))  # (S, k, k)
+            V = torch.linalg.solve_triangular(self._L, Ks.transpose(1, 2), upper=False)  # (S, N, k)
+            return prior - V.transpose(1, 2) @ V
+
+        return Posterior(torch.from_numpy(mean), torch.from_numpy(var), covariance)
+
+    def _predict(self, archs: list[Architecture]) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and variance (of the latent function, no noise) at ``archs`` for
         every posterior sample: two ``(S, k)`` arrays in the units of ``y``."""
         if not self._ready:
-            raise RuntimeError("predict called before fit")
-        archs = list(archs)
+            raise RuntimeError("posterior called before fit")
         S = len(self.samples)
         if not archs:
             return np.zeros((S, 0)), np.zeros((S, 0))

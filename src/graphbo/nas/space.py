@@ -15,7 +15,7 @@ store, and samples. A configuration is the JSON form of an
 units..., strides..., edges...]`` with labels as indices into the kind's label
 list and ``-1`` for "no units / no stride". Equal rows mean equal networks;
 :meth:`key` gives a key that also equates networks that differ only in the
-numbering of their layers (see :func:`graphbo.acquisition.evolutionary.architecture_key`).
+numbering of their layers (see :func:`graphbo.nas.keys.architecture_key`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import numpy as np
 
 from .architecture import CNN_LABELS, MLP_LABELS, Architecture, InvalidArchitectureError
 from .constraints import Constraints
+from .keys import architecture_key
 from .pools import DOMAINS, decision_label, initial_pool, kind_of
 
 __all__ = ["ArchitectureSpace", "ROW_FORMAT"]
@@ -263,11 +264,9 @@ class ArchitectureSpace:
     @staticmethod
     def key(arch: Architecture) -> str:
         """Key equal for networks that differ only by the numbering of their layers
-        (Weisfeiler-Lehman hash, :func:`graphbo.acquisition.evolutionary.architecture_key`)."""
+        (Weisfeiler-Lehman hash, :func:`graphbo.nas.keys.architecture_key`)."""
         k = arch._cache.get("wl-key")
         if k is None:
-            from ..acquisition.evolutionary import architecture_key
-
             k = architecture_key(arch)
             arch._cache["wl-key"] = k
         return k

@@ -27,7 +27,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..acquisition.graph_local_search import SpaceExhaustedError
+from ..exceptions import SpaceExhaustedError
 from ..spaces.space import Space
 from ..spaces.variables import Binary
 from .base import Optimizer

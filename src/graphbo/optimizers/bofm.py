@@ -3,7 +3,7 @@
 Each suggestion fits a GP with an FM kernel by type-II maximum likelihood
 (:class:`~graphbo.models.mixed_gp.MixedGP`, 10 restarts) and maximises EI by
 random + spray starts followed by alternating hill climbing and L-BFGS-B
-(:func:`~graphbo.acquisition.mixed_search.optimize_acquisition_mixed`).
+(:func:`~graphbo.optim.mixed.optimize_acquisition_mixed`).
 Pending (asked, not yet told) configurations are hallucinated at their
 posterior mean (kriging believer), so ``ask(n)`` spreads its ``n`` suggestions.
 """
@@ -15,15 +15,13 @@ from typing import Any, Mapping
 
 import numpy as np
 import torch
-from threadpoolctl import threadpool_limits
 
-from ..acquisition.ei import log_expected_improvement
-from ..acquisition.mixed_search import optimize_acquisition_mixed
+from ..acquisition.ei import LogExpectedImprovement
+from ..optim.mixed import optimize_acquisition_mixed
 from ..kernels.frequency_modulated import FMKernel
 from ..models.mixed_gp import MixedGP
 from ..spaces.space import Space
 from .base import Optimizer
-from .combo import torch_threads
 
 __all__ = ["BOFM"]
 
@@ -45,8 +43,6 @@ class BOFM(Optimizer):
         Fit the GP on log-transformed values (BO-FM Sec. 5.3).
     n_random, n_spray, n_starts : int, defaults 100000, 50, 40
         Acquisition starting pool and number of alternating searches (supplement D.1).
-    n_threads : int or None
-        torch threads while suggesting (``None``: torch's own setting).
     """
 
     name = "bofm"
@@ -63,14 +59,12 @@ class BOFM(Optimizer):
         n_random: int = 100_000,
         n_spray: int = 50,
         n_starts: int = 40,
-        n_threads: int | None = None,
     ):
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
         spectra = [space.variables[j].spectrum for j in space.discrete_indices]
         self.kernel = FMKernel(kernel, spectra, len(space.continuous_indices))
         self.model = MixedGP(self.kernel, space, n_restarts=n_restarts, log_y=log_y)
         self.n_random, self.n_spray, self.n_starts = int(n_random), int(n_spray), int(n_starts)
-        self.n_threads = n_threads
         self.last_timing: dict[str, float] = {}
 
     def _suggest(self) -> np.ndarray:
@@ -78,28 +72,18 @@ class BOFM(Optimizer):
             return self._distinct_random_rows(1, self._exclude)[0]
         X, y = self.X, self.y
         t0, c0 = time.perf_counter(), time.process_time()
-        # ML-II works on n x n matrices and a few dozen parameters: one thread for torch and BLAS is
-        # 2.5x faster than the defaults on a busy 2-core machine (L-BFGS-B's own BLAS calls spin otherwise)
-        with torch_threads(1), threadpool_limits(limits=1):
-            self.model.fit(X, y, self.rng)
-            if self._pending:
-                # Kriging believer (Ginsbourger et al., 2011): pending points join the data with their
-                # posterior mean as value, under the hyper-parameters fitted to the real data, so the
-                # variance, and with it EI's exploration term, collapses at and near them (EI keeps
-                # best - mean where the mean is below the incumbent). One conditioning on all of them.
-                self.model.add_fantasies(np.stack(list(self._pending.values())))
-        best = float(self.model.transform_value(float(y.min())))  # the incumbent: the best real value
+        self.model.fit(X, y, self.rng)
+        if self._pending:
+            # kriging believer (Surrogate.add_fantasies): pending rows join the data at their posterior
+            # mean, under the hyper-parameters fitted to the real data, so EI's exploration term
+            # collapses at and near them
+            self.model.add_fantasies(np.stack(list(self._pending.values())))
         t1, c1 = time.perf_counter(), time.process_time()
-        with torch_threads(self.n_threads), threadpool_limits(limits=1, user_api="blas"):
-
-            def acquisition(V: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
-                mean, var = self.model.predict(V, C)
-                return log_expected_improvement(mean, var, best)
-
-            row, _ = optimize_acquisition_mixed(
-                acquisition, self.space, self.rng, incumbent=X[int(np.argmin(y))], exclude=self._exclude,
-                n_random=self.n_random, n_spray=self.n_spray, n_starts=self.n_starts,
-            )
+        row, _ = optimize_acquisition_mixed(
+            LogExpectedImprovement(self.model),  # incumbent: the best real value, on the model's scale
+            self.space, self.rng, incumbent=X[int(np.argmin(y))], exclude=self._exclude,
+            n_random=self.n_random, n_spray=self.n_spray, n_starts=self.n_starts,
+        )
         # wall seconds, and CPU seconds of this process (less sensitive to other jobs on the machine)
         self.last_timing = {"fit": t1 - t0, "acquisition": time.perf_counter() - t1,
                             "fit_cpu": c1 - c0, "acquisition_cpu": time.process_time() - c1}

@@ -368,7 +368,7 @@ class BOHB(Optimizer):
         return pair
 
     def _ask_one_pair(self) -> tuple[dict[str, Any], int]:
-        from ..acquisition.graph_local_search import SpaceExhaustedError
+        from ..exceptions import SpaceExhaustedError
 
         self._reseed()
         with _quiet_smac():

@@ -64,13 +64,13 @@ from typing import Any, Mapping
 import numpy as np
 import scipy.optimize
 import torch
-from threadpoolctl import threadpool_limits
 
-from ..acquisition.ei import log_expected_improvement
+from ..acquisition.base import AcquisitionFunction
+from ..acquisition.confidence_bound import NegativeLowerConfidenceBound
+from ..acquisition.ei import LogExpectedImprovement
 from ..models.mixed_gp import MixedGP
 from ..spaces.space import Space
 from .base import Optimizer
-from .combo import torch_threads
 
 __all__ = ["CoCaBO", "CoCaBOKernel", "cocabo_variant", "CoCaBOMix0", "CoCaBOMix05", "CoCaBOMix1",
            "CoCaBOLearnedMix", "exp3_gamma", "exp3_probabilities"]
@@ -246,8 +246,6 @@ class CoCaBO(Optimizer):
         (the reference code re-fits every 10 iterations).
     n_samples, n_local : int, defaults 5000, 3
         Random points scored and L-BFGS-B starts of the acquisition optimisation.
-    n_threads : int or None
-        torch threads while suggesting.
     """
 
     name = "cocabo"
@@ -269,7 +267,6 @@ class CoCaBO(Optimizer):
         refit_interval: int = 1,
         n_samples: int = 5000,
         n_local: int = 3,
-        n_threads: int | None = None,
     ):
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
         acquisition = str(acquisition).lower()
@@ -284,7 +281,6 @@ class CoCaBO(Optimizer):
         self.acquisition = "ucb" if acquisition == "lcb" else acquisition
         self.kappa, self.budget = float(kappa), int(budget)
         self.refit_interval, self.n_samples, self.n_local = int(refit_interval), int(n_samples), int(n_local)
-        self.n_threads = n_threads
         self._disc = space.discrete_indices
         self._cont = space.continuous_indices
         self.kernel = CoCaBOKernel(len(self._disc), len(self._cont), mix=mix, ard=ard, cont_kernel=cont_kernel,
@@ -340,22 +336,14 @@ class CoCaBO(Optimizer):
         if self.model.params is None or self._n_suggested % self.refit_interval == 0:
             self.model.fit(X, y, self.rng)
         else:  # reuse the hyper-parameters, condition on the current data
-            V, C = self.model.split(X)
-            ys = torch.as_tensor(self.model.transform_y(y), dtype=self.kernel.dtype)
-            self.model._condition(V, C, ys)
+            self.model.condition(X, y)
 
-    def _acquisition_fn(self):
-        best = float(self.model.transform_value(float(self.y.min())))
+    def _acquisition_fn(self) -> AcquisitionFunction:
+        if self.acquisition == "ei":
+            return LogExpectedImprovement(self.model)
+        return NegativeLowerConfidenceBound(self.model, self.kappa)
 
-        def acq(V: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
-            mean, var = self.model.predict(V, C)
-            if self.acquisition == "ei":
-                return log_expected_improvement(mean, var, best)
-            return -(mean - self.kappa * var.sqrt())
-
-        return acq
-
-    def _optimize_continuous(self, acq, ht: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _optimize_continuous(self, acq: AcquisitionFunction, ht: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Candidate continuous parts (unit rows), best acquisition first, for the categories ``ht``."""
         dc = self._cont.size
         variables = [self.space.variables[j] for j in self._cont]
@@ -365,26 +353,30 @@ class CoCaBO(Optimizer):
                 C[:, i] = var.snap(C[:, i])
             return C
 
-        def V_of(n: int) -> torch.Tensor:
-            return torch.as_tensor(np.repeat(ht[None, :], n, axis=0), dtype=torch.long)
+        disc_t, cont_t = torch.as_tensor(self._disc, dtype=torch.long), torch.as_tensor(self._cont, dtype=torch.long)
+
+        def rows_of(C: torch.Tensor) -> torch.Tensor:
+            """Mixed rows with the categories ``ht`` and the continuous parts ``C`` (gradients flow to C)."""
+            rows = torch.zeros(C.shape[0], len(self.space), dtype=torch.float64)
+            rows[:, disc_t] = torch.as_tensor(ht, dtype=torch.float64)
+            rows[:, cont_t] = C
+            return rows
 
         def score(C: np.ndarray) -> np.ndarray:
             out = []
             with torch.no_grad():
                 for s in range(0, C.shape[0], 2000):
-                    c = torch.as_tensor(C[s:s + 2000], dtype=torch.float64)
-                    out.append(acq(V_of(c.shape[0]), c).numpy())
+                    out.append(acq(rows_of(torch.as_tensor(C[s:s + 2000], dtype=torch.float64))).numpy())
             return np.concatenate(out)
 
         pool = snap(self.rng.random((self.n_samples, dc)))
         vals = score(pool)
         top = np.argsort(-vals, kind="stable")[: self.n_local]
         starts = pool[top].copy()
-        V = V_of(starts.shape[0])
 
         def fun(x: np.ndarray):
             C = torch.tensor(x.reshape(-1, dc), dtype=torch.float64, requires_grad=True)
-            val = -acq(V, C).sum()
+            val = -acq(rows_of(C)).sum()
             (g,) = torch.autograd.grad(val, C)
             if not torch.isfinite(val) or not torch.isfinite(g).all():
                 return 1e10, np.zeros_like(x)
@@ -408,32 +400,30 @@ class CoCaBO(Optimizer):
         if self.n_told < 2:
             return self._distinct_random_rows(1, exclude)[0]
         t0 = time.perf_counter()
-        with torch_threads(1), threadpool_limits(limits=1):
-            self._fit()
+        self._fit()
         t1 = time.perf_counter()
         self._n_suggested += 1
         acq = self._acquisition_fn()
-        with torch_threads(self.n_threads), threadpool_limits(limits=1, user_api="blas"):
-            for _ in range(50):  # redraw the categories if every candidate for them was evaluated already
-                ht, probs = self._draw_categories()
-                row = np.zeros(len(self.space), dtype=float)
-                row[self._disc] = ht
-                if self._cont.size:
-                    cands, _ = self._optimize_continuous(acq, ht)
-                    found = None
-                    for c in cands:
-                        row[self._cont] = c
-                        r = self._canonical(row)
-                        if r.tobytes() not in exclude:
-                            found = r
-                            break
-                else:
+        for _ in range(50):  # redraw the categories if every candidate for them was evaluated already
+            ht, probs = self._draw_categories()
+            row = np.zeros(len(self.space), dtype=float)
+            row[self._disc] = ht
+            if self._cont.size:
+                cands, _ = self._optimize_continuous(acq, ht)
+                found = None
+                for c in cands:
+                    row[self._cont] = c
                     r = self._canonical(row)
-                    found = None if r.tobytes() in exclude else r
-                if found is not None:
-                    self._bandit_pending[found.tobytes()] = (found, ht, probs)
-                    self.last_timing = {"fit": t1 - t0, "acquisition": time.perf_counter() - t1}
-                    return found
+                    if r.tobytes() not in exclude:
+                        found = r
+                        break
+            else:
+                r = self._canonical(row)
+                found = None if r.tobytes() in exclude else r
+            if found is not None:
+                self._bandit_pending[found.tobytes()] = (found, ht, probs)
+                self.last_timing = {"fit": t1 - t0, "acquisition": time.perf_counter() - t1}
+                return found
         return self._distinct_random_rows(1, exclude)[0]
 
     # -- state ---------------------------------------------------------------------------------------

@@ -9,36 +9,21 @@ breadth-first local search on the graph
 
 from __future__ import annotations
 
-import contextlib
 import time
 from typing import Any, Mapping
 
 import numpy as np
 import torch
 
-from ..acquisition.ei import log_mean_expected_improvement
-from ..acquisition.graph_local_search import optimize_acquisition_on_graph
+from ..acquisition.ei import LogExpectedImprovement
+from ..optim.graph_local_search import optimize_acquisition_on_graph
 from ..kernels.diffusion import DiffusionKernel
 from ..models.diffusion_gp import DiffusionGP, HyperSample
 from ..spaces.space import Space
 from ..spaces.variables import Variable
 from .base import Optimizer
 
-__all__ = ["COMBO", "torch_threads"]
-
-
-@contextlib.contextmanager
-def torch_threads(n: int | None):
-    """Run a block with ``n`` intra-op torch threads, restoring the previous setting."""
-    if n is None:
-        yield
-        return
-    old = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
+__all__ = ["COMBO"]
 
 
 class COMBO(Optimizer):
@@ -62,12 +47,6 @@ class COMBO(Optimizer):
     n_random, n_spray, n_starts : int, defaults 20000, 20, 20
         Acquisition optimiser: random vertices, spray vertices within graph
         distance 2 of the best evaluation, and local-search starts (supplement Sec. 3).
-    n_threads : int or None, default None
-        torch threads while suggesting; ``None`` leaves torch's setting alone.
-        Only the batched posterior predictions run in torch (the slice sampler's
-        small matrices run in NumPy/LAPACK); they are large matrix products, and
-        on a 2-core machine 2 threads predicted 20,020 candidates about 1.9x
-        faster than 1 (``benchmarks/combo_speed.py --threads``).
     device : str, optional
         torch device for the GP algebra (``"cuda"`` when present); CPU by default.
     """
@@ -85,7 +64,6 @@ class COMBO(Optimizer):
         n_random: int = 20000,
         n_spray: int = 20,
         n_starts: int = 20,
-        n_threads: int | None = None,
         device: str | None = None,
     ):
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
@@ -97,7 +75,6 @@ class COMBO(Optimizer):
         self.kernel = DiffusionKernel([v.spectrum for v in space.variables], device=device)
         self.model = DiffusionGP(self.kernel, n_burn=n_burn, n_samples=n_samples)
         self.n_random, self.n_spray, self.n_starts = int(n_random), int(n_spray), int(n_starts)
-        self.n_threads = n_threads
         self.last_acquisition_value: float | None = None
         #: seconds spent fitting and optimising the acquisition at the last model-based suggestion
         self.last_timing: dict[str, float] = {}
@@ -105,25 +82,15 @@ class COMBO(Optimizer):
     def _suggest(self) -> np.ndarray:
         if self.n_told == 0:
             return self._distinct_random_rows(1, self._exclude)[0]
-        with torch_threads(self.n_threads), torch.no_grad():
+        with torch.no_grad():
             t0 = time.perf_counter()
             X, y = self.X, self.y
             self.model.fit(X, y, self.rng)
-            best = float(y.min())
             if self._pending:
-                # Kriging believer (Ginsbourger et al., 2011): pending points are added with their
-                # posterior mean as a fantasy value, per posterior sample, so the next suggestion
-                # accounts for them. Fantasies at the mean leave the mean elsewhere unchanged, so
-                # conditioning on all of them at once equals adding them one at a time.
-                P = np.stack(list(self._pending.values()))
-                fantasy, _ = self.model.predict(P)
-                y_all = torch.cat([torch.as_tensor(y, dtype=fantasy.dtype).expand(fantasy.shape[0], -1), fantasy], 1)
-                self.model.condition(np.concatenate([X, P]), y_all, self.model.samples)
+                # kriging believer: pending rows at each posterior sample's mean (Surrogate.add_fantasies)
+                self.model.add_fantasies(np.stack(list(self._pending.values())))
             t1 = time.perf_counter()
-
-            def acquisition(rows: np.ndarray) -> np.ndarray:
-                mean, var = self.model.predict(rows)
-                return log_mean_expected_improvement(mean, var, best).cpu().numpy()
+            acquisition = LogExpectedImprovement(self.model)  # incumbent: the best real value
 
             row, value = optimize_acquisition_on_graph(
                 acquisition,

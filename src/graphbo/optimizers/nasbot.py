@@ -9,7 +9,7 @@ the JSON dicts of :class:`~graphbo.nas.architecture.Architecture`.
   (:class:`graphbo.models.otmann_gp.OTMANNGP`); the next network maximises EI
   averaged over the posterior samples (log-EI of
   :mod:`graphbo.acquisition.ei`), found by the evolutionary algorithm of
-  Sec. 4.2 / App. B.2 (:func:`graphbo.acquisition.evolutionary.optimize_acquisition_ea`)
+  Sec. 4.2 / App. B.2 (:func:`graphbo.optim.evolutionary.optimize_acquisition_ea`)
   with the paper's schedule: ``n_EA(t)`` acquisition evaluations growing like
   ``sqrt(t)`` and ``N_mut ~ sqrt(n_EA)`` mutations per round.
 * :class:`NASRandom` ("rand"): App. C.1's RAND, "exactly the same way as
@@ -46,8 +46,8 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import torch
 
-from ..acquisition.ei import log_mean_expected_improvement
-from ..acquisition.evolutionary import (SIGMA_SCALE, EAResult, n_ea_evaluations, optimize_acquisition_ea,
+from ..acquisition.ei import LogExpectedImprovement
+from ..optim.evolutionary import (SIGMA_SCALE, EAResult, n_ea_evaluations, optimize_acquisition_ea,
                                         selection_probabilities)
 from ..models.otmann_gp import OTMANNGP, OTMANNHyperSample
 from ..nas.architecture import Architecture
@@ -55,7 +55,6 @@ from ..nas.modifiers import mutate
 from ..nas.otmann import DEFAULT_NU_STRS
 from ..nas.space import ArchitectureSpace
 from .base import Optimizer
-from .combo import torch_threads
 
 __all__ = ["NASOptimizer", "NASBOT", "NASRandom", "NASEvolution", "EA_START_CHOICES"]
 
@@ -241,8 +240,6 @@ class NASBOT(NASOptimizer):
         schedule ``n_EA(t) = clip(25 sqrt(t), 50, 500)``.
     ea_start : {"pool+evaluated", "pool"}
         See :class:`NASOptimizer`.
-    n_threads : int, optional
-        torch threads while suggesting (``None``: leave torch's setting).
 
     Attributes
     ----------
@@ -260,14 +257,12 @@ class NASBOT(NASOptimizer):
     def __init__(self, space: ArchitectureSpace | str, seed: int | None = None, n_initial: int = 10,
                  initial_configs: list[Mapping[str, Any]] | None = None, *,
                  nu_strs: Sequence[float] = DEFAULT_NU_STRS, n_burn: int = 100, n_samples: int = 10,
-                 ea_evaluations: int | None = None, ea_start: str = "pool+evaluated",
-                 n_threads: int | None = None):
+                 ea_evaluations: int | None = None, ea_start: str = "pool+evaluated"):
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs, ea_start=ea_start)
         if ea_evaluations is not None and (int(ea_evaluations) != ea_evaluations or ea_evaluations < 1):
             raise ValueError(f"ea_evaluations must be a positive integer, got {ea_evaluations!r}")
         self.model = OTMANNGP(self.space.kind, nu_strs=nu_strs, n_burn=n_burn, n_samples=n_samples)
         self.ea_evaluations = None if ea_evaluations is None else int(ea_evaluations)
-        self.n_threads = n_threads
         self._fitted_n = -1
         self.last_timing: dict[str, float] = {}
         self.last_acquisition_value: float | None = None
@@ -275,7 +270,7 @@ class NASBOT(NASOptimizer):
     def _suggest(self) -> np.ndarray:
         if self.n_told == 0:
             return self._random_row()
-        with torch_threads(self.n_threads), torch.no_grad():
+        with torch.no_grad():
             clock = self.model.clock
             timing0 = dict(self.model.timing)
             t0 = clock()
@@ -285,19 +280,16 @@ class NASBOT(NASOptimizer):
                 self._fitted_n = self.n_told
             elif not self.model._ready or self.model.n_data != self.n_told:  # restored by set_state
                 self.model.set_samples(self._archs, y, self.model.samples)
-            pending = [self.space.architecture_at(b) for b in self._pending]
-            if pending:
-                fantasy, _ = self.model.predict(pending)
-                self.model.condition(pending, fantasy)
             else:
-                self.model.condition()
+                self.model.condition()  # the same data: drop the fantasies of the previous ask
+            pending = [self.space.architecture_at(b) for b in self._pending]
+            self.model.add_fantasies(pending)  # kriging believer
             t1 = clock()
             dist_fit = self.model.timing["distances"] - timing0["distances"]
-            best = float(y.min())
+            acquisition = LogExpectedImprovement(self.model)  # incumbent: the best real value
 
             def phi(archs: list[Architecture]) -> np.ndarray:
-                mean, var = self.model.predict(archs)
-                return log_mean_expected_improvement(torch.from_numpy(mean), torch.from_numpy(var), best).numpy()
+                return acquisition(archs).numpy()
 
             n_ea = self.ea_evaluations if self.ea_evaluations is not None else n_ea_evaluations(self.step)
             row = self._run_ea(phi, n_ea)

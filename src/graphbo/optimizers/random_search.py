@@ -15,7 +15,7 @@ class RandomSearch(Optimizer):
     name = "random"
 
     def _suggest(self) -> np.ndarray:
-        from ..acquisition.graph_local_search import SpaceExhaustedError
+        from ..exceptions import SpaceExhaustedError
 
         if len(self._exclude) >= self.space.size:
             raise SpaceExhaustedError(f"all {self.space.size} configurations have been evaluated")

@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..acquisition.graph_local_search import SpaceExhaustedError
+from ..exceptions import SpaceExhaustedError
 from ..spaces.space import Space
 from ..spaces.variables import Continuous, IntegerRange
 from .base import Optimizer

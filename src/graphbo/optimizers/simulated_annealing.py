@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..acquisition.graph_local_search import SpaceExhaustedError
+from ..exceptions import SpaceExhaustedError
 from ..spaces.space import Space
 from .base import Optimizer
 

@@ -291,7 +291,7 @@ class SMAC(Optimizer):
 
     # -- protocol hooks --------------------------------------------------------------
     def _suggest(self) -> np.ndarray:
-        from ..acquisition.graph_local_search import SpaceExhaustedError
+        from ..exceptions import SpaceExhaustedError
 
         exclude = self._exclude
         if len(exclude) >= self.space.size:

@@ -190,7 +190,7 @@ class TPE(Optimizer):
                     params=self._params_of(row), distributions=self._distributions, state=fail))
 
     def _suggest(self) -> np.ndarray:
-        from ..acquisition.graph_local_search import SpaceExhaustedError
+        from ..exceptions import SpaceExhaustedError
 
         exclude = self._exclude
         if len(exclude) >= self.space.size:

@@ -13,19 +13,15 @@ All starts climb together, so each round is one batched acquisition call.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
+from ..exceptions import SpaceExhaustedError
 from ..spaces.space import Space
+from .utils import as_scores, best_per_owner
 
-__all__ = ["optimize_acquisition_on_graph", "SpaceExhaustedError"]
-
-
-class SpaceExhaustedError(RuntimeError):
-    """Every configuration of the space has already been evaluated or is pending."""
-
-
+__all__ = ["optimize_acquisition_on_graph"]
 
 def _distinct(rows: np.ndarray, space: Space) -> np.ndarray:
     """Drop repeated rows, keeping first occurrences in order.
@@ -44,7 +40,7 @@ def _distinct(rows: np.ndarray, space: Space) -> np.ndarray:
 
 
 def optimize_acquisition_on_graph(
-    acquisition: Callable[[np.ndarray], np.ndarray],
+    acquisition: Callable[[np.ndarray], Any],
     space: Space,
     rng: np.random.Generator,
     incumbent: np.ndarray,
@@ -59,7 +55,8 @@ def optimize_acquisition_on_graph(
     Parameters
     ----------
     acquisition : callable
-        Maps index rows ``(m, d)`` to scores ``(m,)``; larger is better.
+        Any acquisition function (:class:`graphbo.acquisition.AcquisitionFunction`) or
+        callable mapping index rows ``(m, d)`` to ``m`` scores (tensor or array); larger is better.
     space : Space
     rng : numpy Generator
     incumbent : ndarray (d,)
@@ -71,12 +68,15 @@ def optimize_acquisition_on_graph(
     -------
     (row, score) : the chosen index row and its acquisition value.
     """
+    def score(rows: np.ndarray) -> np.ndarray:
+        return as_scores(acquisition(rows))
+
     if space.size <= len(exclude):
         raise SpaceExhaustedError(f"all {space.size} configurations of the space have been evaluated")
     random_rows = space.sample_index(n_random, rng)
     spray = space.random_walk_index(incumbent, spray_distance, n_spray, rng) if n_spray > 0 else random_rows[:0]
     pool = _distinct(np.concatenate([spray, random_rows]), space)
-    pool_scores = acquisition(pool)
+    pool_scores = score(pool)
 
     # the best n_starts distinct vertices start the local search
     order = np.argsort(-pool_scores, kind="stable")
@@ -98,14 +98,10 @@ def optimize_acquisition_on_graph(
         nbrs, owner = space.neighbor_index_batch(cur[idx])
         if nbrs.shape[0] == 0:
             break
-        vals = acquisition(nbrs)
+        vals = score(nbrs)
         seen_rows.append(nbrs)
         seen_vals.append(vals)
-        # best neighbour per owner: sort by (owner, -value) and take each group's first
-        srt = np.lexsort((-vals, owner))
-        first = np.ones(srt.size, dtype=bool)
-        first[1:] = owner[srt][1:] != owner[srt][:-1]
-        best_pos = srt[first]
+        best_pos = best_per_owner(vals, owner)
         best_owner = owner[best_pos]
         improve = vals[best_pos] > cur_val[idx[best_owner]]
         moved = idx[best_owner[improve]]
@@ -124,11 +120,11 @@ def optimize_acquisition_on_graph(
     for _ in range(100):
         row = space.sample_index(1, rng)[0]
         if row.tobytes() not in exclude:
-            return row, float(acquisition(row[None, :])[0])
+            return row, float(score(row[None, :])[0])
     if space.size <= 10**6:
         grids = np.stack(np.meshgrid(*[np.arange(k) for k in space.n_values], indexing="ij"), -1).reshape(-1, len(space))
         fresh = [r for r in grids if r.tobytes() not in exclude]
         if fresh:
             row = fresh[rng.integers(len(fresh))]
-            return row, float(acquisition(row[None, :])[0])
+            return row, float(score(row[None, :])[0])
     raise SpaceExhaustedError("no unevaluated configuration could be found")

@@ -18,12 +18,13 @@ import scipy.optimize
 import torch
 
 from ..spaces.space import Space
+from .utils import as_scores, best_per_owner
 
 __all__ = ["optimize_acquisition_mixed"]
 
 
 def optimize_acquisition_mixed(
-    acquisition: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    acquisition: Callable[[torch.Tensor], torch.Tensor],
     space: Space,
     rng: np.random.Generator,
     incumbent: np.ndarray,
@@ -35,8 +36,11 @@ def optimize_acquisition_mixed(
     max_rounds: int = 20,
     chunk: int = 2000,
 ) -> tuple[np.ndarray, float]:
-    """Maximise ``acquisition(V, C)`` (discrete index rows, unit continuous rows) over ``space``.
+    """Maximise ``acquisition`` over the mixed rows of ``space``.
 
+    ``acquisition`` is any acquisition function (:class:`graphbo.acquisition.AcquisitionFunction`)
+    or callable mapping a float64 tensor of rows ``(m, d)`` (discrete columns hold indices,
+    continuous columns lie in [0, 1]) to ``m`` scores, differentiable in the continuous columns.
     Returns the best row not in ``exclude`` and its acquisition value.
     """
     disc, cont = space.discrete_indices, space.continuous_indices
@@ -45,8 +49,7 @@ def optimize_acquisition_mixed(
         out = []
         with torch.no_grad():
             for s in range(0, rows.shape[0], chunk):
-                r = torch.as_tensor(rows[s:s + chunk], dtype=torch.float64)
-                out.append(acquisition(r[:, disc].long(), r[:, cont]).numpy())
+                out.append(as_scores(acquisition(torch.as_tensor(rows[s:s + chunk], dtype=torch.float64))))
         return np.concatenate(out) if out else np.empty(0)
 
     def snap(rows: np.ndarray) -> np.ndarray:
@@ -71,21 +74,21 @@ def optimize_acquisition_mixed(
             nbrs, owner = space.neighbor_index_batch(cur)
             if nbrs.shape[0]:
                 vals = score_rows(nbrs.astype(float))
-                srt = np.lexsort((-vals, owner))
-                first = np.ones(srt.size, dtype=bool)
-                first[1:] = owner[srt][1:] != owner[srt][:-1]
-                best = srt[first]
+                best = best_per_owner(vals, owner)
                 better = vals[best] > cur_val[owner[best]] + 1e-12
                 cur[owner[best[better]]] = nbrs[best[better]]
                 cur_val[owner[best[better]]] = vals[best[better]]
                 improved |= bool(better.any())
         # 2b. L-BFGS-B on the continuous part, discrete fixed
         if cont.size:
-            V = torch.as_tensor(cur[:, disc], dtype=torch.long)
+            fixed = torch.as_tensor(cur, dtype=torch.float64)
+            cont_t = torch.as_tensor(cont, dtype=torch.long)
 
             def fun(x: np.ndarray):
                 C = torch.tensor(x.reshape(-1, cont.size), dtype=torch.float64, requires_grad=True)
-                val = -acquisition(V, C).sum()
+                rows = fixed.clone()
+                rows[:, cont_t] = C  # the discrete columns stay fixed; gradients flow to C only
+                val = -acquisition(rows).sum()
                 (g,) = torch.autograd.grad(val, C)
                 return float(val.detach()), g.numpy().reshape(-1).astype(float)
 

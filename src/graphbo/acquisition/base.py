@@ -1,0 +1,30 @@
+"""The acquisition-function interface: a score per candidate input, larger is better."""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+import torch
+
+from ..models.base import Surrogate
+
+__all__ = ["AcquisitionFunction"]
+
+
+class AcquisitionFunction(abc.ABC):
+    """Scores candidate inputs from the posterior of any :class:`~graphbo.models.Surrogate`.
+
+    Calling it on ``m`` inputs (in the model's input format) returns a tensor of
+    ``m`` scores, differentiable where the model's posterior is (BO-FM's
+    continuous columns). The optimisers of :mod:`graphbo.optim` maximise it.
+    """
+
+    def __init__(self, model: Surrogate):
+        if not isinstance(model, Surrogate):
+            raise TypeError(f"model must implement graphbo.models.Surrogate, got {type(model).__name__}")
+        self.model = model
+
+    @abc.abstractmethod
+    def __call__(self, X: Any) -> torch.Tensor:
+        """Scores of the inputs ``X``, shape ``(m,)``."""

@@ -1,0 +1,28 @@
+"""Confidence-bound acquisition for minimisation (Srinivas et al., 2010), as CoCaBO uses it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..models.base import Surrogate
+from .base import AcquisitionFunction
+
+__all__ = ["NegativeLowerConfidenceBound"]
+
+
+class NegativeLowerConfidenceBound(AcquisitionFunction):
+    """``-(mu(x) - kappa sigma(x))``, averaged over the model's hyper-parameter samples.
+
+    The GP-UCB rule of Srinivas et al. (ICML 2010) written for minimisation:
+    larger scores are lower confidence bounds further below the data.
+    """
+
+    def __init__(self, model: Surrogate, kappa: float = 2.0):
+        super().__init__(model)
+        self.kappa = float(kappa)
+
+    def __call__(self, X: Any) -> torch.Tensor:
+        post = self.model.posterior(X)
+        return (-(post.mean - self.kappa * post.variance.sqrt())).mean(0)

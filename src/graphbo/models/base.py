@@ -1,0 +1,132 @@
+"""The surrogate protocol: what every graphbo model offers to acquisition functions and optimizers.
+
+A surrogate is fitted on inputs ``X`` and values ``y`` and returns, for a batch
+of ``m`` candidate inputs, a :class:`Posterior` of the latent function: one
+Gaussian per hyper-parameter sample (``S`` samples for the fully Bayesian
+COMBO and NASBOT models, ``S = 1`` for BO-FM's type-II maximum likelihood).
+
+The inputs are whatever the model's space encodes: integer index rows
+``(m, d)`` for COMBO's graph spaces, float rows ``(m, d)`` for BO-FM's mixed
+spaces (discrete columns hold indices, continuous columns lie in [0, 1]),
+and lists of :class:`graphbo.nas.Architecture` for NASBOT. Acquisition
+functions never look inside ``X``: they ask the model for a posterior and
+use its mean and variance, so a new surrogate needs no acquisition code.
+
+Values are on the model's *output scale* (the units of ``y`` for COMBO and
+NASBOT; standardised, optionally log-transformed, for BO-FM); the model maps an
+observed value to that scale with :meth:`Surrogate.transform_outcome`, and
+:meth:`Surrogate.best_observed` gives the incumbent there.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+__all__ = ["Posterior", "Surrogate"]
+
+
+class Posterior:
+    """Gaussian posterior of the latent function at ``m`` inputs, for ``S`` hyper-parameter samples.
+
+    Parameters
+    ----------
+    mean, variance : Tensor, shape ``(S, m)``
+        Posterior mean and marginal variance (without observation noise) per sample.
+    covariance_fn : callable, optional
+        Returns the joint covariance ``(S, m, m)``; called only when :attr:`covariance`
+        or :meth:`sample` needs it (acquisition optimisers score tens of thousands of
+        candidates and use the marginals only).
+    """
+
+    def __init__(self, mean: torch.Tensor, variance: torch.Tensor,
+                 covariance_fn: Callable[[], torch.Tensor] | None = None):
+        if mean.shape != variance.shape or mean.dim() != 2:
+            raise ValueError(f"mean and variance must both have shape (S, m), got {tuple(mean.shape)} "
+                             f"and {tuple(variance.shape)}")
+        self.mean = mean
+        self.variance = variance
+        self._covariance_fn = covariance_fn
+        self._covariance: torch.Tensor | None = None
+
+    @property
+    def n_samples(self) -> int:
+        """``S``, the number of hyper-parameter samples."""
+        return int(self.mean.shape[0])
+
+    @property
+    def covariance(self) -> torch.Tensor:
+        """Joint posterior covariance of the ``m`` inputs per sample, ``(S, m, m)``."""
+        if self._covariance is None:
+            if self._covariance_fn is None:
+                raise NotImplementedError("this posterior was made without a joint covariance")
+            self._covariance = self._covariance_fn()
+        return self._covariance
+
+    def sample(self, n: int, rng: np.random.Generator | None = None) -> torch.Tensor:
+        """``n`` joint draws of the latent function per hyper-parameter sample, ``(n, S, m)``.
+
+        Draws are ``mean + L z`` with ``L`` the Cholesky factor of the covariance
+        (with a small jitter where it is only semi-definite) and ``z`` standard
+        normal from ``rng`` (a seed-reproducible NumPy generator).
+        """
+        if n < 1:
+            raise ValueError(f"n must be a positive integer, got {n!r}")
+        rng = np.random.default_rng() if rng is None else rng
+        from .gp import robust_cholesky
+
+        L = robust_cholesky(self.covariance)  # (S, m, m)
+        z = torch.as_tensor(rng.standard_normal((n, *self.mean.shape)), dtype=self.mean.dtype,
+                            device=self.mean.device)
+        return self.mean + torch.einsum("sij,nsj->nsi", L, z)
+
+
+class Surrogate(abc.ABC):
+    """A probabilistic model of the objective: fit on data, posterior at new inputs.
+
+    Subclasses implement :meth:`fit`, :meth:`posterior` and :meth:`add_fantasies`,
+    and override :meth:`transform_outcome` when they model a transformed ``y``.
+    """
+
+    @abc.abstractmethod
+    def fit(self, X: Any, y: np.ndarray, rng: np.random.Generator) -> "Surrogate":
+        """Infer the hyper-parameters from inputs ``X`` and values ``y`` and condition on the data.
+
+        Drops any fantasies of an earlier :meth:`add_fantasies`.
+        """
+
+    @abc.abstractmethod
+    def posterior(self, X: Any) -> Posterior:
+        """The posterior of the latent function at the inputs ``X`` (all hyper-parameter samples)."""
+
+    @abc.abstractmethod
+    def add_fantasies(self, X: Any) -> None:
+        """Condition on pending inputs ``X`` at their posterior mean (the kriging believer).
+
+        Ginsbourger, Le Riche and Carraro (2010): pending evaluations are
+        hallucinated at the current posterior mean of each hyper-parameter
+        sample, so the mean elsewhere is unchanged while the variance at and
+        near them shrinks. The hyper-parameters are not refitted. Conditioning
+        on all of them at once equals adding them one at a time (a fantasy at
+        the mean leaves the mean unchanged). The next :meth:`fit` starts from
+        the real data again.
+        """
+
+    def transform_outcome(self, value: float) -> float:
+        """An observed value on the posterior's scale (identity unless the model transforms ``y``)."""
+        return float(value)
+
+    @property
+    @abc.abstractmethod
+    def train_targets(self) -> np.ndarray:
+        """The real (not fantasised) observed values the model was last fitted on, in their own units."""
+
+    def best_observed(self) -> float:
+        """The lowest real observation on the posterior's scale: the incumbent of expected improvement."""
+        y = self.train_targets
+        if y.size == 0:
+            raise RuntimeError("the model has not been fitted")
+        return self.transform_outcome(float(np.min(y)))
