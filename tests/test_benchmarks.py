@@ -68,7 +68,14 @@ def test_maxsat28_instance(maxsat28_path):
 
 
 def cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "graphbo.cli", *args], capture_output=True, text=True, cwd=cwd)
+    return subprocess.run([sys.executable, "-m", "graphbo", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_python_m_graphbo_help_lists_the_subcommands():
+    out = cli("--help")
+    assert out.returncode == 0, out.stderr
+    for command in ("benchmarks", "run", "resume", "compare", "report"):
+        assert command in out.stdout
 
 
 def test_cli_lists_benchmarks():

@@ -329,7 +329,7 @@ def test_study_killed_and_resumed_continues_the_same_run(tmp_path):
 
 def test_cli_run_writes_its_evaluations(tmp_path):
     trace = tmp_path / "run.jsonl"
-    out = subprocess.run([sys.executable, "-m", "graphbo.cli", "run", "nas-synthetic", "--method", "nasbot",
+    out = subprocess.run([sys.executable, "-m", "graphbo", "run", "nas-synthetic", "--method", "nasbot",
                           "--budget", "12", "--seed", "0", "--trace", str(trace), "--quiet"],
                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
@@ -346,7 +346,7 @@ def test_cli_run_writes_its_evaluations(tmp_path):
         assert r["value"] == pytest.approx(f(arch))
     assert len(keys) == 12
     assert evals[-1]["best"] == pytest.approx(min(r["value"] for r in evals))
-    listed = subprocess.run([sys.executable, "-m", "graphbo.cli", "benchmarks"], capture_output=True, text=True)
+    listed = subprocess.run([sys.executable, "-m", "graphbo", "benchmarks"], capture_output=True, text=True)
     for name in ("nas-mlp", "nas-mlp-class", "nas-cnn", "nas-synthetic"):
         assert f"\n{name} " in "\n" + listed.stdout
 

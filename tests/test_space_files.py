@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import graphbo as gb
-from graphbo import cli
-from graphbo.cli import ImportedObjective, ObjectiveError, load_objective
+from graphbo import objective_loading
 from graphbo.cli import main as cli_main
+from graphbo.objective_loading import ImportedObjective, ObjectiveError, load_objective
 from graphbo.spaces import IntegerRange
 from graphbo.spaces.io import SpaceFileError, load_space, save_space, space_from_dict, space_to_dict
 from graphbo.study import describe_space
@@ -310,7 +310,7 @@ def reference_objective():
 
 def test_load_objective_from_module_and_file(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.setattr(cli, "_LOADED", {})
+    monkeypatch.setattr(objective_loading, "_LOADED", {})
     (tmp_path / "gbt_objmod_a.py").write_text(OBJECTIVE_SOURCE + "\nclass Holder:\n    f = staticmethod(objective)\n"
                                               "NUMBER = 3\n")
     (tmp_path / "pkg").mkdir()
@@ -353,8 +353,7 @@ def graphbo_command():
     script = Path(sys.executable).with_name("graphbo")
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-P", "-m", "graphbo.cli"] if sys.version_info >= (3, 11) else [sys.executable, "-m",
-                                                                                             "graphbo.cli"]
+    return [sys.executable, "-P", "-m", "graphbo"] if sys.version_info >= (3, 11) else [sys.executable, "-m", "graphbo"]
 
 
 def run_cli(*args, cwd):
@@ -460,7 +459,7 @@ def test_cli_errors_are_one_line(tmp_path):
 def test_cli_usage_errors(tmp_path, monkeypatch, capsys, argv, expected):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.setattr(cli, "_LOADED", {})
+    monkeypatch.setattr(objective_loading, "_LOADED", {})
     (tmp_path / "space.yaml").write_text(SPACE_YAML)
     (tmp_path / "bad.yaml").write_text("variables:\n  lr: {type: real, low: 0, high: 1}\n")
     (tmp_path / "gbt_cli_obj.py").write_text(OBJECTIVE_SOURCE)
@@ -473,7 +472,7 @@ def test_cli_usage_errors(tmp_path, monkeypatch, capsys, argv, expected):
 def test_cli_storage_of_another_problem_is_refused_and_kept(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.setattr(cli, "_LOADED", {})
+    monkeypatch.setattr(objective_loading, "_LOADED", {})
     (tmp_path / "space.yaml").write_text(SPACE_YAML)
     (tmp_path / "gbt_cli_obj2.py").write_text(OBJECTIVE_SOURCE + "\ndef other(config):\n    return 1.0\n")
     base = ["run", "--space", "space.yaml", "--method", "rs", "--budget", "3", "--quiet", "--storage", "s.db"]
@@ -497,7 +496,7 @@ def test_cli_storage_of_another_problem_is_refused_and_kept(tmp_path, monkeypatc
     assert all(s == "complete" and v == f(c) for _, c, s, v in trials)
     # a resume whose objective cannot be imported any more fails cleanly
     (tmp_path / "gbt_cli_obj2.py").unlink()
-    monkeypatch.setattr(cli, "_LOADED", {})
+    monkeypatch.setattr(objective_loading, "_LOADED", {})
     monkeypatch.delitem(sys.modules, "gbt_cli_obj2")
     capsys.readouterr()
     assert cli_main(["resume", "s.db", "--budget", "6"]) == 2

@@ -1,0 +1,252 @@
+"""``graphbo run``: optimise a built-in benchmark (a JSON-lines trace, or a study file with
+``--storage``), or a user's own function over a space file (``--space FILE --objective SPEC``, always a
+study file that ``graphbo resume`` can continue)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from ..objective_loading import ImportedObjective, ObjectiveError, load_objective, stored_spec
+from ._common import add_benchmark_arguments, add_threads_argument, benchmark_options, default_path, minimize_study
+
+#: random initial evaluations of `graphbo run --space` when --n-initial is not given (the optimizers' default)
+_USER_N_INITIAL = 10
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``graphbo run`` and its options."""
+    p = subparsers.add_parser(
+        "run", help="optimise a built-in benchmark, or your own function over a space file",
+        description="Optimise a built-in benchmark (`graphbo run BENCHMARK`), or your own function over a space "
+                    "file (`graphbo run --space space.yaml --objective package.module:function --budget N`; see "
+                    "docs/spaces.md). The function takes a configuration dict and returns the value to minimise.")
+    p.add_argument("benchmark", nargs="?", default=None,
+                   help="benchmark name (see `graphbo benchmarks`); omit it with --space")
+    p.add_argument("--space", default=None,
+                   help="YAML or JSON space file (instead of a benchmark; needs --objective and --budget)")
+    p.add_argument("--objective", default=None,
+                   help="the function to minimise, MODULE:FUNCTION (importable from the current directory or "
+                        "PYTHONPATH) or path/to/file.py:FUNCTION")
+    p.add_argument("--method", default=None,
+                   help="combo (default; with --space: combo for discrete spaces, bofm for mixed ones), bofm, rs, "
+                        "sa, re, bocs, tpe, smac")
+    p.add_argument("--budget", type=int, default=None,
+                   help="evaluations, initial ones included (default: the paper's; required with --space)")
+    p.add_argument("--n-initial", type=int, default=None,
+                   help=f"random initial evaluations (default: the paper's; {_USER_N_INITIAL} with --space)")
+    p.add_argument("--seed", type=int, default=0)
+    add_benchmark_arguments(p, "seed")
+    p.add_argument("--trace", default=None, help="JSON-lines trace file (default: runs/NAME-METHOD-seedS-TIME.jsonl)")
+    add_threads_argument(p)
+    p.add_argument("--quiet", action="store_true", help="print only the result")
+    p.add_argument("--storage", default=None,
+                   help="SQLite study file instead of a trace: crash-safe, continued by `graphbo resume PATH` "
+                        "(with --space a study is always written; default runs/SPACE-METHOD-seedS-TIME.db)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="parallel evaluations (processes; needs --storage or --space)")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="seconds per evaluation; longer ones are recorded as failed (needs --storage or --space)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``graphbo run``; returns the exit code."""
+    if args.space is not None or args.objective is not None:
+        if args.benchmark is not None:
+            print(f"graphbo run: give either a benchmark ({args.benchmark!r}) or --space FILE --objective "
+                  "MODULE:FUNCTION, not both", file=sys.stderr)
+            return 2
+        return _run_user(args)
+    if args.benchmark is None:
+        print("graphbo run: give a benchmark (see `graphbo benchmarks`) or your own problem with "
+              "--space FILE --objective MODULE:FUNCTION", file=sys.stderr)
+        return 2
+    from ..benchmarks import REGISTRY, load_benchmark
+
+    if args.benchmark not in REGISTRY:
+        print(f"graphbo run: unknown benchmark {args.benchmark!r}; available: {sorted(REGISTRY)}", file=sys.stderr)
+        return 2
+    if args.benchmark == "maxsat" and not args.wcnf:
+        print("graphbo run maxsat: give the instance with --wcnf PATH", file=sys.stderr)
+        return 2
+    try:
+        bench = load_benchmark(args.benchmark, **benchmark_options(args, args.seed))
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"graphbo run: {exc}", file=sys.stderr)
+        return 2
+    if args.method is None:  # combo; the architecture benchmarks default to nasbot
+        args.method = getattr(bench, "default_method", "combo")
+    budget = args.budget if args.budget is not None else bench.default_budget
+    n_initial = args.n_initial if args.n_initial is not None else bench.default_n_initial
+    if budget < 1 or n_initial < 0:
+        print("graphbo run: --budget must be >= 1 and --n-initial >= 0", file=sys.stderr)
+        return 2
+    if args.storage:
+        return _run_study(args, bench, budget, n_initial)
+    if args.workers != 1 or args.timeout is not None:
+        print("graphbo run: --workers and --timeout need --storage PATH (a study file)", file=sys.stderr)
+        return 2
+    trace_path = args.trace or default_path(bench.name, args.method, args.seed, "jsonl")
+    if os.path.exists(trace_path):
+        print(f"graphbo run: {trace_path} exists; choose another --trace (nothing is overwritten)", file=sys.stderr)
+        return 2
+
+    from ..loop import make_optimizer
+    from ..threads import limit_threads
+
+    try:
+        opt = make_optimizer(args.method, bench.space, seed=args.seed, n_initial=n_initial)
+    except (ValueError, TypeError) as exc:  # TypeError: a method for another kind of space
+        print(f"graphbo run: {exc}", file=sys.stderr)
+        return 2
+    os.makedirs(os.path.dirname(trace_path) or ".", exist_ok=True)
+    meta = {"type": "run", "benchmark": bench.name, "method": args.method, "seed": args.seed,
+            "budget": budget, "n_initial": n_initial, "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    if not args.quiet:
+        print(f"graphbo: {args.method} on {bench.name}, budget {budget} ({n_initial} initial), seed {args.seed}")
+        print(f"{'eval':>6} {'value':>12} {'best':>12} {'seconds':>8}")
+    with open(trace_path, "x") as trace, limit_threads(args.threads):
+        trace.write(json.dumps(meta) + "\n")
+        trace.flush()
+        for i in range(budget):
+            t0 = time.perf_counter()
+            config = opt.ask()
+            t1 = time.perf_counter()
+            value = float(bench(config))
+            t2 = time.perf_counter()
+            opt.tell(config, value)
+            rec = {"type": "eval", "i": i, "config": config, "value": value, "best": opt.best.value,
+                   "suggest_seconds": round(t1 - t0, 6), "evaluate_seconds": round(t2 - t1, 6)}
+            trace.write(json.dumps(rec, default=str) + "\n")
+            trace.flush()
+            if not args.quiet:
+                print(f"{i + 1:>6} {value:>12.5g} {opt.best.value:>12.5g} {t2 - t0:>8.2f}", flush=True)
+    best = opt.best
+    print(f"best value {best.value:.6g} at {json.dumps(best.config, default=str)}")
+    print(f"trace written to {trace_path}")
+    return 0
+
+
+def _run_study(args: argparse.Namespace, bench: Any, budget: int, n_initial: int) -> int:
+    """``graphbo run --storage PATH``: a study file that ``graphbo resume`` can continue."""
+    from ..study import StorageError, Study, read_study_info
+
+    path = args.storage
+    bench_options = benchmark_options(args, args.seed)
+    attrs = {"benchmark": args.benchmark, "benchmark_options": bench_options, "budget": budget}
+    method_options = {"n_initial": n_initial}
+    try:
+        if os.path.exists(path) and os.path.getsize(path) > 0:
+            info = read_study_info(path)
+            stored = info["user_attrs"]
+            if stored.get("benchmark") != args.benchmark or stored.get("benchmark_options") != json.loads(
+                    json.dumps(bench_options)):
+                other = (f"{stored['benchmark']} {stored.get('benchmark_options', '')}" if "benchmark" in stored
+                         else f"objective {stored['objective']}" if "objective" in stored else "another objective")
+                print(f"graphbo run: {path} is a study of {other}, not of {args.benchmark} {bench_options}; "
+                      "choose another --storage (nothing is overwritten)", file=sys.stderr)
+                return 2
+            with Study(bench.space, args.method, storage=path, seed=args.seed, **method_options) as study:
+                if stored.get("budget") != budget:
+                    study.set_user_attr("budget", budget)  # what `graphbo resume` continues to
+            print(f"graphbo: continuing {path} ({info['n_complete'] + info['n_failed']} finished trials)")
+        else:
+            with Study(bench.space, args.method, storage=path, seed=args.seed, **method_options) as study:
+                for key, value in attrs.items():
+                    study.set_user_attr(key, value)
+    except (StorageError, ValueError, TypeError) as exc:
+        print(f"graphbo run: {exc}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        print(f"graphbo: {args.method} on {bench.name}, budget {budget} ({n_initial} initial), seed {args.seed}, "
+              f"{args.workers} worker(s), study {path}")
+    return minimize_study("graphbo run", bench, bench.space, path, args.method, budget, args.seed, method_options,
+                          args)
+
+
+def _run_user(args: argparse.Namespace) -> int:
+    """``graphbo run --space FILE --objective SPEC``: a study of the user's own function."""
+    prog = "graphbo run"
+    if args.space is None or args.objective is None:
+        missing = "--objective MODULE:FUNCTION" if args.space is not None else "--space FILE"
+        print(f"{prog}: --space and --objective go together; give {missing} too", file=sys.stderr)
+        return 2
+    benchmark_only = [flag for flag, value in (("--wcnf", args.wcnf), ("--lamda", args.lamda), ("--epochs", args.epochs),
+                                               ("--instance-seed", args.instance_seed), ("--trace", args.trace))
+                      if value is not None]
+    if benchmark_only:
+        print(f"{prog}: {', '.join(benchmark_only)} apply to benchmarks only; with --space the run is a study file "
+              "(--storage PATH)", file=sys.stderr)
+        return 2
+    if args.budget is None:
+        print(f"{prog}: give the number of evaluations with --budget N", file=sys.stderr)
+        return 2
+    n_initial = args.n_initial if args.n_initial is not None else _USER_N_INITIAL
+    if args.budget < 1 or n_initial < 0:
+        print(f"{prog}: --budget must be >= 1 and --n-initial >= 0", file=sys.stderr)
+        return 2
+    if args.workers < 1 or (args.timeout is not None and args.timeout <= 0):
+        print(f"{prog}: --workers must be >= 1 and --timeout > 0", file=sys.stderr)
+        return 2
+    from ..spaces.io import SpaceFileError, load_space, space_to_dict
+
+    try:
+        space = load_space(args.space)
+    except SpaceFileError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    if args.method is None:
+        args.method = "combo" if space.is_discrete else "bofm"
+    cwd = os.getcwd()
+    try:
+        load_objective(args.objective, [cwd])  # errors name the spec as given
+        spec = stored_spec(args.objective)
+        objective = ImportedObjective(spec, [cwd])
+        objective.resolve()
+    except ObjectiveError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    name = os.path.splitext(os.path.basename(args.space))[0]
+    path = args.storage or default_path(name, args.method, args.seed, "db")
+    space_dict = space_to_dict(space)
+    attrs = {"objective": spec, "objective_cwd": cwd, "space": space_dict,
+             "space_file": os.path.abspath(args.space), "budget": args.budget}
+    method_options = {"n_initial": n_initial}
+    from ..study import StorageError, Study, read_study_info
+
+    try:
+        if os.path.exists(path) and os.path.getsize(path) > 0:
+            info = read_study_info(path)
+            stored = info["user_attrs"]
+            if stored.get("objective") != spec or stored.get("space") != space_dict:
+                if stored.get("objective") == spec:
+                    what = f"{spec} on another space"
+                elif "objective" in stored:
+                    what = f"objective {stored['objective']}"
+                elif "benchmark" in stored:
+                    what = f"benchmark {stored['benchmark']}"
+                else:
+                    what = "another objective"
+                print(f"{prog}: {path} is a study of {what}, not of {spec} on {args.space}; choose another "
+                      "--storage (nothing is overwritten)", file=sys.stderr)
+                return 2
+            with Study(space, args.method, storage=path, seed=args.seed, **method_options) as study:
+                if stored.get("budget") != args.budget:
+                    study.set_user_attr("budget", args.budget)
+            print(f"graphbo: continuing {path} ({info['n_complete'] + info['n_failed']} finished trials)")
+        else:
+            with Study(space, args.method, storage=path, seed=args.seed, **method_options) as study:
+                for key, value in attrs.items():
+                    study.set_user_attr(key, value)
+    except (StorageError, ValueError, TypeError) as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        print(f"graphbo: {args.method} on {args.space} minimising {args.objective}, budget {args.budget} "
+              f"({n_initial} initial), seed {args.seed}, {args.workers} worker(s), study {path}")
+    return minimize_study(prog, objective, space, path, args.method, args.budget, args.seed, method_options, args)
