@@ -383,3 +383,39 @@ def test_cli_run_with_storage_and_resume(tmp_path, capsys):
     assert py in err and "graphbo run" in err and "objective" in err
     assert cli_main(["resume", str(tmp_path / "missing.db")]) == 2
     assert "no such study file" in capsys.readouterr().err
+
+
+# -- multi-fidelity ------------------------------------------------------------------------------------------
+def test_multi_fidelity_study_asks_again_for_trials_left_running(tmp_path):
+    """BOHB's trials carry their fidelity; on resuming, SMAC is asked again for the trials left running: the
+    same one comes back (same number), and one it no longer suggests is failed, its replacement handed out."""
+    pytest.importorskip("smac")
+    from test_bohb import FAST as BOHB_FAST, toy_f, toy_space
+
+    path = str(tmp_path / "mf.db")
+
+    def open_study():
+        return Study(toy_space(), "bohb", storage=path, seed=0, max_fidelity=9, n_initial=4, **BOHB_FAST)
+
+    with open_study() as study:
+        for _ in range(5):
+            trial = study.ask()
+            study.tell(trial, toy_f(trial.config) + 1.0 / trial.attrs["fidelity"])
+        first, second = study.ask(2)
+        study.tell(second, 1.0)
+    with open_study() as study:
+        again = study.ask()
+        assert (again.number, again.config, again.attrs) == (first.number, first.config, first.attrs)
+    conn = sqlite3.connect(path)  # as if that trial had been asked at another fidelity: SMAC won't repeat it
+    conn.execute("UPDATE trial_attrs SET value = '9' WHERE number = ?", (first.number,))
+    conn.commit()
+    conn.close()
+    with open_study() as study:
+        lost = study.trials[first.number]
+        assert lost.status == "failed" and "not suggested again" in lost.error
+        replacement = study.ask()
+        assert replacement.number == len(study.trials) - 1 and replacement.attrs == first.attrs
+        assert replacement.config == first.config
+        study.tell(replacement, 0.5)
+    info = read_study_info(path)
+    assert (info["n_complete"], info["n_failed"], info["n_running"]) == (7, 1, 0)

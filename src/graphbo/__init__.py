@@ -31,7 +31,7 @@ _EXPORTS = {
     "MinimizeResult": "graphbo.loop",
     "Study": "graphbo.study",
     "Trial": "graphbo.study",
-    "StorageError": "graphbo.study",
+    "StorageError": "graphbo.storage.base",
     "DiffusionKernel": "graphbo.kernels",
     "DiffusionGP": "graphbo.models",
     "SpaceExhaustedError": "graphbo.exceptions",

@@ -18,6 +18,7 @@ import concurrent.futures as cf
 import logging
 import math
 import numbers
+import os
 import signal
 import threading
 import time
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 if TYPE_CHECKING:  # pragma: no cover
     from .optimizers.base import Observation, Optimizer
+    from .storage import Storage
     from .spaces.space import Space
     from .study import Study, Trial
 
@@ -179,7 +181,7 @@ def minimize(
     seed: int | None = None,
     callback: Callable[[int, Mapping[str, Any], float, Optimizer, float], None] | None = None,
     *,
-    storage: str | None = None,
+    storage: str | os.PathLike | Storage | None = None,
     n_workers: int = 1,
     executor: cf.Executor | None = None,
     timeout: float | None = None,
@@ -206,8 +208,8 @@ def minimize(
         ``callback(number, config, value, optimizer, seconds)`` after each
         complete evaluation (``seconds``: suggestion plus evaluation time;
         ``number``: the trial number). Not called for failed ones.
-    storage : str or path-like, optional
-        SQLite file of the study (see :class:`graphbo.Study`). If it exists, the
+    storage : str, path-like or graphbo.storage.Storage, optional
+        SQLite file of the study (see :class:`graphbo.Study`), or another store. If it exists, the
         run resumes it: finished trials are not evaluated again, trials left
         running by a crash or Ctrl-C are evaluated first; a file of another
         study raises :class:`graphbo.StorageError` and is left untouched.
@@ -237,8 +239,14 @@ def minimize(
     A ``KeyboardInterrupt`` (Ctrl-C) stops the run: finished trials are saved,
     the ones in flight stay ``running`` for the resume, and it is re-raised.
     """
+    from .optimizers import METHODS
     from .study import Study
 
+    if getattr(METHODS.get(str(method).lower()), "multi_fidelity", False):
+        raise ValueError(f"method {method!r} chooses a fidelity (epochs) for each evaluation, which "
+                         "minimize's objective(config) cannot take: run it on a benchmark with fidelities through "
+                         "graphbo.experiments.runner (graphbo compare), or drive a graphbo.Study yourself "
+                         "(each trial's fidelity is trial.attrs['fidelity'])")
     if budget < 1:
         raise ValueError(f"budget must be >= 1, got {budget}")
     if isinstance(n_workers, bool) or int(n_workers) != n_workers or n_workers < 1:

@@ -1,36 +1,33 @@
-"""Studies: an optimisation persisted to an embedded SQLite file, crash-safe and resumable.
+"""Studies: an optimisation whose trials are kept in a store, crash-safe and resumable.
 
 A :class:`Study` wraps an optimizer (by method name) and records every trial
-in an SQLite database (the standard library's :mod:`sqlite3`, WAL mode):
+through the storage interface (:mod:`graphbo.storage`): in an SQLite file
+(:class:`~graphbo.storage.SQLiteStorage`, WAL mode; its tables are described
+there) when given a path, in memory (:class:`~graphbo.storage.InMemoryStorage`)
+without one, or in any :class:`~graphbo.storage.Storage` given.
 
-- ``meta``: one row per key (JSON values): ``application`` (``"graphbo"``),
-  ``format`` (storage format version), ``graphbo_version``, ``method``,
-  ``seed``, ``method_options``, ``space`` (class name and values of every
-  variable: enough to detect a different space), ``created``,
-  ``user_attrs`` (free JSON, e.g. the benchmark a ``graphbo run`` study
-  optimises) and ``optimizer_state``, the optimizer's
-  :meth:`~graphbo.optimizers.base.Optimizer.get_state` after the latest
-  ask, tell or failure.
-- ``trials``: ``number``, ``config`` (JSON), ``row`` (the index row, JSON),
-  ``status`` (``running``, ``complete`` or ``failed``), ``value``,
-  ``penalty`` (the value told to the model for a failure, if any),
-  ``error``, ``started`` / ``finished`` (UTC ISO timestamps),
-  ``suggest_seconds``, ``evaluate_seconds``, ``tell_order`` (order in which
-  the optimizer learnt the outcome) and ``state`` (optimizer state after it).
-
-Nothing is pickled: the file holds JSON and numbers only. Every write is
+Nothing is pickled: a store holds JSON and numbers only. Every write is
 committed before :meth:`Study.ask`, :meth:`Study.tell` or :meth:`Study.fail`
-returns. Opening an existing file resumes it: the finished trials are replayed
+returns. Opening an existing study resumes it: the finished trials are replayed
 through the optimizer's ``tell`` (failures through ``mark_failed``) in the
 order they were told, the latest optimizer state is restored, and trials left
 ``running`` by a crash are handed out first by the next :meth:`Study.ask`, with
 the same configurations. A resumed sequential run therefore ends with the same
 trace as an uninterrupted one.
 
-Before anything is written, an existing file is opened read-only and checked;
-a file that is corrupt, not SQLite, not a graphbo study, written by a newer
-graphbo, or made for another space, method, seed or method options raises
+Before anything is written, an existing file is read without changes and
+checked; a file that is corrupt, not SQLite, not a graphbo study, written by a
+newer graphbo, or made for another space, method, seed or method options raises
 :class:`StorageError` naming the file, which is left byte-for-byte unchanged.
+
+A multi-fidelity method (BOHB) chooses a fidelity for each trial: it is the
+trial attribute ``"fidelity"`` (``trial.attrs``), which the evaluation must
+use; :func:`graphbo.minimize`, whose objective takes a configuration only,
+refuses such methods. Such an optimizer cannot take back an ask from a saved
+state, so its state is saved after tells only and, on resuming, it is asked
+again for the trials left running: those it suggests again (a sequential run's
+always) are resumed; any other is recorded failed and what it suggested
+instead is handed out first.
 """
 
 from __future__ import annotations
@@ -41,102 +38,23 @@ import json
 import math
 import os
 import secrets
-import sqlite3
 import time
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from .optimizers import METHODS
 from .optimizers.base import Observation, Optimizer
 from .spaces.space import Space
+from .storage import Storage, as_storage
+from .storage.base import FORMAT_VERSION, STATUSES, StorageError, StoredStudy, Trial, now
+from .storage.jsonio import plain
+from .storage.sqlite import SQLiteStorage
 
-__all__ = ["Study", "Trial", "StorageError", "read_study_info", "FORMAT_VERSION"]
+__all__ = ["Study", "Trial", "StorageError", "read_study_info", "describe_space", "FORMAT_VERSION"]
 
-#: version of the storage format; a file with a larger one is refused
-FORMAT_VERSION = 1
-_APPLICATION = "graphbo"
-#: SQLite ``PRAGMA application_id`` of graphbo study files ("gbo1")
-APPLICATION_ID = 0x67626F31
-_SQLITE_HEADER = b"SQLite format 3\x00"
-STATUSES = ("running", "complete", "failed")
-
-_SCHEMA = """
-CREATE TABLE meta (
-    key   TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE trials (
-    number           INTEGER PRIMARY KEY,
-    config           TEXT NOT NULL,
-    row              TEXT NOT NULL,
-    status           TEXT NOT NULL CHECK (status IN ('running', 'complete', 'failed')),
-    value            REAL,
-    penalty          REAL,
-    error            TEXT,
-    started          TEXT,
-    finished         TEXT,
-    suggest_seconds  REAL,
-    evaluate_seconds REAL,
-    tell_order       INTEGER,
-    state            TEXT
-);
-"""
-
-
-class StorageError(Exception):
-    """A study file cannot be used: corrupt, foreign, newer, or made for another study.
-
-    The file is left untouched.
-    """
-
-
-@dataclass
-class Trial:
-    """One evaluation of a study.
-
-    ``status`` is ``"running"`` (asked, not yet told), ``"complete"``
-    (``value`` holds the objective) or ``"failed"`` (``error`` holds the
-    message; ``penalty`` the value told to the model instead, if any).
-    Timestamps are UTC ISO 8601 strings.
-    """
-
-    number: int
-    config: dict[str, Any]
-    status: str = "running"
-    value: float | None = None
-    error: str | None = None
-    penalty: float | None = None
-    started: str | None = None
-    finished: str | None = None
-    suggest_seconds: float | None = None
-    evaluate_seconds: float | None = None
-    row: np.ndarray | None = field(default=None, repr=False, compare=False)
-    tell_order: int | None = field(default=None, repr=False)
-
-
-# -- JSON helpers ---------------------------------------------------------------------------------
-def _jsonable(x: Any) -> Any:
-    """``default=`` for :func:`json.dumps`: NumPy scalars and arrays, tuples; anything else by repr."""
-    if isinstance(x, np.generic):
-        return x.item()
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    if isinstance(x, (set, frozenset)):
-        return sorted(map(_plain, x), key=repr)
-    return {"__repr__": repr(x)}
-
-
-def _plain(x: Any) -> Any:
-    """A JSON-compatible copy of ``x`` (tuples become lists, unknown objects their repr)."""
-    return json.loads(json.dumps(x, default=_jsonable))
-
-
-def _dumps(x: Any) -> str:
-    return json.dumps(x, default=_jsonable)
+#: configurations an optimizer suggested, each with its trial attributes (a multi-fidelity method's fidelity)
+_Asked = list[tuple[dict[str, Any], dict[str, Any]]]
 
 
 def _strict_options(options: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -158,10 +76,6 @@ def _raise(o: Any):
     raise TypeError(type(o).__name__)
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
-
-
 def describe_space(space: Space) -> list[dict[str, Any]]:
     """JSON description of a space: for each variable its name, class and values (or bounds).
 
@@ -170,16 +84,16 @@ def describe_space(space: Space) -> list[dict[str, Any]]:
     its own ``describe()`` (an architecture space) describes itself.
     """
     if not isinstance(space, Space) and hasattr(space, "describe"):
-        return _plain(space.describe())
+        return plain(space.describe())
     out = []
     for name, var in zip(space.names, space.variables):
         d: dict[str, Any] = {"name": name, "class": type(var).__name__}
         values = getattr(var, "values", None)
         if values is not None:
-            d["values"] = _plain(list(values))
+            d["values"] = plain(list(values))
         for attr in ("low", "high", "log"):
             if hasattr(var, attr):
-                d[attr] = _plain(getattr(var, attr))
+                d[attr] = plain(getattr(var, attr))
         adj = getattr(var, "adjacency", None)
         if adj is not None:
             d["adjacency_sha256"] = hashlib.sha256(np.ascontiguousarray(adj, dtype="<f8").tobytes()).hexdigest()
@@ -223,66 +137,9 @@ def _check_number(value: Any, what: str) -> float:
     return v
 
 
-# -- reading a file (read-only) -----------------------------------------------------------------
-def _read_file(path: str) -> tuple[dict[str, Any], list[tuple]]:
-    """Meta and trial rows of an existing study file, opened read-only; ``StorageError`` otherwise."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(len(_SQLITE_HEADER))
-    except IsADirectoryError:
-        raise StorageError(f"{path}: is a directory, not a graphbo study file") from None
-    except OSError as exc:
-        raise StorageError(f"{path}: cannot be read ({exc})") from None
-    if head != _SQLITE_HEADER:
-        raise StorageError(f"{path}: not a graphbo study (not an SQLite database)")
-    uri = Path(path).resolve().as_uri() + "?mode=ro"
-    try:
-        conn = sqlite3.connect(uri, uri=True)
-    except sqlite3.Error as exc:
-        raise StorageError(f"{path}: cannot open the SQLite database read-only ({exc})") from None
-    try:
-        check = conn.execute("PRAGMA quick_check").fetchall()
-        if [r[0] for r in check] != ["ok"]:
-            raise StorageError(f"{path}: corrupt SQLite database ({'; '.join(str(r[0]) for r in check[:3])})")
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if "meta" not in tables:
-            raise StorageError(f"{path}: an SQLite database but not a graphbo study (no meta table; "
-                               f"tables: {sorted(tables)})")
-        try:
-            raw = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        except sqlite3.OperationalError:
-            raise StorageError(f"{path}: an SQLite database but not a graphbo study (foreign meta table)") from None
-        try:
-            meta = {k: json.loads(v) for k, v in raw.items()}
-        except (TypeError, json.JSONDecodeError) as exc:
-            raise StorageError(f"{path}: corrupt graphbo study (meta is not JSON: {exc})") from None
-        if meta.get("application") != _APPLICATION:
-            raise StorageError(f"{path}: an SQLite database but not a graphbo study (no graphbo application mark)")
-        fmt = meta.get("format")
-        if not isinstance(fmt, int):
-            raise StorageError(f"{path}: corrupt graphbo study (format version {fmt!r})")
-        if fmt > FORMAT_VERSION:
-            raise StorageError(f"{path}: written by a newer graphbo (storage format {fmt}; this graphbo "
-                               f"{_version()} reads formats up to {FORMAT_VERSION}); upgrade graphbo to open it")
-        if "trials" not in tables:
-            raise StorageError(f"{path}: corrupt graphbo study (no trials table)")
-        rows = conn.execute(
-            "SELECT number, config, row, status, value, penalty, error, started, finished, suggest_seconds, "
-            "evaluate_seconds, tell_order, state FROM trials ORDER BY number").fetchall()
-    except sqlite3.Error as exc:
-        raise StorageError(f"{path}: corrupt or unreadable SQLite database ({exc})") from None
-    finally:
-        conn.close()
-    for key in ("method", "seed", "method_options", "space"):
-        if key not in meta:
-            raise StorageError(f"{path}: corrupt graphbo study (meta has no {key!r})")
-    return meta, rows
-
-
-def _version() -> str:
-    from . import __version__
-
-    return __version__
+def _fidelity(t: Trial) -> dict[str, int]:
+    """``fidelity=`` for the optimizer's tell and mark_failed: a multi-fidelity trial's, else nothing."""
+    return {"fidelity": int(t.attrs["fidelity"])} if "fidelity" in t.attrs else {}
 
 
 def read_study_info(path: str | os.PathLike) -> dict[str, Any]:
@@ -294,33 +151,44 @@ def read_study_info(path: str | os.PathLike) -> dict[str, Any]:
     path = os.fspath(path)
     if not os.path.exists(path):
         raise StorageError(f"{path}: no such study file")
-    meta, rows = _read_file(path)
-    counts = {s: sum(1 for r in rows if r[3] == s) for s in STATUSES}
-    info = {k: v for k, v in meta.items() if k != "optimizer_state"}
+    stored = SQLiteStorage(path).load()
+    if stored is None:
+        raise StorageError(f"{path}: not a graphbo study (empty)")
+    trials = stored.trials
+    info = {k: v for k, v in stored.meta.items() if k != "optimizer_state"}
     info.setdefault("user_attrs", {})
-    info["n_trials"] = len(rows)
-    values = [r[4] for r in rows if r[3] == "complete" and r[4] is not None]
+    info["n_trials"] = len(trials)
+    values = [t.value for t in trials if t.status == "complete" and t.value is not None]
     info["best_value"] = min(values) if values else None
-    info.update({f"n_{s}": n for s, n in counts.items()})
+    info.update({f"n_{s}": sum(1 for t in trials if t.status == s) for s in STATUSES})
     return info
 
 
 # -- the study ------------------------------------------------------------------------------------
 class Study:
-    """An optimisation whose trials are stored in an SQLite file (or in memory).
+    """An optimisation whose trials are kept in a store: an SQLite file, memory, or any :class:`Storage`.
 
     Parameters
     ----------
     space : Space
     method : str, default "combo"
         Optimizer name, as for :func:`graphbo.minimize`.
-    storage : str or path-like, optional
-        SQLite file. Created if absent (with its folder); resumed if it exists.
-        ``None`` keeps the study in memory (nothing survives the process).
+    storage : str, path-like or Storage, optional
+        SQLite file: created if absent (with its folder); resumed if it exists.
+        ``None`` keeps the study in memory (nothing survives the process). A
+        :class:`~graphbo.storage.Storage` is used as it is (and resumed if it
+        holds a study).
     seed : int, optional
         Seed of the optimizer. ``None`` draws one, which is stored, so a resumed
         study continues with the same random choices; resuming with ``None``
         takes the stored seed.
+    user_attrs : mapping, optional
+        Free attributes written with a new study, in the same write as its
+        record (an existing study keeps its own; see :meth:`set_user_attr`).
+    runtime_options : mapping, optional
+        Passed to the optimizer but neither stored nor compared on resume:
+        what the caller derives from its objective each time (a benchmark's
+        validity test for regularized evolution, its full fidelity for BOHB).
     **method_options
         Passed to the optimizer (``n_initial``, COMBO's ``n_random``, ...). For a
         file they must be JSON values; resuming with other options is refused.
@@ -338,61 +206,63 @@ class Study:
                     study.fail(trial, exc)   # never suggested again
     """
 
-    def __init__(self, space: Space, method: str = "combo", storage: str | os.PathLike | None = None,
-                 seed: int | None = None, **method_options: Any):
+    def __init__(self, space: Space, method: str = "combo", storage: str | os.PathLike | Storage | None = None,
+                 seed: int | None = None, *, user_attrs: Mapping[str, Any] | None = None,
+                 runtime_options: Mapping[str, Any] | None = None, **method_options: Any):
         if not isinstance(space, _space_types()):
             raise TypeError(f"space must be a graphbo.Space or a graphbo.nas.ArchitectureSpace, "
                             f"got {type(space).__name__}")
         if not isinstance(method, str) or method.lower() not in METHODS:
             raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS)}")
-        if getattr(METHODS[method.lower()], "multi_fidelity", False):
-            raise ValueError(f"method {method!r} chooses a fidelity (epochs) for each evaluation, which a study's "
-                             "objective(config) cannot take: run it on a benchmark with fidelities through "
-                             "graphbo.experiments.runner (graphbo compare), or drive its ask_with_fidelity/tell(..., "
-                             "fidelity=k) yourself")
         if seed is not None and (isinstance(seed, bool) or int(seed) != seed):
             raise ValueError(f"seed must be an integer or None, got {seed!r}")
+        self._owns_storage = not isinstance(storage, Storage)
+        self._storage = as_storage(storage)
+        self._closed = False
         self.space = space
         self.method = method.lower()
-        self.path: str | None = None if storage is None else os.fspath(storage)
+        self.path: str | None = self._storage.path
         where = f"Study({self.path})" if self.path else "Study"
         options = _strict_options(method_options, where) if self.path else dict(method_options)
         self.method_options = options
         space_desc = describe_space(space)
-        meta: dict[str, Any] | None = None
-        rows: list[tuple] = []
-        if self.path is not None and os.path.exists(self.path) and (
-                os.path.isdir(self.path) or os.path.getsize(self.path) > 0):
-            meta, rows = _read_file(self.path)
-            self._check_match(meta, space_desc, seed, options)
-            seed = meta["seed"]
+        stored = self._storage.load()
+        if stored is not None:
+            self._check_match(stored.meta, space_desc, seed, options)
+            seed = stored.meta["seed"]
         elif seed is None:
             seed = secrets.randbits(31)
-        self.seed = None if seed is None else int(seed)
-        self.optimizer: Optimizer = METHODS[self.method](space, seed=self.seed, **method_options)
+        self.seed = int(seed)
+        self.optimizer: Optimizer = METHODS[self.method](space, seed=self.seed, **method_options,
+                                                         **dict(runtime_options or {}))
+        self._multi_fidelity = bool(getattr(self.optimizer, "multi_fidelity", False))
         self._trials: list[Trial] = []
         self._resume_queue: list[Trial] = []
         self._t_ask: dict[int, float] = {}
         self._next_order = 0
-        if meta is not None:
-            self._restore(meta, rows)
-        self._conn = self._connect(new=meta is None, space_desc=space_desc)
+        if stored is not None:
+            lost, extra = self._restore(stored)
+            self._storage.open()
+            self._settle(lost, extra)
+        else:
+            self._storage.create({"method": self.method, "seed": self.seed, "method_options": plain(options),
+                                  "space": space_desc, "user_attrs": plain(dict(user_attrs or {}))})
 
     # -- opening ----------------------------------------------------------------------------
     def _check_match(self, meta: Mapping[str, Any], space_desc: list, seed: int | None,
                      options: Mapping[str, Any]) -> None:
-        path = self.path
+        name = self._storage.name
         stored = meta["method"]
         if METHODS.get(str(stored).lower()) is not METHODS[self.method]:
-            raise StorageError(f"{path}: the study was created with method {stored!r}, not {self.method!r}")
+            raise StorageError(f"{name}: the study was created with method {stored!r}, not {self.method!r}")
         if seed is not None and meta["seed"] != int(seed):
-            raise StorageError(f"{path}: the study was created with seed {meta['seed']!r}, not {seed!r}")
-        if meta["method_options"] != options:
-            raise StorageError(f"{path}: the study was created with method options {meta['method_options']!r}, "
+            raise StorageError(f"{name}: the study was created with seed {meta['seed']!r}, not {seed!r}")
+        if meta["method_options"] != plain(options):
+            raise StorageError(f"{name}: the study was created with method options {meta['method_options']!r}, "
                                f"not {options!r}")
         diff = _space_difference(meta["space"], space_desc)
         if diff:
-            raise StorageError(f"{path}: the study was created for another space: {diff}")
+            raise StorageError(f"{name}: the study was created for another space: {diff}")
 
     def _config_of(self, row: np.ndarray, stored: Mapping[str, Any]) -> dict[str, Any]:
         """The configuration of a stored trial: discrete values from the row, continuous ones from the JSON."""
@@ -406,148 +276,121 @@ class Study:
                 out[name] = stored[name]
         return out
 
-    def _restore(self, meta: Mapping[str, Any], rows: list[tuple]) -> None:
-        path = self.path
+    def _restore(self, stored: StoredStudy) -> tuple[list[Trial], _Asked]:
+        """Rebuild the trials and the optimizer from a stored study (replay, then the latest state); returns
+        what :meth:`_pend` returns."""
         try:
-            for (number, config, row, status, value, penalty, error, started, finished, s_sec, e_sec, order,
-                 _state) in rows:
-                if status not in STATUSES:
-                    raise ValueError(f"trial {number} has status {status!r}")
-                r = np.asarray(json.loads(row), dtype=self.space.row_dtype)
-                cfg = self._config_of(r, json.loads(config))
-                self._trials.append(Trial(number, cfg, status, value, error, penalty, started, finished, s_sec, e_sec,
-                                          row=self.space.to_index(cfg), tell_order=order))
+            for t in stored.trials:
+                cfg = self._config_of(np.asarray(t.row, dtype=self.space.row_dtype), t.config)
+                self._trials.append(dataclasses.replace(t, config=cfg, row=self.space.to_index(cfg)))
             finished_trials = sorted((t for t in self._trials if t.status != "running"),
                                      key=lambda t: (t.tell_order is None, t.tell_order, t.number))
             for t in finished_trials:
                 if t.status == "complete":
-                    self.optimizer.tell(t.config, t.value)
+                    self.optimizer.tell(t.config, t.value, **_fidelity(t))
                 elif t.penalty is not None:
-                    self.optimizer.tell(t.config, t.penalty)
+                    self.optimizer.tell(t.config, t.penalty, **_fidelity(t))
                 else:
-                    self.optimizer.mark_failed(t.config)
-            state = meta.get("optimizer_state")
+                    self.optimizer.mark_failed(t.config, **_fidelity(t))
+            state = stored.meta.get("optimizer_state")
             if state is not None:
                 self.optimizer.set_state(state)
-            for t in self._trials:
-                if t.status == "running":
-                    # asked before the crash: pending again, handed out first by the next ask
-                    self.optimizer._pending[t.row.tobytes()] = t.row
-                    self._resume_queue.append(t)
-        except StorageError:
-            raise
-        except (ValueError, TypeError, KeyError, IndexError, json.JSONDecodeError) as exc:
-            raise StorageError(f"{path}: corrupt graphbo study, its trials cannot be replayed ({exc})") from None
+            lost, extra = self._pend([t for t in self._trials if t.status == "running"])
+        except (ValueError, TypeError, KeyError, IndexError) as exc:
+            raise StorageError(f"{self._storage.name}: corrupt graphbo study, its trials cannot be replayed "
+                               f"({exc})") from None
         self._next_order = 1 + max((t.tell_order for t in self._trials if t.tell_order is not None), default=-1)
+        return lost, extra
 
-    def _connect(self, new: bool, space_desc: list) -> sqlite3.Connection:
-        if self.path is None:
-            conn = sqlite3.connect(":memory:", isolation_level=None)
-        else:
-            folder = os.path.dirname(os.path.abspath(self.path))
-            os.makedirs(folder, exist_ok=True)
-            try:
-                conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
-                conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute("PRAGMA synchronous = FULL")
-            except sqlite3.Error as exc:
-                raise StorageError(f"{self.path}: cannot open for writing ({exc})") from None
-        if new:
-            meta = {
-                "application": _APPLICATION,
-                "format": FORMAT_VERSION,
-                "graphbo_version": _version(),
-                "method": self.method,
-                "seed": self.seed,
-                "method_options": self.method_options if self.path else _plain(self.method_options),
-                "space": space_desc,
-                "created": _now(),
-                "user_attrs": {},
-            }
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                for stmt in _SCHEMA.strip().split(";"):
-                    if stmt.strip():
-                        conn.execute(stmt)
-                conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)",
-                                 [(k, _dumps(v)) for k, v in meta.items()])
-                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                conn.close()
-                raise StorageError(f"{self.path or ':memory:'}: cannot create the study ({exc})") from None
-        return conn
+    def _pend(self, running: list[Trial]) -> tuple[list[Trial], _Asked]:
+        """Make the trials left running by a crash pending again, to be handed out first by the next ask.
 
-    # -- writing --------------------------------------------------------------------------
-    def _write(self, statements: list[tuple[str, tuple]], state: bool = True) -> None:
-        """Run ``statements`` in one committed transaction, with the optimizer state when ``state``."""
-        if state:
-            statements = statements + [("INSERT OR REPLACE INTO meta (key, value) VALUES ('optimizer_state', ?)",
-                                        (_dumps(self.optimizer.get_state()),))]
-        conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            for sql, params in statements:
-                conn.execute(sql, params)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+        Most optimizers take them back as they are (their state was saved after
+        the asks). A multi-fidelity optimizer (SMAC) cannot: its state is saved
+        after tells only, and it is asked again for as many trials; those it
+        suggests again (same configuration and fidelity, as in a sequential run)
+        are resumed. Returns the trials it did not suggest again and what it
+        suggested instead (possible with several in flight), for :meth:`_settle`.
+        """
+        if not self._multi_fidelity:
+            for t in running:
+                self.optimizer._pending[t.row.tobytes()] = t.row
+            self._resume_queue.extend(running)
+            return [], []
+        extra = self._ask_optimizer(len(running)) if running else []
+        lost = []
+        for t in running:
+            same = [j for j, (c, a) in enumerate(extra) if a.get("fidelity") == t.attrs.get("fidelity")
+                    and self.space.to_index(c).tobytes() == t.row.tobytes()]
+            if same:
+                extra.pop(same[0])
+                self._resume_queue.append(t)
+            else:
+                lost.append(t)
+        return lost, extra
 
-    def _insert(self, t: Trial) -> tuple[str, tuple]:
-        return ("INSERT INTO trials (number, config, row, status, value, penalty, error, started, finished, "
-                "suggest_seconds, evaluate_seconds, tell_order, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (t.number, _dumps(t.config), _dumps(np.asarray(t.row).tolist()), t.status, t.value, t.penalty,
-                 t.error, t.started, t.finished, t.suggest_seconds, t.evaluate_seconds, t.tell_order, None))
+    def _settle(self, lost: list[Trial], extra: _Asked) -> None:
+        """Record what :meth:`_pend` found: trials the optimizer did not suggest again fail, what it
+        suggested instead becomes new running trials, handed out first."""
+        for t in lost:
+            self.fail(t, "interrupted, and not suggested again on resuming (a multi-fidelity method cannot "
+                         "take back an evaluation in flight)", seconds=0.0)
+        if extra:
+            self._resume_queue.extend(self._add_new(lambda k: extra, len(extra)))
 
     # -- protocol -------------------------------------------------------------------------
+    def _ask_optimizer(self, k: int) -> _Asked:
+        """``k`` new configurations with their trial attributes (a multi-fidelity method's fidelity)."""
+        if self._multi_fidelity:
+            return [(c, {"fidelity": int(f)}) for c, f in self.optimizer.ask_with_fidelity(k)]
+        return [(c, {}) for c in self.optimizer.ask(k)]
+
     def ask(self, n: int | None = None) -> Trial | list[Trial]:
         """The next trial to evaluate (``n``: a list of ``n``), recorded as ``running`` before returning.
 
         Trials left running by a crash or an interruption are handed out first,
-        with their original numbers and configurations.
+        with their original numbers and configurations. A multi-fidelity
+        method's trial carries the fidelity to evaluate at in ``attrs["fidelity"]``.
         """
         self._check_open()
         if n is not None and (isinstance(n, bool) or int(n) != n or n < 1):
             raise ValueError(f"ask: n must be a positive integer, got {n!r}")
         count = 1 if n is None else int(n)
-        out: list[Trial] = []
-        statements: list[tuple[str, tuple]] = []
-        while self._resume_queue and len(out) < count:
-            t = self._resume_queue.pop(0)
-            t.started = _now()
-            statements.append(("UPDATE trials SET started = ? WHERE number = ?", (t.started, t.number)))
-            out.append(t)
-        k = count - len(out)
-        if k:
-            t0 = time.perf_counter()
-            configs = self.optimizer.ask(k)
-            seconds = (time.perf_counter() - t0) / k
-            number = len(self._trials)
-            started = _now()
-            for i, cfg in enumerate(configs):
-                t = Trial(number + i, cfg, "running", started=started, suggest_seconds=seconds,
-                          row=self.space.to_index(cfg))
-                statements.append(self._insert(t))
-                out.append(t)
+        resumed = self._resume_queue[:count]
+        del self._resume_queue[:count]
         try:
-            self._write(statements, state=bool(k))
+            for t in resumed:
+                t.started = now()
+                self._storage.restart_trial(t.number, t.started)
+            new = self._add_new(self._ask_optimizer, count - len(resumed)) if count > len(resumed) else []
         except BaseException:
-            if k:  # keep memory and file in step: the new configurations were not recorded
-                for t in out[count - k:]:
-                    self.optimizer._pending.pop(t.row.tobytes(), None)
-            self._resume_queue[:0] = [t for t in out[:count - k]]
+            self._resume_queue[:0] = resumed
             raise
-        now = time.perf_counter()
+        t_ask = time.perf_counter()
+        out = resumed + new
         for t in out:
-            if t.number == len(self._trials):
-                self._trials.append(t)
-            self._t_ask[t.number] = now
+            self._t_ask[t.number] = t_ask
         copies = [dataclasses.replace(t) for t in out]
         return copies[0] if n is None else copies
+
+    def _add_new(self, asker: Callable[[int], _Asked], k: int) -> list[Trial]:
+        """``k`` new trials from ``asker(k)`` (``[(config, attrs)]``), recorded ``running``, with the optimizer
+        state after the asks (not for a multi-fidelity optimizer, which cannot take its asks back, see
+        :meth:`_pend`)."""
+        t0 = time.perf_counter()
+        asked = asker(k)
+        seconds = (time.perf_counter() - t0) / k
+        started = now()
+        new = [Trial(len(self._trials) + i, cfg, "running", started=started, suggest_seconds=seconds,
+                     row=self.space.to_index(cfg), attrs=attrs) for i, (cfg, attrs) in enumerate(asked)]
+        try:
+            self._storage.add_trials(new, state=None if self._multi_fidelity else self.optimizer.get_state())
+        except BaseException:
+            for t in new:  # keep memory and store in step: the new configurations were not recorded
+                self.optimizer._pending.pop(t.row.tobytes(), None)
+            raise
+        self._trials.extend(new)
+        return new
 
     def _resolve(self, trial_or_config: Trial | Mapping[str, Any] | int, what: str) -> Trial | None:
         """The running trial meant by a Trial, a trial number or a configuration (``None``: never asked)."""
@@ -578,7 +421,7 @@ class Study:
         t = self._resolve(trial, "tell")
         v = _check_number(value, "tell: value")
         cfg = t.config if t is not None else self.space.from_index(self.space.to_index(trial))
-        self.optimizer.tell(cfg, v)
+        self.optimizer.tell(cfg, v, **(_fidelity(t) if t is not None else {}))
         return self._finish(t, cfg, "complete", v, None, None, seconds)
 
     def fail(self, trial: Trial | Mapping[str, Any] | int, error: str | BaseException = "failed", *,
@@ -594,43 +437,33 @@ class Study:
             error = f"{type(error).__name__}: {error}"
         penalty = None if value is None else _check_number(value, "fail: penalty value")
         cfg = t.config if t is not None else self.space.from_index(self.space.to_index(trial))
+        fidelity = _fidelity(t) if t is not None else {}
         if penalty is None:
-            self.optimizer.mark_failed(cfg)
+            self.optimizer.mark_failed(cfg, **fidelity)
         else:
-            self.optimizer.tell(cfg, penalty)
+            self.optimizer.tell(cfg, penalty, **fidelity)
         return self._finish(t, cfg, "failed", None, str(error), penalty, seconds)
 
     def _finish(self, t: Trial | None, cfg: dict[str, Any], status: str, value: float | None, error: str | None,
                 penalty: float | None, seconds: float | None) -> Trial:
-        now = time.perf_counter()
+        t_done = time.perf_counter()
         state = self.optimizer.get_state()
-        stamp = _now()
-        if t is None:
+        stamp = now()
+        new = t is None
+        if new:
             t = Trial(len(self._trials), cfg, status, started=stamp, row=self.space.to_index(cfg))
-            new = True
-        else:
-            new = False
         if seconds is None:
-            seconds = now - self._t_ask.get(t.number, now)
+            seconds = t_done - self._t_ask.get(t.number, t_done)
         updated = dataclasses.replace(t, status=status, value=value, error=error, penalty=penalty, finished=stamp,
                                       evaluate_seconds=float(seconds), tell_order=self._next_order)
         if new:
-            sql = self._insert(updated)
-            statements = [sql, ("UPDATE trials SET state = ? WHERE number = ?", (_dumps(state), t.number))]
-        else:
-            statements = [("UPDATE trials SET status = ?, value = ?, penalty = ?, error = ?, finished = ?, "
-                           "evaluate_seconds = ?, tell_order = ?, state = ? WHERE number = ?",
-                           (status, value, penalty, error, stamp, float(seconds), self._next_order, _dumps(state),
-                            t.number))]
-        statements.append(("INSERT OR REPLACE INTO meta (key, value) VALUES ('optimizer_state', ?)",
-                           (_dumps(state),)))
-        self._write(statements, state=False)
-        self._next_order += 1
-        if new:
+            self._storage.add_trials([updated], state=state)
             self._trials.append(updated)
         else:
+            self._storage.finish_trial(updated, state=state)
             self._trials[t.number] = updated
             self._resume_queue = [q for q in self._resume_queue if q.number != t.number]
+        self._next_order += 1
         self._t_ask.pop(t.number, None)
         return dataclasses.replace(updated)
 
@@ -681,26 +514,23 @@ class Study:
     @property
     def user_attrs(self) -> dict[str, Any]:
         self._check_open()
-        row = self._conn.execute("SELECT value FROM meta WHERE key = 'user_attrs'").fetchone()
-        return json.loads(row[0]) if row else {}
+        return self._storage.user_attrs()
 
     def set_user_attr(self, key: str, value: Any) -> None:
         """Store a JSON value under ``key`` in the study's meta (e.g. what the objective is)."""
-        attrs = self.user_attrs
-        attrs[str(key)] = _plain(value)
-        self._write([("INSERT OR REPLACE INTO meta (key, value) VALUES ('user_attrs', ?)", (_dumps(attrs),))],
-                    state=False)
+        self._check_open()
+        self._storage.set_user_attr(str(key), plain(value))
 
     # -- lifetime -------------------------------------------------------------------------
     def _check_open(self) -> None:
-        if self._conn is None:
-            raise ValueError(f"study {self.path or '(in memory)'} is closed")
+        if self._closed or not self._storage.is_open:
+            raise ValueError(f"study {self._storage.name} is closed")
 
     def close(self) -> None:
-        """Close the database (a WAL file is checkpointed into the main file). Idempotent."""
-        conn, self._conn = getattr(self, "_conn", None), None
-        if conn is not None:
-            conn.close()
+        """Close the store (an SQLite file's WAL is checkpointed into the main file). Idempotent."""
+        if not getattr(self, "_closed", True):
+            self._closed = True
+            self._storage.close()
 
     def __enter__(self) -> "Study":
         return self
@@ -710,10 +540,11 @@ class Study:
 
     def __del__(self):  # pragma: no cover - best effort
         try:
-            self.close()
+            if self._owns_storage:  # a store the caller gave may be in use by another study by now
+                self.close()
         except Exception:
             pass
 
     def __repr__(self) -> str:
         counts = ", ".join(f"{s} {sum(1 for t in self._trials if t.status == s)}" for s in STATUSES)
-        return f"Study({self.path or '(in memory)'}, method={self.method!r}, seed={self.seed}, {counts})"
+        return f"Study({self._storage.name}, method={self.method!r}, seed={self.seed}, {counts})"
