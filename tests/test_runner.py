@@ -1,17 +1,28 @@
+"""The experiment runner: runs are studies (resume, lock, legacy traces), comparisons and reports."""
+
 import json
 import os
+import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from graphbo.experiments.report import collect, write_report
-from graphbo.experiments.runner import RunSpec, TraceError, compare, parse_seeds, read_trace, run
+from graphbo.experiments.runner import RunSpec, TraceError, compare, make_run, parse_seeds, run
+from graphbo.storage import StorageError, read_run
+from test_study import counts  # (finished, running) trials of a study another process writes
 
 FAST = {"n_burn": 5, "n_samples": 2, "n_random": 300, "n_spray": 5, "n_starts": 3}
+ROOT = Path(__file__).resolve().parents[1]
+#: a finished run committed by graphbo 0.1's runner (a JSON-lines trace, compacted): SA on Branin, seed 0
+COMMITTED_TRACE = ROOT / "results" / "combo-paper" / "branin" / "sa" / "seed0.jsonl"
+COMMITTED_SPEC = RunSpec("branin", "sa", 0, 100, 2, {}, {})
 
 
 def spec(method="combo", seed=0, budget=14):
@@ -19,8 +30,30 @@ def spec(method="combo", seed=0, budget=14):
 
 
 def configs(path):
-    _, evals, _ = read_trace(path)
-    return [(e["config"], e["value"]) for e in evals]
+    return [(e["config"], e["value"]) for e in read_run(path).evals]
+
+
+def write_legacy_trace(path, spec, n, cut=True):
+    """A run of ``n`` evaluations as graphbo 0.1's runner left it when killed: a run line, one eval line per
+    evaluation with the optimizer state after it, and (``cut``) the next line cut short by the kill."""
+    bench, opt = make_run(spec)
+    lines = [{"type": "run", "format": 1, "spec": spec.key(), "benchmark_label": bench.name,
+              "started": "2026-01-01T00:00:00"}]
+    multi = getattr(opt, "multi_fidelity", False)
+    if multi:
+        lines[0]["max_fidelity"] = opt.max_fidelity
+    for i in range(n):
+        config, k = opt.ask_with_fidelity() if multi else (opt.ask(), None)
+        value = float(bench.evaluate(config, epochs=k)["value"] if multi else bench(config))
+        opt.tell(config, value, **({"fidelity": k} if multi else {}))
+        rec = {"type": "eval", "i": i, "config": config, "value": value}
+        rec.update({"fidelity": k} if multi else {})
+        rec.update(suggest_seconds=0.001, evaluate_seconds=0.002, state=opt.get_state())
+        lines.append(rec)
+    getattr(opt, "close", lambda: None)()  # BOHB: SMAC's temporary folder
+    text = "".join(json.dumps(r) + "\n" for r in lines)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(text + (text.splitlines()[-1][:30] if cut else ""))
 
 
 def test_parse_seeds():
@@ -31,60 +64,93 @@ def test_parse_seeds():
 
 
 def test_killed_run_resumes_to_the_same_trace(tmp_path):
-    full = tmp_path / "full.jsonl"
+    full = tmp_path / "full.db"
     run(spec(), str(full))
     reference = configs(full)
     assert len(reference) == 14
     rng = np.random.default_rng(0)
     for attempt in range(3):
-        path = tmp_path / f"killed{attempt}.jsonl"
+        path = tmp_path / f"killed{attempt}.db"
         code = (
-            "import sys, json; from graphbo.experiments.runner import RunSpec, run; "
+            "from graphbo.experiments.runner import RunSpec, run; "
             f"run(RunSpec('branin', 'combo', 0, 14, 3, {{}}, {FAST!r}), {str(path)!r})"
         )
         proc = subprocess.Popen([sys.executable, "-c", code])
-        # wait until a random number of evaluations is on disk, then SIGKILL
+        # wait until a random number of evaluations is committed, then SIGKILL
         target = int(rng.integers(2, 12))
         deadline = time.time() + 60
-        while time.time() < deadline:
-            if path.exists() and path.read_text().count("\n") >= target + 1:
-                break
-            time.sleep(0.01)
+        while time.time() < deadline and counts(path)[0] < target:
+            time.sleep(0.005)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        done_before = len(read_trace(str(path))[1])
-        assert done_before < 14
+        done_before = len(read_run(path).evals)
+        assert target <= done_before < 14
         summary = run(spec(), str(path))
         assert summary["resumed_from"] == done_before
         assert configs(path) == reference
+        assert [t for t in os.listdir(tmp_path) if t.startswith(f"killed{attempt}.db-")] == []
 
 
-def test_a_line_cut_short_is_dropped_and_rerun(tmp_path):
-    path = tmp_path / "t.jsonl"
-    run(spec("rs", budget=8), str(path), compact=False)
-    full = configs(path)
-    text = path.read_text().splitlines(keepends=True)
-    path.write_text("".join(text[:5]) + text[5][: len(text[5]) // 2])  # crash while writing eval 4
-    run(spec("rs", budget=8), str(path))
-    assert configs(path) == full
+def test_an_evaluation_cut_short_is_done_again_with_the_same_configuration(tmp_path, monkeypatch):
+    """Ctrl-C (or a kill) during an evaluation leaves its trial running; the resume evaluates it first."""
+    from graphbo.benchmarks.branin import Branin
+
+    full = tmp_path / "full.db"
+    run(spec("combo", budget=8), str(full))
+    calls = []
+
+    def interrupted(self, config):
+        if len(calls) == 5:
+            raise KeyboardInterrupt
+        calls.append(config)
+        return original(self, config)
+
+    original = Branin.__call__
+    path = tmp_path / "cut.db"
+    monkeypatch.setattr(Branin, "__call__", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run(spec("combo", budget=8), str(path))
+    monkeypatch.undo()
+    assert counts(path) == (5, 1)
+    assert run(spec("combo", budget=8), str(path))["resumed_from"] == 5
+    assert configs(path) == configs(full)
 
 
-def test_foreign_or_mismatched_traces_raise_and_stay_untouched(tmp_path):
-    path = tmp_path / "t.jsonl"
+def test_foreign_or_mismatched_runs_raise_and_stay_untouched(tmp_path):
+    from graphbo.study import Study
+
+    path = tmp_path / "t.db"
     run(spec("rs", budget=4), str(path))
     before = path.read_bytes()
     with pytest.raises(TraceError, match="different run"):
         run(spec("rs", seed=1, budget=4), str(path))
     assert path.read_bytes() == before
+    assert isinstance(TraceError("x"), StorageError) and isinstance(TraceError("x"), ValueError)
     foreign = tmp_path / "foreign.jsonl"
     foreign.write_text("hello\nworld\n")
     with pytest.raises(TraceError, match="not a graphbo trace"):
         run(spec("rs", budget=4), str(foreign))
-    assert foreign.read_text() == "hello\nworld\n"
+    assert foreign.read_text() == "hello\nworld\n" and not (tmp_path / "foreign.db").exists()
     newer = tmp_path / "newer.jsonl"
     newer.write_text(json.dumps({"type": "run", "format": 999, "spec": {}}) + "\n")
     with pytest.raises(TraceError, match="newer"):
         run(spec("rs", budget=4), str(newer))
+    newer_db = tmp_path / "newer.db"
+    shutil.copy(path, newer_db)
+    conn = sqlite3.connect(newer_db)
+    conn.execute("UPDATE meta SET value = '99' WHERE key = 'format'")
+    conn.commit()
+    conn.close()
+    newer_bytes = newer_db.read_bytes()
+    with pytest.raises(TraceError, match="newer graphbo"):
+        run(spec("rs", budget=4), str(newer_db))
+    assert newer_db.read_bytes() == newer_bytes
+    study = tmp_path / "study.db"  # a study, but not a benchmark run
+    import graphbo as gb
+
+    Study(gb.Space({"a": gb.Binary()}), "rs", storage=str(study), seed=0).close()
+    with pytest.raises(TraceError, match="not a graphbo benchmark run"):
+        run(spec("rs", budget=4), str(study))
 
 
 def test_compare_skips_finished_runs_and_report_aggregates(tmp_path):
@@ -92,40 +158,88 @@ def test_compare_skips_finished_runs_and_report_aggregates(tmp_path):
     out = tmp_path / "cmp"
     first = compare(specs, str(out), n_workers=2)
     assert len(first) == 4
-    mtimes = {p: os.path.getmtime(p) for p in out.rglob("*.jsonl")}
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("seed*")) == [
+        f"{m}/seed{s}.db{x}" for m in ("combo", "rs") for s in (0, 1) for x in ("", ".lock")]
+    mtimes = {p: os.path.getmtime(p) for p in out.rglob("*.db")}
     assert compare(specs, str(out), n_workers=2) == []
-    assert {p: os.path.getmtime(p) for p in out.rglob("*.jsonl")} == mtimes
+    assert {p: os.path.getmtime(p) for p in out.rglob("*.db")} == mtimes
     data = collect(str(out))
     assert set(data["branin"]) == {"combo", "rs"}
     for method, runs in data["branin"].items():
         for r in runs:
             assert r["finished"] and len(r["best_so_far"]) == 6
-            values = [v for _, v in configs(out / method / f"seed{r['seed']}.jsonl")]
+            values = [v for _, v in configs(out / method / f"seed{r['seed']}.db")]
             assert r["best_so_far"][-1] == min(values)
     report = write_report(str(out), out=str(tmp_path / "r.md"))
-    text = open(report).read()
-    best_rs = [min(v for _, v in configs(out / "rs" / f"seed{s}.jsonl")) for s in (0, 1)]
+    text = Path(report).read_text()
+    best_rs = [min(v for _, v in configs(out / "rs" / f"seed{s}.db")) for s in (0, 1)]
     row = next(l for l in text.splitlines() if l.startswith("| rs |"))
     shown_mean, shown_se = (float(x) for x in row.split("|")[2].split("±"))
     assert shown_mean == pytest.approx(np.mean(best_rs), abs=1e-2)
     assert shown_se == pytest.approx(np.std(best_rs, ddof=1) / np.sqrt(2), abs=1e-2)
     assert (tmp_path / "img" / "branin_convergence.png").stat().st_size > 1000
     assert (tmp_path / "img" / "branin_combo_beta.png").exists()
+    assert not list(out.rglob("*-wal")) and not list(out.rglob("*-shm"))  # reading left nothing beside the runs
 
 
 def test_report_row_of_a_method_with_only_unfinished_runs(tmp_path):
     """A run stopped before its budget is counted apart and left out of the mean and the wall-clock."""
     out = tmp_path / "cmp"
-    run(spec("rs", 0, budget=6), str(out / "rs" / "seed0.jsonl"))
-    cut = out / "sa" / "seed0.jsonl"
-    run(spec("sa", 0, budget=6), str(cut), compact=False)
-    lines = cut.read_text().splitlines(keepends=True)
-    cut.write_text("".join(lines[:4]))  # header + 3 evaluations of 6: a run killed midway
-    text = open(write_report(str(out), out=str(tmp_path / "r.md"))).read()
+    run(spec("rs", 0, budget=6), str(out / "rs" / "seed0.db"))
+    cut = out / "sa" / "seed0.db"
+    run(spec("sa", 0, budget=6), str(cut))
+    conn = sqlite3.connect(cut)
+    conn.execute("DELETE FROM trials WHERE number >= 3")  # 3 evaluations of 6: a run killed midway
+    conn.commit()
+    conn.close()
+    text = Path(write_report(str(out), out=str(tmp_path / "r.md"))).read_text()
     cells = [c.strip() for c in next(l for l in text.splitlines() if l.startswith("| sa |")).split("|")[1:-1]]
     assert cells[1] == "–" and cells[2] == "0 (+1 unfinished)" and cells[5] == "–"
     rs = [c.strip() for c in next(l for l in text.splitlines() if l.startswith("| rs |")).split("|")[1:-1]]
     assert rs[2] == "1" and rs[5].endswith(" s") and "nan" not in text
+
+
+def test_legacy_traces_are_read_skipped_when_finished_and_migrated_to_continue(tmp_path):
+    """graphbo 0.1's JSON-lines traces: a finished one (committed in results/) is reported and skipped, an
+    unfinished one is copied into a study file and continued with the suggestions 0.1 would have made;
+    neither trace changes."""
+    out = tmp_path / "cmp"
+    finished = out / "sa" / "seed0.jsonl"
+    finished.parent.mkdir(parents=True)
+    shutil.copy(COMMITTED_TRACE, finished)
+    unfinished = out / "sa" / "seed1.jsonl"
+    specs = [COMMITTED_SPEC, RunSpec("branin", "sa", 1, 100, 2, {}, {})]
+    write_legacy_trace(unfinished, specs[1], 40)
+    before = {p: p.read_bytes() for p in (finished, unfinished)}
+    assert read_run(unfinished).state is not None and len(read_run(unfinished).evals) == 40  # the cut line dropped
+    logs = []
+    results = compare(specs, str(out), log=logs.append)
+    assert "skip sa seed 0: finished" in logs and [r["resumed_from"] for r in results] == [40]
+    assert {p: p.read_bytes() for p in (finished, unfinished)} == before
+    assert not (out / "sa" / "seed0.db").exists()
+    migrated = read_run(out / "sa" / "seed1.db")
+    assert migrated.head["migrated_from"] == "seed1.jsonl" and migrated.head["spec"] == specs[1].key()
+    assert migrated.evals[:40] == read_run(unfinished).evals
+    reference = tmp_path / "uninterrupted.db"
+    run(specs[1], str(reference))
+    assert configs(out / "sa" / "seed1.db") == configs(reference)
+    # the report reads both kinds alike and counts the migrated run once
+    data = collect(str(out))["branin"]["sa"]
+    assert sorted((r["seed"], r["finished"], len(r["best_so_far"])) for r in data) == [(0, True, 100), (1, True, 100)]
+    committed = [json.loads(l) for l in COMMITTED_TRACE.read_text().splitlines()[1:]]
+    assert data[0]["best_value"] == min(e["value"] for e in committed)
+    assert compare(specs, str(out), log=logs.append) == []
+
+
+def test_the_committed_trace_continues_as_it_was_recorded(tmp_path):
+    """A 0.1 trace cut at 40 evaluations, migrated and continued, ends with the 100 evaluations committed
+    in results/ by 0.1's uninterrupted run."""
+    path = tmp_path / "sa" / "seed0.jsonl"
+    write_legacy_trace(path, COMMITTED_SPEC, 40)
+    summary = run(COMMITTED_SPEC, str(path))
+    assert summary["resumed_from"] == 40 and summary["path"] == str(tmp_path / "sa" / "seed0.db")
+    committed = [json.loads(l) for l in COMMITTED_TRACE.read_text().splitlines()[1:]]
+    assert configs(tmp_path / "sa" / "seed0.db") == [(e["config"], e["value"]) for e in committed]
 
 
 def test_report_puts_the_difference_from_the_paper_in_standard_errors(tmp_path):
@@ -134,8 +248,8 @@ def test_report_puts_the_difference_from_the_paper_in_standard_errors(tmp_path):
 
     out = tmp_path / "cmp"
     compare([spec("sa", s, budget=100) for s in (0, 1, 2)], str(out))
-    text = open(write_report(str(out), out=str(tmp_path / "r.md"))).read()
-    best = [min(v for _, v in configs(out / "sa" / f"seed{s}.jsonl")) for s in (0, 1, 2)]
+    text = Path(write_report(str(out), out=str(tmp_path / "r.md"))).read_text()
+    best = [min(v for _, v in configs(out / "sa" / f"seed{s}.db")) for s in (0, 1, 2)]
     pm, pse = paper_number("branin", "sa", budget=100)
     se = np.std(best, ddof=1) / np.sqrt(3)
     expected = (np.mean(best) - pm) / np.hypot(se, pse)
@@ -182,25 +296,26 @@ def test_state_round_trip_gives_identical_continuations(method, options):
         b.tell(cb, f(cb))
 
 
-def test_a_finished_trace_keeps_the_state_on_its_last_line_only(tmp_path):
-    path = tmp_path / "t.jsonl"
-    first = run(spec("sa", budget=6), str(path))
-    lines = [json.loads(l) for l in path.read_text().splitlines()]
-    assert ["state" in r for r in lines[1:]] == [False] * 5 + [True]
+def test_a_finished_run_keeps_only_the_latest_state_and_is_not_rewritten(tmp_path):
+    path = tmp_path / "t.db"
+    bocs = RunSpec("ising", "bocs", 0, 6, 3, {"lamda": 0.0, "seed": 0}, {"n_burn": 50, "n_gibbs": 5, "sa_steps": 50})
+    first = run(bocs, str(path))
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT COUNT(*), COUNT(state) FROM trials").fetchone() == (6, 0)
+    state = conn.execute("SELECT value FROM meta WHERE key = 'optimizer_state'").fetchone()[0]
+    conn.close()
+    assert len(state) > 10_000  # BOCS's state, stored once: the file is far smaller than 6 copies
+    assert path.stat().st_size < 4 * len(state)
     before = path.read_bytes()
-    again = run(spec("sa", budget=6), str(path))  # finished: nothing rerun, nothing rewritten
+    again = run(bocs, str(path))  # finished: nothing rerun, nothing rewritten
     assert again["resumed_from"] == 6 and again["best"] == first["best"]
     assert path.read_bytes() == before
 
 
 def test_a_run_locked_by_another_process_is_refused_and_left_alone(tmp_path):
-    import fcntl
-    import subprocess
-    import sys
-
     from graphbo.experiments.runner import RunLockedError
 
-    path = tmp_path / "t.jsonl"
+    path = tmp_path / "t.db"
     holder = subprocess.Popen(  # a real second process holding the run's lock
         [sys.executable, "-c", "import fcntl, sys, time; fh = open(sys.argv[1], 'a'); "
          "fcntl.flock(fh, fcntl.LOCK_EX); print('locked', flush=True); time.sleep(30)", str(path) + ".lock"],
@@ -213,8 +328,51 @@ def test_a_run_locked_by_another_process_is_refused_and_left_alone(tmp_path):
     finally:
         holder.kill()
         holder.wait()
+        holder.stdout.close()
     run(spec("rs", budget=4), str(path))  # the lock died with its process
     assert len(configs(path)) == 4
+
+
+def test_multi_fidelity_runs_record_fidelities_and_resume_a_cut_evaluation(tmp_path, monkeypatch):
+    """BOHB: each trial's fidelity is a trial attribute; the budget counts full-fidelity equivalents; an
+    evaluation interrupted midway is redone at the same fidelity and the run ends as an uninterrupted one;
+    a 0.1 BOHB trace is migrated with its fidelities."""
+    pytest.importorskip("smac")
+    from graphbo.benchmarks import REGISTRY, BenchmarkInfo
+    from test_bohb import FAST as BOHB_FAST, ToyMF
+
+    monkeypatch.setitem(REGISTRY, "toy-mf", BenchmarkInfo("toy-mf", "test_bohb:ToyMF", "multi-fidelity toy"))
+    mf = RunSpec("toy-mf", "bohb", 0, 6, 4, {}, BOHB_FAST)
+    full = tmp_path / "full.db"
+    summary = run(mf, str(full))
+    data = read_run(full)
+    ks = [e["fidelity"] for e in data.evals]
+    assert data.head["max_fidelity"] == 9 and set(ks) <= {1, 3, 9}
+    assert sum(ks) >= 6 * 9 > sum(ks[:-1]) and summary["full_evaluations"] == sum(ks) / 9
+    reference = [(e["config"], e["fidelity"], e["value"]) for e in data.evals]
+
+    calls = []
+    original = ToyMF.evaluate
+
+    def interrupted(self, config, epochs=None):
+        if len(calls) == 11:
+            raise KeyboardInterrupt
+        calls.append(epochs)
+        return original(self, config, epochs)
+
+    path = tmp_path / "cut.db"
+    monkeypatch.setattr(ToyMF, "evaluate", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run(mf, str(path))
+    monkeypatch.setattr(ToyMF, "evaluate", original)
+    assert counts(path) == (11, 1)
+    assert run(mf, str(path))["resumed_from"] == 11
+    assert [(e["config"], e["fidelity"], e["value"]) for e in read_run(path).evals] == reference
+
+    legacy = tmp_path / "old" / "seed0.jsonl"
+    write_legacy_trace(legacy, mf, 10)
+    assert run(mf, str(legacy))["resumed_from"] == 10
+    assert [(e["config"], e["fidelity"], e["value"]) for e in read_run(tmp_path / "old" / "seed0.db").evals] == reference
 
 
 def test_compare_defaults_to_the_benchmarks_own_methods(tmp_path):
@@ -234,7 +392,8 @@ def test_epochs_option_reaches_networks_and_is_refused_elsewhere(tmp_path, capsy
     out = tmp_path / "nas"
     assert cli_main(["compare", "nas-mlp", "--methods", "rand", "--seeds", "0", "--budget", "1",
                      "--epochs", "1", "--out", str(out)]) == 0
-    head, evals, _ = read_trace(str(out / "rand" / "seed0.jsonl"))
+    data = read_run(out / "rand" / "seed0.db")
+    head, evals = data.head, data.evals
     assert head["spec"]["benchmark_options"]["epochs"] == 1 and len(evals) == 1
     assert cli_main(["compare", "branin", "--seeds", "0", "--budget", "2", "--epochs", "3",
                      "--out", str(tmp_path / "b")]) == 2
@@ -253,7 +412,7 @@ def test_report_draws_the_best_network_of_an_architecture_benchmark(tmp_path):
     best = min((r["best_value"], m, r["seed"]) for m, rs in runs.items() for r in rs)
     assert all(r["best_value"] == r["best_so_far"][-1] for rs in runs.values() for r in rs)
     report = write_report(str(out), out=str(tmp_path / "r.md"))
-    text = open(report).read()
+    text = Path(report).read_text()
     png = tmp_path / "img" / "nas_synthetic_best_network.png"
     assert f"Best network over all runs: {best[1]}, seed {best[2]}, value {best[0]:.4g}" in text
     assert "img/nas_synthetic_best_network.png" in text
@@ -261,15 +420,15 @@ def test_report_draws_the_best_network_of_an_architecture_benchmark(tmp_path):
     # a benchmark whose configurations are not networks gets no such picture
     assert cli_main(["compare", "branin", "--methods", "rs", "--seeds", "0", "--budget", "3",
                      "--out", str(tmp_path / "b")]) == 0
-    assert "Best network" not in open(write_report(str(tmp_path / "b"), out=str(tmp_path / "b.md"))).read()
+    assert "Best network" not in Path(write_report(str(tmp_path / "b"), out=str(tmp_path / "b.md"))).read_text()
     # several folders make one report with a section per benchmark
     assert cli_main(["report", str(tmp_path / "b"), str(out), "--out", str(tmp_path / "both.md")]) == 0
-    both = open(tmp_path / "both.md").read()
+    both = Path(tmp_path / "both.md").read_text()
     assert "## branin" in both and "## nas-synthetic" in both and "those folders" in both
     assert cli_main(["report", str(out), str(tmp_path / "missing")]) == 2
     (tmp_path / "notes.md").write_text("Trained on **bundled data**.\n")
     assert cli_main(["report", str(out), "--out", str(tmp_path / "n.md"), "--notes", str(tmp_path / "notes.md")]) == 0
-    noted = open(tmp_path / "n.md").read()
+    noted = Path(tmp_path / "n.md").read_text()
     assert noted.index("Trained on **bundled data**.") < noted.index("## nas-synthetic")
     assert cli_main(["report", str(out), "--notes", str(tmp_path / "absent.md")]) == 2
 
@@ -290,7 +449,8 @@ def test_compare_passes_method_options_to_every_run_and_refuses_unknown_ones(tmp
     out = tmp_path / "ard"
     assert cli_main(["compare", "func2c", "--methods", "cocabo-0.5", "--seeds", "0", "--budget", "11",
                      "--n-initial", "10", "--option", "ard=true", "--option", "kappa=3", "--out", str(out)]) == 0
-    head, evals, _ = read_trace(str(out / "cocabo-0.5" / "seed0.jsonl"))
+    data = read_run(out / "cocabo-0.5" / "seed0.db")
+    head, evals = data.head, data.evals
     assert head["spec"]["method_options"] == {"ard": True, "kappa": 3} and len(evals) == 11
     _, opt = make_run(RunSpec(**head["spec"]))
     assert opt.kernel.ard is True and opt.kappa == 3.0
@@ -309,7 +469,7 @@ def test_compare_refuses_a_finished_trace_of_other_options_instead_of_skipping_i
     out = tmp_path / "cmp"
     args = ["compare", "branin", "--methods", "sa", "--seeds", "0", "--budget", "3", "--out", str(out)]
     assert cli_main(args) == 0
-    trace = out / "sa" / "seed0.jsonl"
+    trace = out / "sa" / "seed0.db"
     before = trace.read_bytes()
     assert cli_main(args + ["--option", "cooling=0.5"]) == 2
     assert "belongs to a different run" in capsys.readouterr().err

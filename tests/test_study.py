@@ -394,8 +394,11 @@ def test_multi_fidelity_study_asks_again_for_trials_left_running(tmp_path):
 
     path = str(tmp_path / "mf.db")
 
+    studies = []
+
     def open_study():
-        return Study(toy_space(), "bohb", storage=path, seed=0, max_fidelity=9, n_initial=4, **BOHB_FAST)
+        studies.append(Study(toy_space(), "bohb", storage=path, seed=0, max_fidelity=9, n_initial=4, **BOHB_FAST))
+        return studies[-1]
 
     with open_study() as study:
         for _ in range(5):
@@ -419,3 +422,5 @@ def test_multi_fidelity_study_asks_again_for_trials_left_running(tmp_path):
         study.tell(replacement, 0.5)
     info = read_study_info(path)
     assert (info["n_complete"], info["n_failed"], info["n_running"]) == (7, 1, 0)
+    for study in studies:
+        study.optimizer.close()  # SMAC's temporary folder

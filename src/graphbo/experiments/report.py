@@ -1,10 +1,13 @@
-"""Reports from comparison traces: tables in the papers' format, convergence plots.
+"""Reports from comparison runs: tables in the papers' format, convergence plots.
 
-``graphbo report DIR`` finds every trace under ``DIR`` (``*/seed*.jsonl``),
-groups runs by benchmark (with its options) and method, and writes a
-markdown file with, per benchmark: mean +/- standard error of the best value
-at the budget over finished runs, the paper's number beside it, the number
-of seeds, the mean wall-clock per run; a convergence plot (best so far
+``graphbo report DIR`` finds every run under ``DIR``: run study files
+(``*/seed*.db``) and graphbo 0.1's JSON-lines traces (``*/seed*.jsonl``; a
+trace with a study file beside it was migrated into it and is not counted
+again), read alike by :func:`graphbo.storage.read_run`. It groups runs by
+benchmark (with its options) and method, and writes a markdown file with,
+per benchmark: mean +/- standard error of the best value at the budget over
+finished runs, the paper's number beside it, the number of seeds, the mean
+wall-clock per run; a convergence plot (best so far
 against evaluations, mean +/- s.e. bands); and for COMBO the posterior mean
 of each ``beta_i`` at the end of the runs. A multi-fidelity run (BOHB) is
 shown against full-fidelity-equivalent evaluations, with its full-fidelity
@@ -22,7 +25,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from .paper_numbers import paper_number
-from .runner import TraceError, fidelity_best_so_far, read_trace, trace_finished
+from ..storage import TraceError, read_run
+from ..storage.runs import RUN_SUFFIX, TRACE_SUFFIX
+from .runner import fidelity_best_so_far, trace_finished
 
 __all__ = ["benchmark_id", "collect", "write_report"]
 
@@ -48,18 +53,17 @@ def _fmt_opt(v: Any) -> str:
 
 
 def collect(root: str | Sequence[str]) -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """``{benchmark id: {method: [run summaries]}}`` for every trace under ``root`` (one folder or several)."""
+    """``{benchmark id: {method: [run summaries]}}`` for every run under ``root`` (one folder or several)."""
     roots = [root] if isinstance(root, str) else list(root)
     out: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-    paths = [p for r in roots for p in sorted(glob.glob(os.path.join(r, "**", "seed*.jsonl"), recursive=True))]
-    for path in paths:
+    for path in (p for r in roots for p in run_files_under(r)):
         try:
-            head, evals, _ = read_trace(path)
+            data = read_run(path)
         except TraceError:
             continue
-        spec = head["spec"]
+        head, evals, spec = data.head, data.evals, data.head["spec"]
         values = np.array([e["value"] for e in evals], dtype=float)
-        last_state = evals[-1]["state"] if evals else {}
+        last_state = data.state or {}
         if head.get("max_fidelity") is None:
             best_so_far = np.minimum.accumulate(values) if values.size else values
         else:  # multi-fidelity (BOHB): full-fidelity values against full-fidelity-equivalent evaluations
@@ -75,6 +79,16 @@ def collect(root: str | Sequence[str]) -> dict[str, dict[str, list[dict[str, Any
             "best_value": float(np.nanmin(values)) if np.isfinite(values).any() else float("nan"),
         })
     return out
+
+
+def run_files_under(root: str) -> list[str]:
+    """The run files under ``root`` (``**/seed*.db`` and ``**/seed*.jsonl``), sorted by name; of a run with
+    both (a 0.1 trace migrated into a study file), the study file only."""
+    found = {}
+    for suffix in (TRACE_SUFFIX, RUN_SUFFIX):  # a study file replaces the trace of its run
+        for p in glob.glob(os.path.join(root, "**", f"seed*{suffix}"), recursive=True):
+            found[p[: -len(suffix)]] = p
+    return [found[stem] for stem in sorted(found)]
 
 
 def _mean_se(x: list[float]) -> tuple[float, float]:
@@ -196,7 +210,7 @@ def _best_network(bench: str, runs: dict[str, list[dict]], img_dir: str, out_dir
 
 def write_report(root: str | Sequence[str], out: str | None = None, title: str = "Results",
                  notes: str | None = None) -> str:
-    """Write the markdown report of the traces under ``root`` (one folder or several), and
+    """Write the markdown report of the runs under ``root`` (one folder or several), and
     its PNGs next to it; return its path. ``notes``: markdown put under the header (the
     conditions of the runs, say), so that it survives regenerating the report."""
     roots = [root] if isinstance(root, str) else list(root)

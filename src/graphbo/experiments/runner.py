@@ -1,54 +1,63 @@
 """Resumable benchmark runs and method comparisons.
 
-A run is one (benchmark, method, seed) with a budget. Its trace is a
-JSON-lines file: a first ``run`` line describing it, then one ``eval`` line
-per evaluation, written and flushed to disk before the next suggestion, with
-the optimizer's state after that evaluation (:meth:`Optimizer.get_state`).
-Resuming replays the recorded evaluations through ``tell`` and restores the
-last state, so a killed run continues exactly where it stopped and loses at
-most the evaluation in flight. A finished run is skipped.
+A run is one (benchmark, method, seed) with a budget. It is a
+:class:`~graphbo.study.Study` kept in an SQLite file through
+:mod:`graphbo.storage` (``OUT/METHOD/seedS.db`` in a comparison): the study's
+user attribute ``"run"`` describes it (the :class:`RunSpec`, the benchmark's
+label, the start time and, for a multi-fidelity method, ``max_fidelity``; see
+:mod:`graphbo.storage.runs`), and each evaluation is a trial, recorded
+``running`` when asked and ``complete`` (value, suggestion and evaluation
+seconds) before the next suggestion. Resuming is the study's: finished trials
+are replayed through ``tell``, the latest optimizer state is restored, and an
+evaluation cut short by a kill is done again with the same configuration, so
+a killed run continues with exactly the suggestions an uninterrupted run would
+have made. A finished run is skipped. A run keeps only its latest optimizer
+state (not one per trial), which keeps files small (BOCS's state is tens of
+kilobytes), and a closed run file is left in rollback-journal mode, so that
+reading it (``graphbo report``) leaves nothing beside it.
 
-When a run finishes, its trace is compacted: the optimizer state is kept on
-the last line only (all that resuming or extending it needs), which keeps
-committed result files small (BOCS's state is tens of kilobytes per line).
+Runs written by graphbo 0.1 are JSON-lines traces (``OUT/METHOD/seedS.jsonl``,
+:mod:`graphbo.storage.legacy`), read as they are by
+:func:`~graphbo.storage.read_run`. A finished trace is skipped; an unfinished
+one is migrated into the run's study file beside it (the trace is never
+changed) and continued from its last optimizer state, as 0.1 would have.
 
 A multi-fidelity method (``multi_fidelity = True``: BOHB) needs a benchmark
-with fidelities (:mod:`graphbo.benchmarks.fidelity`): each asked
-configuration is evaluated with ``bench.evaluate(config, epochs=k)`` at the
-fidelity ``k`` the method chose, each eval line records ``"fidelity": k``,
-the run line records ``"max_fidelity"``, and the budget counts
+with fidelities (:mod:`graphbo.benchmarks.fidelity`): each trial is evaluated
+with ``bench.evaluate(config, epochs=k)`` at the fidelity ``k`` the method
+chose (the trial attribute ``"fidelity"``), and the budget counts
 full-fidelity-equivalent evaluations (the sum of ``k / max_fidelity``), as
 BO-FM plots BOHB (Sec. 5.3: "BOHB on 100-th evaluation is the result of BOHB
-having consumed 2,500 epochs (25 epochs x 100)"). Resuming replays the eval
-lines through ``tell(config, value, fidelity=k)``.
+having consumed 2,500 epochs (25 epochs x 100)").
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
-import json
 import math
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from ..benchmarks import load_benchmark
+from ..storage import SQLiteStorage, StorageError, TraceError, Trial, find_run, read_run, read_trace, run_files
+from ..storage.jsonio import plain
+from ..storage.runs import RUN_ATTR, RunData, evaluations, trace_trials
+from ..threads import limit_threads
 
-__all__ = ["RunSpec", "run", "compare", "read_trace", "compact_trace", "TraceError", "RunLockedError", "parse_seeds",
-           "trace_finished", "fidelity_best_so_far"]
+if TYPE_CHECKING:  # pragma: no cover
+    from ..study import Study
 
-FORMAT_VERSION = 1
-
-
-class TraceError(ValueError):
-    """A trace file is malformed or belongs to a different run."""
+__all__ = ["RunSpec", "run", "compare", "read_run", "read_trace", "TraceError", "RunLockedError", "parse_seeds",
+           "trace_finished", "fidelity_best_so_far", "make_run", "run_path"]
 
 
 @dataclass(frozen=True)
 class RunSpec:
-    """What identifies a run; its trace must match it to be resumed."""
+    """What identifies a run; its stored run must match it to be resumed."""
 
     benchmark: str
     method: str
@@ -80,35 +89,6 @@ def parse_seeds(text: str) -> list[int]:
     if not seeds:
         raise ValueError(f"no seeds in {text!r}")
     return seeds
-
-
-def read_trace(path: str) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
-    """Parse a trace: ``(run line, eval lines, byte length of the complete lines)``.
-
-    A last line cut short by a crash is ignored (its length is not counted);
-    any other malformed line raises :class:`TraceError`.
-    """
-    with open(path, "rb") as fh:
-        data = fh.read()
-    lines = data.split(b"\n")
-    complete = lines[:-1]  # the text after the last newline is incomplete (or empty)
-    good_len = sum(len(l) + 1 for l in complete)
-    if not complete:
-        raise TraceError(f"{path}: empty trace")
-    try:
-        records = [json.loads(l) for l in complete]
-    except json.JSONDecodeError as exc:
-        raise TraceError(f"{path}: not a graphbo trace ({exc})") from None
-    head = records[0]
-    if not isinstance(head, dict) or head.get("type") != "run":
-        raise TraceError(f"{path}: not a graphbo trace (first line is not a run description)")
-    if head.get("format", FORMAT_VERSION) > FORMAT_VERSION:
-        raise TraceError(f"{path}: written by a newer graphbo (format {head.get('format')})")
-    evals = records[1:]
-    for i, r in enumerate(evals):
-        if r.get("type") != "eval" or r.get("i") != i:
-            raise TraceError(f"{path}: line {i + 2} is not evaluation {i}")
-    return head, evals, good_len
 
 
 def make_run(spec: RunSpec):
@@ -176,159 +156,152 @@ def fidelity_best_so_far(evals: list[dict[str, Any]], max_fidelity: int, budget:
 
 
 class RunLockedError(RuntimeError):
-    """Another process is writing this run's trace."""
+    """Another process is running this run."""
 
 
-def run(spec: RunSpec, path: str, log: Callable[[str], None] | None = None, compact: bool = True) -> dict[str, Any]:
-    """Run (or resume, or skip) one benchmark run; returns a summary.
+def run(spec: RunSpec, path: str, log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run (or resume, or skip) one benchmark run in the study file ``path``; returns a summary
+    (``path``, ``n`` evaluations, ``resumed_from``, ``best``; ``full_evaluations`` for a multi-fidelity run).
 
-    ``compact=False`` keeps the state on every line of a finished trace.
-    The trace is locked (``PATH.lock``, an advisory ``flock``) while the run
-    writes it: a second process given the same run raises
-    :class:`RunLockedError` instead of interleaving its lines, so two
-    comparisons over the same directory can run side by side.
+    ``path`` ending in ``.jsonl`` names a graphbo 0.1 trace: the run is then the
+    study file beside it (``.db``), into which an unfinished trace is migrated
+    first (a finished one is only read). The run is locked (``PATH.lock``, an
+    advisory ``flock``) while it runs: a second process given the same run
+    raises :class:`RunLockedError`, so two comparisons over the same directory
+    can run side by side.
     """
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path + ".lock", "a") as lock:
+    db, _ = run_files(path)
+    os.makedirs(os.path.dirname(db) or ".", exist_ok=True)
+    with open(db + ".lock", "a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise RunLockedError(f"{path}: being written by another process") from None
+            raise RunLockedError(f"{db}: being run by another process") from None
         try:
-            return _run_locked(spec, path, log, compact)
+            return _run_locked(spec, path, log)
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _check_same_run(head: dict[str, Any], spec: RunSpec, path: str) -> None:
-    if head.get("spec") != json.loads(json.dumps(spec.key())):
-        raise TraceError(f"{path}: belongs to a different run ({head.get('spec')}), not {spec.key()}")
+def _existing_run(spec: RunSpec, path: str) -> RunData | None:
+    """The run stored for ``path`` (study file, else 0.1 trace; ``None`` if neither), read without changes.
+    Raises :class:`TraceError` if it is unreadable or belongs to a different run."""
+    found = find_run(path)
+    if found is None:
+        return None
+    data = read_run(found)
+    if data.head.get("spec") != plain(spec.key()):
+        raise TraceError(f"{found}: belongs to a different run ({data.head.get('spec')}), not {spec.key()}")
+    return data
 
 
-def _run_locked(spec: RunSpec, path: str, log: Callable[[str], None] | None, compact: bool) -> dict[str, Any]:
-    bench, opt = make_run(spec)
-    evals: list[dict[str, Any]] = []
-    if os.path.exists(path):
-        head, evals, good_len = read_trace(path)
-        _check_same_run(head, spec, path)
-        for r in evals:
-            if "fidelity" in r:
-                opt.tell(r["config"], r["value"], fidelity=r["fidelity"])
-            else:
-                opt.tell(r["config"], r["value"])
-        if evals:
-            opt.set_state(evals[-1]["state"])
-        with open(path, "r+b") as fh:  # drop a line cut short by a crash
-            fh.truncate(good_len)
-    else:
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        head = {"type": "run", "format": FORMAT_VERSION, "spec": spec.key(),
-                "benchmark_label": getattr(bench, "name", spec.benchmark),
-                "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
-        if getattr(opt, "multi_fidelity", False):
-            head["max_fidelity"] = opt.max_fidelity
-        with open(path, "x") as fh:
-            fh.write(json.dumps(head) + "\n")
-    if getattr(opt, "multi_fidelity", False):
-        return _run_fidelity(spec, path, log, compact, bench, opt, evals)
-    start_n = len(evals)
-    with open(path, "a") as fh:
-        for i in range(start_n, spec.budget):
-            t0 = time.perf_counter()
-            config = opt.ask()
-            t1 = time.perf_counter()
-            value = float(bench(config))
-            t2 = time.perf_counter()
-            opt.tell(config, value)
-            rec = {"type": "eval", "i": i, "config": config, "value": value,
-                   "suggest_seconds": round(t1 - t0, 6), "evaluate_seconds": round(t2 - t1, 6),
-                   "state": opt.get_state()}
-            fh.write(json.dumps(rec, default=_jsonable) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-            evals.append(rec)
-            if log and ((i + 1) % 10 == 0 or i + 1 == spec.budget):
-                log(f"{spec.benchmark} {spec.method} seed {spec.seed}: {i + 1}/{spec.budget} best {opt.best.value:.5g}")
-    if compact:
-        compact_trace(path)
-    return {"path": path, "n": spec.budget, "resumed_from": start_n, "best": opt.best.value}
+def _run_locked(spec: RunSpec, path: str, log: Callable[[str], None] | None) -> dict[str, Any]:
+    db, _ = run_files(path)
+    bench = load_benchmark(spec.benchmark, **spec.benchmark_options)
+    data = _existing_run(spec, path)
+    if data is not None and trace_finished(data.head, data.evals, spec.budget):  # finished: only read
+        return _summary(spec, data, resumed_from=len(data.evals))
+    if data is not None and data.legacy:
+        _migrate(spec, bench, data, db)
+    with _open_run(spec, bench, db) as study:
+        resumed_from = study.n_finished
+        _evaluate_to_budget(spec, bench, study, log)
+        data = RunData(db, study.user_attrs[RUN_ATTR], evaluations(study.trials), None, legacy=False)
+    return _summary(spec, data, resumed_from)
 
 
-def _run_fidelity(spec: RunSpec, path: str, log: Callable[[str], None] | None, compact: bool, bench, opt,
-                  evals: list[dict[str, Any]]) -> dict[str, Any]:
-    """The loop of a multi-fidelity method: ``spec.budget`` counts full-fidelity-equivalent evaluations.
+@contextlib.contextmanager
+def _open_run(spec: RunSpec, bench, db: str, **head: Any) -> Iterator[Study]:
+    """The run's study in the file ``db``: opened if it exists, else created with the run's description
+    (plus ``head``) as its user attribute ``"run"``. Closed on exit, with its optimizer's resources
+    (SMAC's temporary folder)."""
+    from ..study import Study  # imports the models: only when a run runs
 
-    Each asked ``(config, k)`` is evaluated with ``bench.evaluate(config, epochs=k)``
-    and its line records ``"fidelity": k``. The run stops once the fidelities
-    add up to ``spec.budget * max_fidelity`` (the last evaluation may cross
-    it; :func:`fidelity_best_so_far` does not count that one).
-    """
+    runtime = benchmark_method_options(bench, spec.method)
+    description = {"spec": spec.key(), "benchmark_label": getattr(bench, "name", spec.benchmark),
+                   "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    if "max_fidelity" in runtime:
+        description["max_fidelity"] = int(runtime["max_fidelity"])
+    description.update(head)
+    store = SQLiteStorage(db, trial_states=False, keep_wal=False)
+    try:
+        study = Study(bench.space, spec.method, storage=store, seed=spec.seed, user_attrs={RUN_ATTR: description},
+                      runtime_options=runtime, n_initial=spec.n_initial, **spec.method_options)
+    except TraceError:
+        raise
+    except StorageError as exc:
+        raise TraceError(str(exc)) from None
+    try:
+        with study:
+            yield study
+    finally:
+        close = getattr(study.optimizer, "close", None)
+        if callable(close):
+            close()
+
+
+def _migrate(spec: RunSpec, bench, data: RunData, db: str) -> None:
+    """Copy an unfinished graphbo 0.1 trace into the run's study file ``db``: its evaluations as complete
+    trials, its last optimizer state as the study's. Written to a temporary file and renamed, so a kill
+    leaves no half-migrated run; the trace itself is not changed."""
+    if data.evals and data.state is None:
+        raise TraceError(f"{data.path}: its last evaluation has no optimizer state, so the run cannot be "
+                         "continued exactly; give it another --out")
+    tmp = db + ".migrating"
+    for leftover in (tmp, tmp + "-wal", tmp + "-shm", tmp + "-journal"):  # of a migration killed midway
+        if os.path.exists(leftover):
+            os.remove(leftover)
+    with _open_run(spec, bench, tmp, started=data.head.get("started"), migrated_from=os.path.basename(data.path)):
+        pass  # the run's record, exactly as a run creates it
+    store = SQLiteStorage(tmp, trial_states=False, keep_wal=False)
+    store.open()
+    try:
+        store.add_trials(trace_trials(data, bench.space.to_index), state=data.state)
+    finally:
+        store.close()
+    os.replace(tmp, db)
+
+
+def _cost(trial: Trial) -> int:
+    """What an evaluation uses of the budget, in fidelity units (1 for a single-fidelity method)."""
+    return int(trial.attrs.get("fidelity", 1))
+
+
+def _evaluate_to_budget(spec: RunSpec, bench, study: Study, log: Callable[[str], None] | None) -> None:
+    """Ask, evaluate and tell until the budget is used: ``spec.budget`` evaluations, or for a multi-fidelity
+    method ``spec.budget * max_fidelity`` epochs (the last evaluation may cross it;
+    :func:`fidelity_best_so_far` does not count that one)."""
     from ..benchmarks.fidelity import evaluate_at_fidelity
 
-    top = int(opt.max_fidelity)
-    target = spec.budget * top
-    used = sum(int(r["fidelity"]) for r in evals)
-    start_n = len(evals)
-    with open(path, "a") as fh:
-        i = start_n
-        while used < target:
-            t0 = time.perf_counter()
-            config, k = opt.ask_with_fidelity()
-            t1 = time.perf_counter()
-            value = evaluate_at_fidelity(bench, config, k)
-            t2 = time.perf_counter()
-            opt.tell(config, value, fidelity=k)
-            used += k
-            rec = {"type": "eval", "i": i, "config": config, "value": value, "fidelity": k,
-                   "suggest_seconds": round(t1 - t0, 6), "evaluate_seconds": round(t2 - t1, 6),
-                   "state": opt.get_state()}
-            fh.write(json.dumps(rec, default=_jsonable) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-            evals.append(rec)
-            i += 1
-            if log and (i % 10 == 0 or used >= target):
-                best = opt.best
-                log(f"{spec.benchmark} {spec.method} seed {spec.seed}: {used / top:.4g}/{spec.budget} full "
-                    f"evaluations ({i} at fidelities) best {best.value if best else float('nan'):.5g}")
-    if compact:
-        compact_trace(path)
-    curve = fidelity_best_so_far(evals, top, spec.budget)
-    return {"path": path, "n": len(evals), "resumed_from": start_n, "best": curve[-1] if curve else math.nan,
-            "full_evaluations": used / top}
+    top = study.user_attrs[RUN_ATTR].get("max_fidelity")
+    target = spec.budget * (top or 1)
+    used = sum(_cost(t) for t in study.trials if t.status != "running")
+    while used < target:
+        trial = study.ask()
+        t0 = time.perf_counter()
+        k = trial.attrs.get("fidelity")
+        value = float(bench(trial.config)) if k is None else evaluate_at_fidelity(bench, trial.config, k)
+        study.tell(trial, value, seconds=time.perf_counter() - t0)
+        used += _cost(trial)
+        n = study.n_finished
+        if log and (n % 10 == 0 or used >= target):
+            best = study.optimizer.best
+            best = best.value if best else math.nan
+            where = (f"{n}/{spec.budget}" if top is None else
+                     f"{used / top:.4g}/{spec.budget} full evaluations ({n} at fidelities)")
+            log(f"{spec.benchmark} {spec.method} seed {spec.seed}: {where} best {best:.5g}")
 
 
-def compact_trace(path: str) -> bool:
-    """Drop the optimizer state from every eval line but the last; atomic.
-
-    Returns whether the file changed. The run and its resumability are
-    unaffected: resuming restores the state of the last line only.
-    """
-    head, evals, good_len = read_trace(path)
-    if not any("state" in r for r in evals[:-1]):
-        return False
-    tmp = path + ".compact.tmp"
-    with open(tmp, "w") as fh:
-        fh.write(json.dumps(head) + "\n")
-        for j, r in enumerate(evals):
-            if j < len(evals) - 1:
-                r = {k: v for k, v in r.items() if k != "state"}
-            fh.write(json.dumps(r) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    return True
-
-
-def _jsonable(x):
-    try:
-        import numpy as np
-
-        if isinstance(x, np.generic):
-            return x.item()
-    except ImportError:  # pragma: no cover
-        pass
-    return str(x)
+def _summary(spec: RunSpec, data: RunData, resumed_from: int) -> dict[str, Any]:
+    out = {"path": data.path, "n": len(data.evals), "resumed_from": resumed_from}
+    top = data.head.get("max_fidelity")
+    if top is None:
+        out["best"] = min((float(e["value"]) for e in data.evals), default=math.nan)
+    else:
+        curve = fidelity_best_so_far(data.evals, int(top), spec.budget)
+        out["best"] = curve[-1] if curve else math.nan
+        out["full_evaluations"] = sum(int(e["fidelity"]) for e in data.evals) / int(top)
+    return out
 
 
 def _run_job(spec: RunSpec, path: str, threads: int) -> dict[str, Any]:
@@ -338,16 +311,13 @@ def _run_job(spec: RunSpec, path: str, threads: int) -> dict[str, Any]:
     only adds contention (BOCS's small matrix products slowed down several
     times with OpenBLAS's default threads on 2 busy cores).
     """
-    import torch
-    from threadpoolctl import threadpool_limits
-
-    torch.set_num_threads(threads)
-    with threadpool_limits(limits=threads):
+    with limit_threads(threads):
         return run(spec, path)
 
 
-def trace_path(out_dir: str, spec: RunSpec) -> str:
-    return os.path.join(out_dir, spec.method, f"seed{spec.seed}.jsonl")
+def run_path(out_dir: str, spec: RunSpec) -> str:
+    """The study file of a run in a comparison: ``OUT/METHOD/seedS.db`` (its 0.1 trace: ``seedS.jsonl``)."""
+    return os.path.join(out_dir, spec.method, f"seed{spec.seed}.db")
 
 
 def compare(
@@ -357,20 +327,22 @@ def compare(
     threads_per_worker: int = 1,
     log: Callable[[str], None] = print,
 ) -> list[dict[str, Any]]:
-    """Run every spec (skipping finished ones) in parallel processes; traces go under ``out_dir``."""
+    """Run every spec (skipping finished ones) in parallel processes; run files go under ``out_dir``.
+
+    Every existing run (study file or graphbo 0.1 trace) must belong to its
+    spec before anything runs: otherwise :class:`TraceError`.
+    """
     specs = list(specs)
-    existing: dict[str, bool] = {}  # trace path -> finished
-    for spec in specs:  # every existing trace must belong to its spec before anything runs
-        path = trace_path(out_dir, spec)
-        if os.path.exists(path):
-            head, evals, _ = read_trace(path)
-            _check_same_run(head, spec, path)
-            existing[path] = trace_finished(head, evals, spec.budget)
+    finished: dict[str, bool] = {}  # run path -> finished
+    for spec in specs:
+        path = run_path(out_dir, spec)
+        data = _existing_run(spec, path)
+        if data is not None:
+            finished[path] = trace_finished(data.head, data.evals, spec.budget)
     todo = []
     for spec in specs:
-        path = trace_path(out_dir, spec)
-        if existing.get(path):
-            compact_trace(path)
+        path = run_path(out_dir, spec)
+        if finished.get(path):
             log(f"skip {spec.method} seed {spec.seed}: finished")
             continue
         todo.append((spec, path))
