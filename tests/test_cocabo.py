@@ -11,7 +11,7 @@ from graphbo.benchmarks.mixed_synthetic import Func2C
 from graphbo.optimizers import METHODS
 from graphbo.optimizers.cocabo import CoCaBO, CoCaBOKernel, exp3_gamma, exp3_probabilities
 
-FAST = dict(n_restarts=2, n_samples=500)
+FAST = dict(n_restarts=2, n_random=500)
 
 
 def mixed_space():
@@ -171,7 +171,7 @@ def test_resume_from_state_continues_identically():
 @pytest.mark.parametrize("seed", [0, 1])
 def test_improves_clearly_on_its_initial_design_on_func2c(seed):
     bench = Func2C()
-    opt = CoCaBO(bench.space, seed=seed, n_initial=8, budget=30, n_restarts=2, n_samples=1000)
+    opt = CoCaBO(bench.space, seed=seed, n_initial=8, budget=30, n_restarts=2, n_random=1000)
     _, values = run(opt, bench, 30)
     assert min(values) < min(values[:8]) - 0.1
     assert min(values) < 0.05

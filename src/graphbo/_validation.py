@@ -8,9 +8,10 @@ names the argument, the allowed values and what was given.
 from __future__ import annotations
 
 import math
-from typing import Any, Collection, TypeVar
+from typing import Any, Callable, Collection, Mapping, Sequence, TypeVar
 
-__all__ = ["check_int", "check_float", "check_bool", "check_choice", "check_seed", "check_optional_int"]
+__all__ = ["check_int", "check_float", "check_bool", "check_choice", "check_seed", "check_optional_int",
+           "check_callable", "check_configs", "check_mapping", "check_floats", "check_device"]
 
 T = TypeVar("T")
 
@@ -87,3 +88,80 @@ def check_seed(value: Any) -> int | None:
     if value is None:
         return None
     return check_int("seed", value, minimum=0)
+
+
+def check_callable(name: str, value: Any, *, optional: bool = False) -> Callable[..., Any] | None:
+    """``value`` if it is callable (or ``None`` when ``optional``)."""
+    if value is None and optional:
+        return None
+    if not callable(value):
+        raise TypeError(f"{name} must be callable{' or None' if optional else ''}, got {_describe(value)}")
+    return value
+
+
+def check_mapping(name: str, value: Any) -> dict[str, Any]:
+    """``None`` (as ``{}``) or a mapping with string keys, as a new dict."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise TypeError(f"{name} must be a dict of option names to values or None, got {_describe(value)}")
+    return dict(value)
+
+
+def check_configs(name: str, value: Any) -> list[Mapping[str, Any]]:
+    """``None`` (as ``[]``) or a list of configurations (mappings of variable names to values)."""
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be a list of configurations (dicts) or None, got {_describe(value)}")
+    for i, config in enumerate(value):
+        if not isinstance(config, Mapping):
+            raise TypeError(f"{name}[{i}] must be a configuration (a dict), got {_describe(config)}")
+    return list(value)
+
+
+def check_floats(name: str, value: Any, *, minimum: float | None = None, strict_minimum: bool = False,
+                 min_length: int = 1) -> tuple[float, ...]:
+    """A sequence of at least ``min_length`` numbers, each checked by :func:`check_float`, as a tuple."""
+    import numpy as np
+
+    if isinstance(value, np.ndarray) and value.ndim == 1:
+        value = value.tolist()
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be a sequence of numbers, got {_describe(value)}")
+    if len(value) < min_length:
+        raise ValueError(f"{name} must have at least {min_length} entries, got {list(value)!r}")
+    return tuple(check_float(f"{name}[{i}]", v, minimum=minimum, strict_minimum=strict_minimum)
+                 for i, v in enumerate(value))
+
+
+#: torch device types graphbo's models run on
+DEVICE_TYPES = ("cpu", "cuda", "mps")
+
+
+def check_device(name: str, value: Any) -> Any:
+    """``None`` or a torch device (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"`` or a ``torch.device``) that is
+    available on this machine, as a ``torch.device``."""
+    if value is None:
+        return None
+    import torch
+
+    if not isinstance(value, (str, torch.device)):
+        raise TypeError(f"{name} must be None, a str such as 'cpu' or 'cuda' or a torch.device, "
+                        f"got {_describe(value)}")
+    try:
+        device = torch.device(value)
+    except (RuntimeError, ValueError):
+        device = None
+    if device is None or device.type not in DEVICE_TYPES:
+        raise ValueError(f"{name} must be None or a torch device of type {list(DEVICE_TYPES)} "
+                         f"(e.g. 'cpu', 'cuda', 'cuda:0'), got {value!r}")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        missing = "torch.cuda.is_available() is False"
+    elif device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+        missing = f"it has {torch.cuda.device_count()} CUDA device(s)"
+    elif device.type == "mps" and not torch.backends.mps.is_available():
+        missing = "torch.backends.mps.is_available() is False"
+    else:
+        return device
+    raise ValueError(f"{name} must be a device available on this machine ({missing}), got {value!r}")

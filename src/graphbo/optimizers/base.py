@@ -8,15 +8,20 @@ untouched when it raises. Minimisation everywhere.
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from .._validation import check_configs, check_int, check_seed
 from ..spaces.space import Space, as_generator
 
-__all__ = ["Optimizer", "Observation"]
+__all__ = ["Optimizer", "Observation", "Configs", "signature_without"]
+
+#: the type of ``initial_configs``: configurations (dicts of variable name -> value)
+Configs = Sequence[Mapping[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -30,11 +35,15 @@ class Observation:
 class Optimizer:
     """Base class: bookkeeping of evaluations, the initial design and validation.
 
+    Every optimizer takes the space first and everything else by keyword, with these names for the
+    arguments they share. This class checks them (``TypeError`` or ``ValueError`` naming the argument);
+    each subclass checks its own options first thing in its ``__init__``.
+
     Parameters
     ----------
     space : Space
     seed : int or None
-        Every random choice of the optimizer flows from this seed.
+        Every random choice of the optimizer flows from this seed (a non-negative integer).
     n_initial : int
         Number of uniformly random, distinct configurations asked before the
         method's own suggestions start.
@@ -46,19 +55,15 @@ class Optimizer:
     #: the space classes the optimizer accepts (the NAS optimizers take a ``graphbo.nas.ArchitectureSpace``)
     space_types: tuple[type, ...] = (Space,)
 
-    def __init__(
-        self,
-        space: Space,
-        seed: int | None = None,
-        n_initial: int = 10,
-        initial_configs: list[Mapping[str, Any]] | None = None,
-    ):
+    def __init__(self, space: Space, *, seed: int | None = None, n_initial: int = 10,
+                 initial_configs: Configs | None = None):
         if not isinstance(space, self.space_types):
             expected = " or ".join(f"a graphbo.{t.__name__}" if t is Space else f"a {t.__module__}.{t.__name__}"
                                    for t in self.space_types)
             raise TypeError(f"space must be {expected}, got {type(space).__name__}")
-        if n_initial < 0:
-            raise ValueError(f"n_initial must be >= 0, got {n_initial}")
+        seed = check_seed(seed)
+        n_initial = check_int("n_initial", n_initial, minimum=0)
+        initial_configs = check_configs("initial_configs", initial_configs)
         self.space = space
         self.seed = seed
         self.rng = as_generator(seed)
@@ -66,9 +71,12 @@ class Optimizer:
         self._y: list[float] = []
         self._evaluated: set[bytes] = set()
         self._pending: dict[bytes, np.ndarray] = {}
-        initial = [space.to_index(c) for c in (initial_configs or [])]
-        n_random = max(0, min(n_initial, space.size) - len(initial))
-        self._initial = initial + self._distinct_random_rows(n_random, {r.tobytes() for r in initial})
+        self._initial = self._initial_design([space.to_index(c) for c in initial_configs], n_initial)
+
+    def _initial_design(self, rows: list[np.ndarray], n_initial: int) -> list[np.ndarray]:
+        """The rows asked first: those of ``initial_configs``, then distinct random ones up to ``n_initial``."""
+        n_random = max(0, min(n_initial, self.space.size) - len(rows))
+        return rows + self._distinct_random_rows(n_random, {r.tobytes() for r in rows})
 
     def _distinct_random_rows(self, n: int, taken: set[bytes]) -> list[np.ndarray]:
         rows: list[np.ndarray] = []
@@ -89,10 +97,19 @@ class Optimizer:
         so several can be evaluated in parallel.
         """
         if n is not None:
-            if int(n) != n or n < 1:
-                raise ValueError(f"ask: n must be a positive integer, got {n!r}")
-            return [self._ask_one() for _ in range(int(n))]
+            return [self._ask_one() for _ in range(self._check_n(n))]
         return self._ask_one()
+
+    @staticmethod
+    def _check_n(n: Any) -> int:
+        """``ask``'s ``n`` as a positive int (``ValueError`` otherwise)."""
+        try:
+            ok = not isinstance(n, (bool, str)) and int(n) == n and n >= 1
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok:
+            raise ValueError(f"ask: n must be a positive integer, got {n!r}")
+        return int(n)
 
     def _ask_one(self) -> dict[str, Any]:
         row = None
@@ -117,6 +134,16 @@ class Optimizer:
         Raises ``ValueError`` (and stores nothing) if the configuration is not
         in the space or the value is not a finite number.
         """
+        row, v = self._check_told(config, value)
+        self._observe(row, v)
+        key = row.tobytes()
+        self._pending.pop(key, None)
+        self._X.append(row)
+        self._y.append(v)
+        self._evaluated.add(key)
+
+    def _check_told(self, config: Mapping[str, Any], value: Any) -> tuple[np.ndarray, float]:
+        """``tell``'s checks: the index row of ``config`` and ``value`` as a finite float, or ``ValueError``."""
         row = self.space.to_index(config)
         try:
             v = float(value)
@@ -124,12 +151,7 @@ class Optimizer:
             raise ValueError(f"tell: value {value!r} for {dict(config)!r} is not a number") from None
         if not math.isfinite(v):
             raise ValueError(f"tell: value {value!r} for {dict(config)!r} is not finite")
-        self._observe(row, v)
-        key = row.tobytes()
-        self._pending.pop(key, None)
-        self._X.append(row)
-        self._y.append(v)
-        self._evaluated.add(key)
+        return row, v
 
     def mark_failed(self, config: Mapping[str, Any]) -> None:
         """Record that evaluating ``config`` failed: it is never suggested again, the model is not told.
@@ -211,3 +233,10 @@ class Optimizer:
     @property
     def _exclude(self) -> set[bytes]:
         return self._evaluated | set(self._pending)
+
+
+def signature_without(cls: type, name: str) -> inspect.Signature:
+    """The signature of ``cls.__init__`` without the option ``name``: for a subclass whose
+    ``__init__(self, space, **options)`` fixes that option (``bofm-modlap``, ``cocabo-0.5``)."""
+    sig = inspect.signature(cls.__init__)
+    return sig.replace(parameters=[p for p in sig.parameters.values() if p.name != name])

@@ -27,10 +27,11 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from .._validation import check_float, check_int
 from ..exceptions import SpaceExhaustedError
 from ..spaces.space import Space
 from ..spaces.variables import Binary
-from .base import Optimizer
+from .base import Configs, Optimizer
 
 __all__ = ["BOCS", "HorseshoeGibbs", "quadratic_features"]
 
@@ -232,44 +233,24 @@ class BOCS(Optimizer):
 
     name = "bocs"
 
-    def __init__(
-        self,
-        space: Space,
-        seed: int | None = None,
-        n_initial: int = 10,
-        initial_configs: list[Mapping[str, Any]] | None = None,
-        lam: float = 0.0,
-        n_burn: int = 1000,
-        n_gibbs: int = 100,
-        sa_restarts: int = 5,
-        sa_steps: int = 300,
-        sa_initial_temperature: float = 1.0,
-        sa_cooling: float = 0.8,
-    ):
-        if isinstance(space, Space):
-            for name, var in zip(space.names, space.variables):
-                if not isinstance(var, Binary):
-                    raise ValueError(
-                        f"BOCS handles Binary variables only; variable {name!r} is {var!r}"
-                    )
+    def __init__(self, space: Space, *, seed: int | None = None, n_initial: int = 10,
+                 initial_configs: Configs | None = None, lam: float = 0.0, n_burn: int = 1000, n_gibbs: int = 100,
+                 sa_restarts: int = 5, sa_steps: int = 300, sa_initial_temperature: float = 1.0,
+                 sa_cooling: float = 0.8):
+        self.lam = check_float("lam", lam)
+        self.n_burn = check_int("n_burn", n_burn, minimum=0)
+        self.n_gibbs = check_int("n_gibbs", n_gibbs, minimum=0)
+        if self.n_burn + self.n_gibbs < 1:
+            raise ValueError(f"n_burn + n_gibbs must be >= 1, got {n_burn!r} + {n_gibbs!r}")
+        self.sa_restarts = check_int("sa_restarts", sa_restarts, minimum=1)
+        self.sa_steps = check_int("sa_steps", sa_steps, minimum=0)
+        self.sa_initial_temperature = check_float("sa_initial_temperature", sa_initial_temperature, minimum=0,
+                                                  strict_minimum=True)
+        self.sa_cooling = check_float("sa_cooling", sa_cooling, minimum=0, strict_minimum=True, maximum=1)
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
-        for label, val in (("n_burn", n_burn), ("n_gibbs", n_gibbs), ("sa_steps", sa_steps)):
-            if int(val) != val or val < 0:
-                raise ValueError(f"{label} must be a non-negative integer, got {val!r}")
-        if int(sa_restarts) != sa_restarts or sa_restarts < 1:
-            raise ValueError(f"sa_restarts must be a positive integer, got {sa_restarts!r}")
-        if n_burn + n_gibbs < 1:
-            raise ValueError("n_burn + n_gibbs must be at least 1")
-        if not math.isfinite(lam):
-            raise ValueError(f"lam must be a finite number, got {lam!r}")
-        if not sa_initial_temperature > 0:
-            raise ValueError(f"sa_initial_temperature must be positive, got {sa_initial_temperature!r}")
-        if not 0 < sa_cooling <= 1:
-            raise ValueError(f"sa_cooling must be in (0, 1], got {sa_cooling!r}")
-        self.lam = float(lam)
-        self.n_burn, self.n_gibbs = int(n_burn), int(n_gibbs)
-        self.sa_restarts, self.sa_steps = int(sa_restarts), int(sa_steps)
-        self.sa_initial_temperature, self.sa_cooling = float(sa_initial_temperature), float(sa_cooling)
+        for name, var in zip(space.names, space.variables):
+            if not isinstance(var, Binary):
+                raise ValueError(f"BOCS handles Binary variables only; variable {name!r} is {var!r}")
         d = len(space)
         self.n_features = d + d * (d - 1) // 2
         self._sampler: HorseshoeGibbs | None = None  # created at the first fit, so the initial design is COMBO's

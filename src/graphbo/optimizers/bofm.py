@@ -18,10 +18,11 @@ import torch
 
 from ..acquisition.ei import LogExpectedImprovement
 from ..optim.mixed import optimize_acquisition_mixed
-from ..kernels.frequency_modulated import FMKernel
+from .._validation import check_bool, check_choice, check_int
+from ..kernels.frequency_modulated import KERNELS, FMKernel
 from ..models.mixed_gp import MixedGP
 from ..spaces.space import Space
-from .base import Optimizer
+from .base import Configs, Optimizer, signature_without
 
 __all__ = ["BOFM"]
 
@@ -33,10 +34,10 @@ class BOFM(Optimizer):
     ----------
     space : Space
         Any mix of discrete (graph) and continuous variables.
+    seed, n_initial, initial_configs : as for every optimizer.
     kernel : str, default "modlap"
         ``modlap``, ``moddif``, ``general``, ``fnn``, or a comparison kernel
         ``prodlap``, ``addlap``, ``proddif``, ``adddif``.
-    seed, n_initial, initial_configs : as for every optimizer.
     n_restarts : int, default 10
         ML-II restarts (the previous optimum is one of them).
     log_y : bool, default False
@@ -47,24 +48,19 @@ class BOFM(Optimizer):
 
     name = "bofm"
 
-    def __init__(
-        self,
-        space: Space,
-        kernel: str = "modlap",
-        seed: int | None = None,
-        n_initial: int = 10,
-        initial_configs: list[Mapping[str, Any]] | None = None,
-        n_restarts: int = 10,
-        log_y: bool = False,
-        n_random: int = 100_000,
-        n_spray: int = 50,
-        n_starts: int = 40,
-    ):
+    def __init__(self, space: Space, *, seed: int | None = None, n_initial: int = 10,
+                 initial_configs: Configs | None = None, kernel: str = "modlap", n_restarts: int = 10,
+                 log_y: bool = False, n_random: int = 100_000, n_spray: int = 50, n_starts: int = 40):
+        kernel = check_choice("kernel", kernel, KERNELS)
+        n_restarts = check_int("n_restarts", n_restarts, minimum=1)
+        log_y = check_bool("log_y", log_y)
+        self.n_random = check_int("n_random", n_random, minimum=1)
+        self.n_spray = check_int("n_spray", n_spray, minimum=0)
+        self.n_starts = check_int("n_starts", n_starts, minimum=1)
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
         spectra = [space.variables[j].spectrum for j in space.discrete_indices]
         self.kernel = FMKernel(kernel, spectra, len(space.continuous_indices))
         self.model = MixedGP(self.kernel, space, n_restarts=n_restarts, log_y=log_y)
-        self.n_random, self.n_spray, self.n_starts = int(n_random), int(n_spray), int(n_starts)
         self.last_timing: dict[str, float] = {}
 
     def _suggest(self) -> np.ndarray:
@@ -99,11 +95,12 @@ class BOFM(Optimizer):
 def bofm_variant(kernel: str) -> type:
     """BOFM with ``kernel`` fixed (methods ``bofm-modlap``, ``bofm-prodlap``, ...), so that a
     comparison directory holds one method per kernel as in the BO-FM paper's tables."""
+    check_choice("kernel", kernel, KERNELS)
 
-    def __init__(self, space, seed=None, n_initial=10, initial_configs=None, **options):
+    def __init__(self, space, **options):
         if "kernel" in options:
             raise TypeError(f"bofm-{kernel} fixes the kernel; use method 'bofm' to choose it")
-        BOFM.__init__(self, space, kernel=kernel, seed=seed, n_initial=n_initial,
-                      initial_configs=initial_configs, **options)
+        BOFM.__init__(self, space, kernel=kernel, **options)
 
+    __init__.__signature__ = signature_without(BOFM, "kernel")
     return type(f"BOFM_{kernel}", (BOFM,), {"__init__": __init__, "__doc__": f"BO-FM with the {kernel} kernel."})

@@ -68,15 +68,30 @@ import torch
 from ..acquisition.base import AcquisitionFunction
 from ..acquisition.confidence_bound import NegativeLowerConfidenceBound
 from ..acquisition.ei import LogExpectedImprovement
+from .._validation import check_bool, check_choice, check_float, check_int
 from ..models.mixed_gp import MixedGP
 from ..spaces.space import Space
-from .base import Optimizer
+from .base import Configs, Optimizer, signature_without
 
 __all__ = ["CoCaBO", "CoCaBOKernel", "cocabo_variant", "CoCaBOMix0", "CoCaBOMix05", "CoCaBOMix1",
            "CoCaBOLearnedMix", "exp3_gamma", "exp3_probabilities"]
 
 
 # -- the kernel -------------------------------------------------------------------------------------
+#: kernels on the continuous inputs
+CONT_KERNELS = ("matern52", "rbf")
+
+
+def check_mix(mix: Any) -> float | None:
+    """The mixture weight as a float in ``[0, 1]``, or ``None`` for ``"learn"``; ``ValueError`` otherwise."""
+    if isinstance(mix, str) and mix == "learn":
+        return None
+    try:
+        return check_float("mix", mix, minimum=0.0, maximum=1.0)
+    except (TypeError, ValueError):
+        raise ValueError(f"mix must be a number in [0, 1] or 'learn', got {mix!r}") from None
+
+
 class CoCaBOKernel:
     """CoCaBO's mixture of an overlap kernel and a Matérn-5/2 (or RBF) kernel; see the module docstring.
 
@@ -100,21 +115,9 @@ class CoCaBOKernel:
     def __init__(self, n_categorical: int, n_continuous: int, mix: float | str = 0.5, ard: bool = False,
                  cont_kernel: str = "matern52", normalize_sum: bool = False, dtype: torch.dtype = torch.float64):
         self.P, self.Dc = int(n_categorical), int(n_continuous)
-        if isinstance(mix, str):
-            if mix != "learn":
-                raise ValueError(f"mix must be a number in [0, 1] or 'learn', got {mix!r}")
-            self.mix: float | None = None
-        else:
-            try:
-                m = float(mix)
-            except (TypeError, ValueError):
-                raise ValueError(f"mix must be a number in [0, 1] or 'learn', got {mix!r}") from None
-            if not 0.0 <= m <= 1.0:
-                raise ValueError(f"mix must be a number in [0, 1] or 'learn', got {mix!r}")
-            self.mix = m
-        if cont_kernel not in ("matern52", "rbf"):
-            raise ValueError(f"cont_kernel must be 'matern52' or 'rbf', got {cont_kernel!r}")
-        self.ard, self.cont_kernel, self.dtype = bool(ard), cont_kernel, dtype
+        self.mix: float | None = check_mix(mix)
+        self.cont_kernel = check_choice("cont_kernel", cont_kernel, CONT_KERNELS)
+        self.ard, self.dtype = bool(ard), dtype
         self.sum_scale = 0.5 if normalize_sum else 1.0
         layout = []
         if self.P:
@@ -222,9 +225,9 @@ class CoCaBO(Optimizer):
     ----------
     space : Space
         Any mix of discrete variables (all treated as categorical) and continuous ones.
+    seed, n_initial, initial_configs : as for every optimizer.
     mix : float in [0, 1] or "learn", default 0.5
         The mixture weight ``lambda`` (BO-FM compares 0, 0.5 and 1; 0.5 is the reference code's default).
-    seed, n_initial, initial_configs : as for every optimizer.
     acquisition : {"ucb", "ei"}, default "ucb"
         ``"ucb"``: minimise ``mean - kappa * sd`` (the reference experiments' LCB); ``"ei"``: expected improvement.
     kappa : float, default 2.0
@@ -244,48 +247,36 @@ class CoCaBO(Optimizer):
     refit_interval : int, default 1
         Re-fit the hyper-parameters every this many suggestions and reuse them in between
         (the reference code re-fits every 10 iterations).
-    n_samples, n_local : int, defaults 5000, 3
-        Random points scored and L-BFGS-B starts of the acquisition optimisation.
+    n_random, n_starts : int, defaults 5000, 3
+        Random points scored and L-BFGS-B starts (the best of them) of the acquisition optimisation
+        (the names of COMBO's and BO-FM's options for the same).
     """
 
     name = "cocabo"
 
-    def __init__(
-        self,
-        space: Space,
-        mix: float | str = 0.5,
-        seed: int | None = None,
-        n_initial: int = 10,
-        initial_configs: list[Mapping[str, Any]] | None = None,
-        acquisition: str = "ucb",
-        kappa: float = 2.0,
-        budget: int = 200,
-        ard: bool = False,
-        cont_kernel: str = "matern52",
-        normalize_sum: bool = False,
-        n_restarts: int = 5,
-        refit_interval: int = 1,
-        n_samples: int = 5000,
-        n_local: int = 3,
-    ):
-        super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
-        acquisition = str(acquisition).lower()
-        if acquisition not in ("ucb", "lcb", "ei"):
-            raise ValueError(f"acquisition must be 'ucb' or 'ei', got {acquisition!r}")
-        for label, value in (("budget", budget), ("n_restarts", n_restarts), ("refit_interval", refit_interval),
-                             ("n_samples", n_samples), ("n_local", n_local)):
-            if isinstance(value, bool) or int(value) != value or value < 1:
-                raise ValueError(f"{label} must be a positive integer, got {value!r}")
-        if not (math.isfinite(float(kappa)) and kappa >= 0):
-            raise ValueError(f"kappa must be a finite number >= 0, got {kappa!r}")
+    def __init__(self, space: Space, *, seed: int | None = None, n_initial: int = 10,
+                 initial_configs: Configs | None = None, mix: float | str = 0.5, acquisition: str = "ucb",
+                 kappa: float = 2.0, budget: int = 200, ard: bool = False, cont_kernel: str = "matern52",
+                 normalize_sum: bool = False, n_restarts: int = 5, refit_interval: int = 1, n_random: int = 5000,
+                 n_starts: int = 3):
+        check_mix(mix)
+        acquisition = check_choice("acquisition", acquisition.lower() if isinstance(acquisition, str) else acquisition,
+                                   ("ucb", "lcb", "ei"))
         self.acquisition = "ucb" if acquisition == "lcb" else acquisition
-        self.kappa, self.budget = float(kappa), int(budget)
-        self.refit_interval, self.n_samples, self.n_local = int(refit_interval), int(n_samples), int(n_local)
+        self.kappa = check_float("kappa", kappa, minimum=0.0)
+        self.budget = check_int("budget", budget, minimum=1)
+        ard, normalize_sum = check_bool("ard", ard), check_bool("normalize_sum", normalize_sum)
+        cont_kernel = check_choice("cont_kernel", cont_kernel, CONT_KERNELS)
+        n_restarts = check_int("n_restarts", n_restarts, minimum=1)
+        self.refit_interval = check_int("refit_interval", refit_interval, minimum=1)
+        self.n_random = check_int("n_random", n_random, minimum=1)
+        self.n_starts = check_int("n_starts", n_starts, minimum=1)
+        super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
         self._disc = space.discrete_indices
         self._cont = space.continuous_indices
         self.kernel = CoCaBOKernel(len(self._disc), len(self._cont), mix=mix, ard=ard, cont_kernel=cont_kernel,
                                    normalize_sum=normalize_sum)
-        self.model = MixedGP(self.kernel, space, n_restarts=int(n_restarts))
+        self.model = MixedGP(self.kernel, space, n_restarts=n_restarts)
         self.n_arms = [int(space.n_values[j]) for j in self._disc]
         self.gammas = [exp3_gamma(c, self.budget) for c in self.n_arms]
         self.log_weights = [np.zeros(c) for c in self.n_arms]
@@ -369,9 +360,9 @@ class CoCaBO(Optimizer):
                     out.append(acq(rows_of(torch.as_tensor(C[s:s + 2000], dtype=torch.float64))).numpy())
             return np.concatenate(out)
 
-        pool = snap(self.rng.random((self.n_samples, dc)))
+        pool = snap(self.rng.random((self.n_random, dc)))
         vals = score(pool)
-        top = np.argsort(-vals, kind="stable")[: self.n_local]
+        top = np.argsort(-vals, kind="stable")[: self.n_starts]
         starts = pool[top].copy()
 
         def fun(x: np.ndarray):
@@ -457,13 +448,16 @@ def cocabo_variant(mix: float | str, class_name: str | None = None) -> type[CoCa
 
     Passing ``mix=`` to the subclass is an error unless it equals the fixed value.
     """
+    check_mix(mix)
     label = mix if isinstance(mix, str) else f"{float(mix):g}"
 
-    def __init__(self, space: Space, seed: int | None = None, **options: Any):
+    def __init__(self, space: Space, **options: Any):
         if "mix" in options and options["mix"] != mix:
             raise ValueError(f"{type(self).name}: the mixture weight is fixed to {mix!r}, got mix={options['mix']!r}")
         options["mix"] = mix
-        CoCaBO.__init__(self, space, seed=seed, **options)
+        CoCaBO.__init__(self, space, **options)
+
+    __init__.__signature__ = signature_without(CoCaBO, "mix")
 
     name = class_name or f"CoCaBO_{label}".replace(".", "_")
     cls = type(name, (CoCaBO,), {"__init__": __init__, "name": f"cocabo-{label}",

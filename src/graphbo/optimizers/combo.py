@@ -21,7 +21,8 @@ from ..kernels.diffusion import DiffusionKernel
 from ..models.diffusion_gp import DiffusionGP, HyperSample
 from ..spaces.space import Space
 from ..spaces.variables import Variable
-from .base import Optimizer
+from .._validation import check_device, check_int
+from .base import Configs, Optimizer
 
 __all__ = ["COMBO"]
 
@@ -47,25 +48,22 @@ class COMBO(Optimizer):
     n_random, n_spray, n_starts : int, defaults 20000, 20, 20
         Acquisition optimiser: random vertices, spray vertices within graph
         distance 2 of the best evaluation, and local-search starts (supplement Sec. 3).
-    device : str, optional
-        torch device for the GP algebra (``"cuda"`` when present); CPU by default.
+    device : str or torch.device, optional
+        torch device for the GP algebra (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``; it must be
+        available on this machine); CPU by default.
     """
 
     name = "combo"
 
-    def __init__(
-        self,
-        space: Space,
-        seed: int | None = None,
-        n_initial: int = 10,
-        initial_configs: list[Mapping[str, Any]] | None = None,
-        n_burn: int = 100,
-        n_samples: int = 10,
-        n_random: int = 20000,
-        n_spray: int = 20,
-        n_starts: int = 20,
-        device: str | None = None,
-    ):
+    def __init__(self, space: Space, *, seed: int | None = None, n_initial: int = 10,
+                 initial_configs: Configs | None = None, n_burn: int = 100, n_samples: int = 10,
+                 n_random: int = 20000, n_spray: int = 20, n_starts: int = 20, device: str | None = None):
+        n_burn = check_int("n_burn", n_burn, minimum=0)
+        n_samples = check_int("n_samples", n_samples, minimum=1)
+        self.n_random = check_int("n_random", n_random, minimum=1)
+        self.n_spray = check_int("n_spray", n_spray, minimum=0)
+        self.n_starts = check_int("n_starts", n_starts, minimum=1)
+        device = check_device("device", device)
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
         bad = [n for n in space.names if not isinstance(space[n], Variable)]
         if bad:
@@ -74,7 +72,6 @@ class COMBO(Optimizer):
             )
         self.kernel = DiffusionKernel([v.spectrum for v in space.variables], device=device)
         self.model = DiffusionGP(self.kernel, n_burn=n_burn, n_samples=n_samples)
-        self.n_random, self.n_spray, self.n_starts = int(n_random), int(n_spray), int(n_starts)
         self.last_acquisition_value: float | None = None
         #: seconds spent fitting and optimising the acquisition at the last model-based suggestion
         self.last_timing: dict[str, float] = {}

@@ -54,7 +54,8 @@ from ..nas.architecture import Architecture
 from ..nas.modifiers import mutate
 from ..nas.otmann import DEFAULT_NU_STRS
 from ..nas.space import ArchitectureSpace
-from .base import Optimizer
+from .._validation import check_choice, check_floats, check_int, check_optional_int
+from .base import Configs, Optimizer
 
 __all__ = ["NASOptimizer", "NASBOT", "NASRandom", "NASEvolution", "EA_START_CHOICES"]
 
@@ -83,18 +84,22 @@ class NASOptimizer(Optimizer):
 
     space_types = (ArchitectureSpace,)
 
-    def __init__(self, space: ArchitectureSpace | str, seed: int | None = None, n_initial: int = 10,
-                 initial_configs: list[Mapping[str, Any]] | None = None, ea_start: str = "pool+evaluated"):
+    def __init__(self, space: ArchitectureSpace | str, *, seed: int | None = None, n_initial: int = 10,
+                 initial_configs: Configs | None = None, ea_start: str = "pool+evaluated"):
+        self.ea_start = check_choice("ea_start", ea_start, EA_START_CHOICES)
         if isinstance(space, str):
-            space = ArchitectureSpace(space)
-        super().__init__(space, seed=seed, n_initial=0)
-        if isinstance(n_initial, bool) or int(n_initial) != n_initial or n_initial < 0:
-            raise ValueError(f"n_initial must be a non-negative integer, got {n_initial!r}")
-        if ea_start not in EA_START_CHOICES:
-            raise ValueError(f"ea_start must be one of {EA_START_CHOICES}, got {ea_start!r}")
-        self.ea_start = ea_start
+            try:
+                space = ArchitectureSpace(space)
+            except ValueError as exc:
+                raise ValueError(f"space must be a graphbo.nas.ArchitectureSpace or a domain name ({exc})") from None
+        super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
         self.space: ArchitectureSpace = space
-        rows = [space.to_index(c) for c in (initial_configs or [])]
+        self._archs: list[Architecture] = []
+        self.last_ea: EAResult | None = None
+
+    def _initial_design(self, rows: list[np.ndarray], n_initial: int) -> list[np.ndarray]:
+        """``initial_configs``, then the domain's initial pool, then random networks, up to ``n_initial``."""
+        space = self.space
         keys = {self._row_key(r) for r in rows}
         for a in space.initial_pool():
             if len(rows) >= n_initial:
@@ -110,9 +115,7 @@ class NASOptimizer(Optimizer):
             if self._row_key(r) not in keys:
                 keys.add(self._row_key(r))
                 rows.append(r)
-        self._initial = rows
-        self._archs: list[Architecture] = []
-        self.last_ea: EAResult | None = None
+        return rows
 
     # -- keys ---------------------------------------------------------------------------------------
     def _row_key(self, row: np.ndarray | bytes) -> str:
@@ -254,15 +257,16 @@ class NASBOT(NASOptimizer):
 
     name = "nasbot"
 
-    def __init__(self, space: ArchitectureSpace | str, seed: int | None = None, n_initial: int = 10,
-                 initial_configs: list[Mapping[str, Any]] | None = None, *,
-                 nu_strs: Sequence[float] = DEFAULT_NU_STRS, n_burn: int = 100, n_samples: int = 10,
-                 ea_evaluations: int | None = None, ea_start: str = "pool+evaluated"):
+    def __init__(self, space: ArchitectureSpace | str, *, seed: int | None = None, n_initial: int = 10,
+                 initial_configs: Configs | None = None, nu_strs: Sequence[float] = DEFAULT_NU_STRS,
+                 n_burn: int = 100, n_samples: int = 10, ea_evaluations: int | None = None,
+                 ea_start: str = "pool+evaluated"):
+        nu_strs = check_floats("nu_strs", nu_strs, minimum=0.0)
+        n_burn = check_int("n_burn", n_burn, minimum=0)
+        n_samples = check_int("n_samples", n_samples, minimum=1)
+        self.ea_evaluations = check_optional_int("ea_evaluations", ea_evaluations, minimum=1)
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs, ea_start=ea_start)
-        if ea_evaluations is not None and (int(ea_evaluations) != ea_evaluations or ea_evaluations < 1):
-            raise ValueError(f"ea_evaluations must be a positive integer, got {ea_evaluations!r}")
         self.model = OTMANNGP(self.space.kind, nu_strs=nu_strs, n_burn=n_burn, n_samples=n_samples)
-        self.ea_evaluations = None if ea_evaluations is None else int(ea_evaluations)
         self._fitted_n = -1
         self.last_timing: dict[str, float] = {}
         self.last_acquisition_value: float | None = None
@@ -330,11 +334,11 @@ class NASRandom(NASOptimizer):
 
     name = "rand"
 
-    def __init__(self, space: ArchitectureSpace | str, seed: int | None = None, n_initial: int = 10,
-                 initial_configs: list[Mapping[str, Any]] | None = None, *, ea_evaluations: int | None = None,
+    def __init__(self, space: ArchitectureSpace | str, *, seed: int | None = None, n_initial: int = 10,
+                 initial_configs: Configs | None = None, ea_evaluations: int | None = None,
                  ea_start: str = "pool+evaluated"):
+        self.ea_evaluations = check_optional_int("ea_evaluations", ea_evaluations, minimum=1)
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs, ea_start=ea_start)
-        self.ea_evaluations = None if ea_evaluations is None else int(ea_evaluations)
 
     def _suggest(self) -> np.ndarray:
         n_ea = self.ea_evaluations if self.ea_evaluations is not None else n_ea_evaluations(self.step)
@@ -356,14 +360,11 @@ class NASEvolution(NASOptimizer):
 
     name = "ea"
 
-    def __init__(self, space: ArchitectureSpace | str, seed: int | None = None, n_initial: int = 10,
-                 initial_configs: list[Mapping[str, Any]] | None = None, *, n_mutations: int = 10,
-                 max_mutation_tries: int = 10):
+    def __init__(self, space: ArchitectureSpace | str, *, seed: int | None = None, n_initial: int = 10,
+                 initial_configs: Configs | None = None, n_mutations: int = 10, max_mutation_tries: int = 10):
+        self.n_mutations = check_int("n_mutations", n_mutations, minimum=1)
+        self.max_mutation_tries = check_int("max_mutation_tries", max_mutation_tries, minimum=1)
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
-        if int(n_mutations) != n_mutations or n_mutations < 1:
-            raise ValueError(f"n_mutations must be a positive integer, got {n_mutations!r}")
-        self.n_mutations = int(n_mutations)
-        self.max_mutation_tries = int(max_mutation_tries)
         self._queue: list[np.ndarray] = []
 
     def _suggest(self) -> np.ndarray:

@@ -17,14 +17,15 @@ coordinates, and clips the result to the range.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 import numpy as np
 
+from .._validation import check_callable, check_choice, check_float, check_int
 from ..exceptions import SpaceExhaustedError
 from ..spaces.space import Space
 from ..spaces.variables import Continuous, IntegerRange
-from .base import Optimizer
+from .base import Configs, Optimizer
 
 __all__ = ["RegularizedEvolution"]
 
@@ -93,40 +94,18 @@ class RegularizedEvolution(Optimizer):
 
     name = "re"
 
-    def __init__(
-        self,
-        space: Space,
-        seed: int | None = None,
-        n_initial: int = 10,
-        initial_configs: list[Mapping[str, Any]] | None = None,
-        population_size: int = 50,
-        sample_size: int = 15,
-        is_valid: Callable[[dict[str, Any]], bool] | None = None,
-        mutation: str = "one",
-        mutation_std: float = 0.01,
-    ):
+    def __init__(self, space: Space, *, seed: int | None = None, n_initial: int = 10,
+                 initial_configs: Configs | None = None, population_size: int = 50, sample_size: int = 15,
+                 is_valid: Callable[[dict[str, Any]], bool] | None = None, mutation: str = "one",
+                 mutation_std: float = 0.01):
+        self.population_size = check_int("population_size", population_size, minimum=1)
+        self.sample_size = check_int("sample_size", sample_size, minimum=1)
+        if self.sample_size > self.population_size:
+            raise ValueError(f"sample_size must be <= population_size ({self.population_size}), got {sample_size!r}")
+        self.is_valid = check_callable("is_valid", is_valid, optional=True)
+        self.mutation = check_choice("mutation", mutation, ("one", "pair"))
+        self.mutation_std = check_float("mutation_std", mutation_std, minimum=0, strict_minimum=True)
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
-        if int(population_size) != population_size or population_size < 1:
-            raise ValueError(f"population_size must be a positive integer, got {population_size!r}")
-        if int(sample_size) != sample_size or not 1 <= sample_size <= population_size:
-            raise ValueError(
-                f"sample_size must be an integer in [1, population_size={population_size}], got {sample_size!r}"
-            )
-        if is_valid is not None and not callable(is_valid):
-            raise TypeError(f"is_valid must be callable (config -> bool), got {is_valid!r}")
-        if mutation not in ("one", "pair"):
-            raise ValueError(f"mutation must be 'one' or 'pair', got {mutation!r}")
-        try:
-            mutation_std = float(mutation_std)
-        except (TypeError, ValueError):
-            raise ValueError(f"mutation_std must be a positive number, got {mutation_std!r}") from None
-        if not (np.isfinite(mutation_std) and mutation_std > 0):
-            raise ValueError(f"mutation_std must be a positive number, got {mutation_std!r}")
-        self.mutation = mutation
-        self.mutation_std = mutation_std
-        self.population_size = int(population_size)
-        self.sample_size = int(sample_size)
-        self.is_valid = is_valid
         self._population: deque[tuple[np.ndarray, float]] = deque()
         self._mutable = np.flatnonzero(space.n_values > 1)
 

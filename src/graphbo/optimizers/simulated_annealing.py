@@ -17,9 +17,10 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from .._validation import check_float
 from ..exceptions import SpaceExhaustedError
 from ..spaces.space import Space
-from .base import Optimizer
+from .base import Configs, Optimizer
 
 __all__ = ["SimulatedAnnealing"]
 
@@ -73,23 +74,12 @@ class SimulatedAnnealing(Optimizer):
 
     name = "sa"
 
-    def __init__(
-        self,
-        space: Space,
-        seed: int | None = None,
-        n_initial: int = 10,
-        initial_configs: list[Mapping[str, Any]] | None = None,
-        initial_temperature: float = 1.0,
-        cooling: float = 0.8,
-    ):
+    def __init__(self, space: Space, *, seed: int | None = None, n_initial: int = 10,
+                 initial_configs: Configs | None = None, initial_temperature: float = 1.0, cooling: float = 0.8):
+        self.initial_temperature = check_float("initial_temperature", initial_temperature, minimum=0,
+                                               strict_minimum=True)
+        self.cooling = check_float("cooling", cooling, minimum=0, strict_minimum=True, maximum=1)
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
-        if not (isinstance(initial_temperature, (int, float)) and math.isfinite(initial_temperature)
-                and initial_temperature > 0):
-            raise ValueError(f"initial_temperature must be a positive number, got {initial_temperature!r}")
-        if not (isinstance(cooling, (int, float)) and 0 < cooling <= 1):
-            raise ValueError(f"cooling must be in (0, 1], got {cooling!r}")
-        self.initial_temperature = float(initial_temperature)
-        self.cooling = float(cooling)
         self.temperature = self.initial_temperature
         self._current_row: np.ndarray | None = None
         self._current_value: float | None = None
