@@ -22,17 +22,15 @@ from __future__ import annotations
 
 import math
 import numbers
-import tempfile
-import warnings
 from collections import defaultdict
-from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
+from .._validation import check_float, check_int, check_optional_int
 from ..spaces.space import Space
-from .base import Observation, Optimizer
-from .smac import SMAC, _import_smac, _quiet_smac, _sorted_start_local_search
+from .base import Configs, Observation
+from .smac import SMACAdapter, _quiet_smac
 
 __all__ = ["BOHB", "hyperband_fidelities"]
 
@@ -40,10 +38,14 @@ __all__ = ["BOHB", "hyperband_fidelities"]
 _HALF = 0.5 - 1e-6
 
 
-def _check_int(name: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-        raise ValueError(f"BOHB: {name} must be an integer >= {low}, got {value!r}")
-    return int(value)
+def _check_hyperband(min_fidelity: Any, max_fidelity: Any, eta: Any) -> tuple[int, int, int]:
+    """The fidelity range and Hyperband's ``eta`` as ints (``ValueError``/``TypeError`` naming a bad one)."""
+    if max_fidelity is None:
+        raise ValueError("max_fidelity must be given: BOHB needs max_fidelity, the full fidelity in epochs "
+                         "(a benchmark's max_fidelity), got None")
+    min_fidelity = check_int("min_fidelity", min_fidelity, minimum=1)
+    max_fidelity = check_int("max_fidelity", max_fidelity, minimum=min_fidelity)
+    return min_fidelity, max_fidelity, check_int("eta", eta, minimum=2)
 
 
 def _round_epochs(budget: float) -> int:
@@ -74,20 +76,10 @@ def hyperband_fidelities(max_fidelity: int, min_fidelity: int = 1, eta: int = 3)
     the BO-FM authors' HpBandSter setting for the NAS + SGD problem
     (budgets ``0.5 .. 25.5``, ``round(budget)`` epochs).
     """
-    _check_int("min_fidelity", min_fidelity, 1)
-    _check_int("max_fidelity", max_fidelity, min_fidelity)
-    _check_int("eta", eta, 2)
-    return tuple(sorted(_hyperband_budgets(min_fidelity, max_fidelity, eta)[2]))
+    return tuple(sorted(_hyperband_budgets(*_check_hyperband(min_fidelity, max_fidelity, eta))[2]))
 
 
-def _configspace(cs_mod, space: Space, seed: int):
-    """The ConfigSpace of :class:`~graphbo.optimizers.smac.SMAC`: discrete variables over value indices."""
-    from .smac import index_configspace
-
-    return index_configspace(cs_mod, space, seed)
-
-
-class BOHB(Optimizer):
+class BOHB(SMACAdapter):
     """BOHB through SMAC3's multi-fidelity facade: Hyperband brackets, random-forest proposals.
 
     Fidelities are integers (epochs) in ``min_fidelity .. max_fidelity``; an
@@ -175,46 +167,24 @@ class BOHB(Optimizer):
     #: asks come with a fidelity (see :mod:`graphbo.benchmarks.fidelity`)
     multi_fidelity = True
 
-    def __init__(
-        self,
-        space: Space,
-        seed: int | None = None,
-        n_initial: int = 10,
-        initial_configs: list[Mapping[str, Any]] | None = None,
-        max_fidelity: int | None = None,
-        min_fidelity: int = 1,
-        eta: int = 3,
-        min_points_in_model: int | None = None,
-        random_probability: float = 1.0 / 3.0,
-        n_trees: int = 10,
-        n_challengers: int = 10000,
-        local_search_iterations: int = 10,
-    ):
-        (cs_mod, smac, RandomForest, LocalSearch, TrialInfo, TrialValue, Exhausted, Encoder,
-         StatusType) = _import_smac()
+    def __init__(self, space: Space, *, seed: int | None = None, n_initial: int = 10,
+                 initial_configs: Configs | None = None, max_fidelity: int | None = None, min_fidelity: int = 1,
+                 eta: int = 3, min_points_in_model: int | None = None, random_probability: float = 1.0 / 3.0,
+                 n_trees: int = 10, n_challengers: int = 10000, local_search_iterations: int = 10):
+        self.min_fidelity, self.max_fidelity, self.eta = _check_hyperband(min_fidelity, max_fidelity, eta)
+        min_points_in_model = check_optional_int("min_points_in_model", min_points_in_model, minimum=1)
+        random_probability = check_float("random_probability", random_probability, minimum=0.0, maximum=1.0)
+        n_trees = check_int("n_trees", n_trees, minimum=1)
+        n_challengers = check_int("n_challengers", n_challengers, minimum=1)
+        local_search_iterations = check_int("local_search_iterations", local_search_iterations, minimum=1)
+        super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
         from smac.callback.callback import Callback
         from smac.main.config_selector import ConfigSelector
 
-        if max_fidelity is None:
-            raise ValueError("BOHB needs max_fidelity, the full fidelity in epochs (a benchmark's max_fidelity)")
-        self.min_fidelity = _check_int("min_fidelity", min_fidelity, 1)
-        self.max_fidelity = _check_int("max_fidelity", max_fidelity, self.min_fidelity)
-        self.eta = _check_int("eta", eta, 2)
-        if isinstance(random_probability, bool) or not 0.0 <= float(random_probability) <= 1.0:
-            raise ValueError(f"BOHB: random_probability must be in [0, 1], got {random_probability!r}")
-        _check_int("n_trees", n_trees, 1)
-        _check_int("n_challengers", n_challengers, 1)
-        _check_int("local_search_iterations", local_search_iterations, 1)
-        super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
-        self.min_points_in_model = (len(space) + 1 if min_points_in_model is None
-                                    else _check_int("min_points_in_model", min_points_in_model, 1))
+        self.min_points_in_model = len(space) + 1 if min_points_in_model is None else min_points_in_model
         low, high, self._budget_of = _hyperband_budgets(self.min_fidelity, self.max_fidelity, self.eta)
         #: the fidelities Hyperband uses, ascending
         self.fidelity_levels: tuple[int, ...] = tuple(sorted(self._budget_of))
-        self._TrialInfo, self._TrialValue = TrialInfo, TrialValue
-        self._Exhausted, self._crashed = Exhausted, StatusType.CRASHED
-        self.smac_seed = int(self.rng.integers(2**31))
-        self.configspace = _configspace(cs_mod, space, self.smac_seed)
         initial = [self._config_of(r) for r in self._initial]
         self._initial = []  # handed to SMAC's initial design below
 
@@ -241,68 +211,33 @@ class BOHB(Optimizer):
                     config_selector._max_new_config_tries = self.max_tries
 
         self._restored = _Restore()
-        self._tmpdir = tempfile.TemporaryDirectory(prefix="graphbo-bohb-")
-        MF = smac.MultiFidelityFacade
-        with _quiet_smac():
-            scenario = smac.Scenario(
-                self.configspace,
-                name="graphbo-bohb",
-                output_directory=Path(self._tmpdir.name),
-                deterministic=True,
-                n_trials=2**31 - 1,
-                seed=self.smac_seed,
-                min_budget=low,
-                max_budget=high,
-            )
-            from .smac import smac_random_forest
+        MF = self._lib.smac.MultiFidelityFacade
+        parts: dict[str, Any] = {}
 
-            model = smac_random_forest(RandomForest, self.configspace, n_trees, self.smac_seed)
-            maximizer = MF.get_acquisition_maximizer(scenario, challengers=n_challengers,
-                                                     local_search_iterations=local_search_iterations)
-            local_search = getattr(maximizer, "_local_search", None)
-            if type(local_search) is LocalSearch:  # SMAC internals as of 2.4.1; see _sorted_start_local_search
-                local_search.__class__ = _sorted_start_local_search(LocalSearch)
-            random_design = MF.get_random_design(scenario, probability=float(random_probability))
-            intensifier = MF.get_intensifier(scenario, eta=self.eta)
-            with warnings.catch_warnings():  # SMAC 2.4 calls ConfigSpace's deprecated get_dictionary here
-                warnings.simplefilter("ignore", DeprecationWarning)
-                self.smac = MF(
-                    scenario,
-                    None,
-                    model=model,
-                    acquisition_maximizer=maximizer,
-                    initial_design=MF.get_initial_design(scenario, n_configs=0, additional_configs=initial),
-                    random_design=random_design,
-                    intensifier=intensifier,
-                    config_selector=ConfigSelector(scenario, retrain_after=1, min_trials=self.min_points_in_model),
-                    # the facade's encoder, but the model never sees crashed (failed) trials
-                    runhistory_encoder=Encoder(scenario, considered_states=[StatusType.SUCCESS]),
-                    callbacks=[self._restored],
-                    logging_level=False,
-                    overwrite=True,
-                )
+        def components(scenario) -> dict[str, Any]:
+            parts.update(random_design=MF.get_random_design(scenario, probability=random_probability),
+                         intensifier=MF.get_intensifier(scenario, eta=self.eta),
+                         initial_design=MF.get_initial_design(scenario, n_configs=0, additional_configs=initial),
+                         config_selector=ConfigSelector(scenario, retrain_after=1, min_trials=self.min_points_in_model),
+                         callbacks=[self._restored])
+            return parts
+
+        maximizer = self._start_smac(MF, n_trees, {"challengers": n_challengers,
+                                                   "local_search_iterations": local_search_iterations},
+                                     components, min_budget=low, max_budget=high)
+        random_design, intensifier = parts["random_design"], parts["intensifier"]
         # New configurations enter Hyperband as graphbo rows see them (see _canonical_configs)
         intensifier._config_generator = self._canonical_configs(intensifier._config_generator)
         # SMAC's random generators, re-seeded before every ask (SMAC 2.4 attribute names)
-        self._rng_owners = [o for o in (random_design, maximizer, local_search,
+        self._rng_owners = [o for o in (random_design, maximizer, getattr(maximizer, "_local_search", None),
                                         getattr(maximizer, "_random_search", None), intensifier)
                             if o is not None and isinstance(getattr(o, "_rng", None), np.random.RandomState)]
-        self._trials: dict[tuple[bytes, int], Any] = {}  # (row key, fidelity) -> pending TrialInfo asked from SMAC
         self._fidelities: list[int] = []  # aligned with _X / _y
         self._failed: list[tuple[np.ndarray, int]] = []
-        self._trial_seed: int | None = None  # the deterministic intensifier's one seed
         self._n_asked = 0
         #: fidelity of the configuration returned by the last :meth:`ask` (of each, for ``ask(n)``: ``last_fidelities``)
         self.last_fidelity: int | None = None
         self.last_fidelities: list[int] = []
-
-    # -- conversions (those of the SMAC baseline) -------------------------------------
-    _config_of = SMAC._config_of
-    _row_of = SMAC._row_of
-
-    def close(self) -> None:
-        """Remove SMAC's temporary output directory now (also done at garbage collection)."""
-        self._tmpdir.cleanup()
 
     def _canonical_configs(self, configs):
         """SMAC's new configurations, each replaced by the one graphbo's row of it converts back to.
@@ -317,11 +252,6 @@ class BOHB(Optimizer):
             canonical = self._config_of(self._row_of(config))
             canonical.origin = config.origin
             yield canonical
-
-    def _seed(self) -> int:
-        # Before SMAC's first ask its intensifier takes its seed from the run history (a replay),
-        # so any fixed value works; after it, the one it chose.
-        return 0 if self._trial_seed is None else self._trial_seed
 
     def _reseed(self) -> None:
         seeds = np.random.SeedSequence(int(self.rng.integers(2**63))).generate_state(1 + len(self._rng_owners))
@@ -356,9 +286,7 @@ class BOHB(Optimizer):
         stage waits for them.
         """
         if n is not None:
-            if isinstance(n, bool) or int(n) != n or n < 1:
-                raise ValueError(f"ask: n must be a positive integer, got {n!r}")
-            pairs = [self._ask_one_pair() for _ in range(int(n))]
+            pairs = [self._ask_one_pair() for _ in range(self._check_n(n))]
             self.last_fidelities = [k for _, k in pairs]
             self.last_fidelity = pairs[-1][1]
             return pairs
@@ -388,17 +316,15 @@ class BOHB(Optimizer):
         self._pending[row.tobytes()] = row
         return self.space.from_index(row), k
 
-    def _pop_trial(self, row: np.ndarray, k: int):
-        """The pending SMAC trial asked for ``(row, k)`` (or ``None``), removed from the pending ones."""
-        key = row.tobytes()
-        info = self._trials.pop((key, k), None)
-        if info is None and not self.space.is_discrete:
-            for other, kk in list(self._trials):  # tolerate an ulp of round-off in the unit coordinates
-                if kk == k and np.allclose(np.frombuffer(other, dtype=row.dtype), row, rtol=0.0, atol=1e-12):
-                    key, info = other, self._trials.pop((other, kk))
-                    break
-        if info is not None and not any(other == key for other, _ in self._trials):
-            self._pending.pop(key, None)
+    def _pop_trial(self, row: np.ndarray, fidelity: int | None = None):
+        """The pending SMAC trial asked for ``(row, fidelity)`` (or ``None``), removed from the pending ones;
+        the configuration leaves graphbo's pending set with its last pending trial."""
+        key = self._trial_key(row, fidelity)
+        if key is None:
+            return None
+        info = self._trials.pop(key)
+        if not any(other == key[0] for other, _ in self._trials):
+            self._pending.pop(key[0], None)
         return info
 
     def _pending_fidelity(self, row: np.ndarray, where: str) -> int:
@@ -409,17 +335,8 @@ class BOHB(Optimizer):
                              + (f" ({ks})" if ks else ""))
         return ks[0]
 
-    def _trial_info(self, row: np.ndarray, k: int):
-        """SMAC's pending trial for ``(row, k)``, or a new one for a trial SMAC did not ask (a replay)."""
-        info = self._pop_trial(row, k)
-        if info is None:
-            config = self._config_of(row)
-            info = self._TrialInfo(config, seed=self._seed(), budget=self._budget_of[k])
-            selector = getattr(self.smac.intensifier, "_config_selector", None)
-            processed = getattr(selector, "_processed_configs", None)
-            if isinstance(processed, list) and config not in processed:  # best effort, as for SMAC
-                processed.append(config)
-        return info
+    def _budget(self, fidelity: int | None) -> float | None:
+        return self._budget_of[fidelity]
 
     def tell(self, config: Mapping[str, Any], value: float, fidelity: int | None = None) -> None:
         """Record that ``config`` evaluated to ``value`` at ``fidelity`` (epochs).
@@ -430,17 +347,10 @@ class BOHB(Optimizer):
         nothing for a configuration outside the space, a value that is not a
         finite number or a fidelity that is not one of :attr:`fidelity_levels`.
         """
-        row = self.space.to_index(config)
-        try:
-            v = float(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"tell: value {value!r} for {dict(config)!r} is not a number") from None
-        if not math.isfinite(v):
-            raise ValueError(f"tell: value {value!r} for {dict(config)!r} is not finite")
+        row, v = self._check_told(config, value)
         k = self._pending_fidelity(row, "tell") if fidelity is None else self._fidelity(fidelity, "tell")
-        info = self._trial_info(row, k)
         with _quiet_smac():
-            self.smac.tell(info, self._TrialValue(cost=v), save=False)
+            self._tell_library(row, v, k)
         self._X.append(row)
         self._y.append(v)
         self._fidelities.append(k)
@@ -454,10 +364,8 @@ class BOHB(Optimizer):
         """
         row = self.space.to_index(config)
         k = self._pending_fidelity(row, "mark_failed") if fidelity is None else self._fidelity(fidelity, "mark_failed")
-        info = self._trial_info(row, k)
         with _quiet_smac():
-            self.smac.tell(info, self._TrialValue(cost=self.smac.scenario.crash_cost, status=self._crashed),
-                           save=False)
+            self._tell_library(row, None, k)
         self._failed.append((row, k))
         self._evaluated.add(row.tobytes())
 

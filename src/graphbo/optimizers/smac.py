@@ -17,34 +17,35 @@ import contextlib
 import functools
 import logging
 import tempfile
+import warnings
 from pathlib import Path
-from typing import Any, Mapping
+from types import SimpleNamespace
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
+from .._validation import check_float, check_int
 from ..spaces.space import Space
 from ..spaces.variables import Variable
-from .base import Optimizer
+from .base import Configs
+from .external import ExternalOptimizer, import_extra
 
-__all__ = ["SMAC"]
-
-_INSTALL_HINT = 'SMAC needs SMAC3: pip install "graphbo[smac]"'
+__all__ = ["SMAC", "SMACAdapter"]
 
 
-def _import_smac():
-    try:
-        import ConfigSpace
-        import smac
-        from smac.acquisition.maximizer.local_search import LocalSearch
-        from smac.main.exceptions import ConfigurationSpaceExhaustedException
-        from smac.model.random_forest import RandomForest
-        from smac.runhistory.dataclasses import TrialInfo, TrialValue
-        from smac.runhistory.encoder import RunHistoryLogScaledEncoder
-        from smac.runhistory.enumerations import StatusType
-    except ImportError as exc:  # pragma: no cover - exercised only without smac
-        raise ImportError(_INSTALL_HINT) from exc
-    return (ConfigSpace, smac, RandomForest, LocalSearch, TrialInfo, TrialValue, ConfigurationSpaceExhaustedException,
-            RunHistoryLogScaledEncoder, StatusType)
+def _load_smac() -> SimpleNamespace:
+    import ConfigSpace
+    import smac
+    from smac.acquisition.maximizer.local_search import LocalSearch
+    from smac.main.exceptions import ConfigurationSpaceExhaustedException
+    from smac.model.random_forest import RandomForest
+    from smac.runhistory.dataclasses import TrialInfo, TrialValue
+    from smac.runhistory.encoder import RunHistoryLogScaledEncoder
+    from smac.runhistory.enumerations import StatusType
+
+    return SimpleNamespace(ConfigSpace=ConfigSpace, smac=smac, RandomForest=RandomForest, LocalSearch=LocalSearch,
+                           TrialInfo=TrialInfo, TrialValue=TrialValue, Exhausted=ConfigurationSpaceExhaustedException,
+                           Encoder=RunHistoryLogScaledEncoder, StatusType=StatusType)
 
 
 @functools.lru_cache(maxsize=None)
@@ -102,7 +103,117 @@ def index_configspace(cs_mod, space: Space, seed: int):
     return cs
 
 
-class SMAC(Optimizer):
+class SMACAdapter(ExternalOptimizer):
+    """What :class:`SMAC` and :class:`~graphbo.optimizers.bohb.BOHB` share: SMAC3 behind graphbo's ask/tell.
+
+    The ConfigSpace over value indices (:func:`index_configspace`), seeded
+    like every SMAC component by :attr:`library_seed`; a facade with SMAC's
+    random forest on one thread (:func:`smac_random_forest`), the local
+    search's start points in a fixed order (:func:`_sorted_start_local_search`)
+    and a model that never sees crashed (failed) trials; SMAC's output in a
+    temporary directory (:meth:`close`); told values and failures passed to
+    ``smac.tell`` as ``TrialInfo``/``TrialValue`` (crashed trials at SMAC's
+    crash cost).
+    """
+
+    def __init__(self, space: Space, **common: Any):
+        lib = import_extra(type(self).__name__, "SMAC3", "smac", _load_smac)
+        super().__init__(space, **common)
+        self._lib = lib
+        self._TrialInfo, self._TrialValue, self._Exhausted = lib.TrialInfo, lib.TrialValue, lib.Exhausted
+        self._crashed = lib.StatusType.CRASHED
+        self.configspace = index_configspace(lib.ConfigSpace, space, self.library_seed)
+        self._trial_seed: int | None = None  # the deterministic intensifier's one seed
+
+    def _start_smac(self, facade: type, n_trees: int, maximizer_options: Mapping[str, Any],
+                    components: Callable[[Any], Mapping[str, Any]], **scenario_options: Any):
+        """Create ``self.smac``, a ``facade`` over a deterministic scenario; return its acquisition maximiser.
+
+        ``components(scenario)`` gives the facade's other components (initial design, random design,
+        intensifier, configuration selector, callbacks).
+        """
+        lib = self._lib
+        self._tmpdir = tempfile.TemporaryDirectory(prefix=f"graphbo-{self.name}-")
+        with _quiet_smac(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # SMAC 2.4 calls ConfigSpace's get_dictionary
+            scenario = lib.smac.Scenario(self.configspace, name=f"graphbo-{self.name}",
+                                         output_directory=Path(self._tmpdir.name), deterministic=True,
+                                         n_trials=2**31 - 1, seed=self.library_seed, **scenario_options)
+            model = smac_random_forest(lib.RandomForest, self.configspace, n_trees, self.library_seed)
+            maximizer = facade.get_acquisition_maximizer(scenario, **maximizer_options)
+            local_search = getattr(maximizer, "_local_search", None)
+            if type(local_search) is lib.LocalSearch:  # SMAC internals as of 2.4.1; see _sorted_start_local_search
+                local_search.__class__ = _sorted_start_local_search(lib.LocalSearch)
+            parts = dict(components(scenario))
+            self.smac = facade(
+                scenario,
+                None,
+                model=model,
+                acquisition_maximizer=maximizer,
+                # the facade's encoder, but the model never sees crashed (failed) trials
+                runhistory_encoder=lib.Encoder(scenario, considered_states=[lib.StatusType.SUCCESS]),
+                logging_level=False,
+                overwrite=True,
+                **parts,
+            )
+        return maximizer
+
+    def close(self) -> None:
+        """Remove SMAC's temporary output directory now (also done at garbage collection)."""
+        self._tmpdir.cleanup()
+
+    # -- conversions ------------------------------------------------------------------------------
+    def _config_of(self, row: np.ndarray):
+        from ConfigSpace import Configuration
+
+        config = Configuration(self.configspace, values=self._params_of(row))
+        # Rebuilt from its vector, as SMAC builds its own: the value types (NumPy
+        # integers) then match, and so do the hashes (ConfigSpace hashes the repr),
+        # which SMAC's run history uses to recognise a configuration.
+        return Configuration(self.configspace, vector=config.get_array())
+
+    def _trial_params(self, trial: Any) -> Any:
+        return trial.config
+
+    # -- trials --------------------------------------------------------------------------------
+    def _budget(self, fidelity: int | None) -> float | None:
+        """SMAC's budget of a fidelity (single-fidelity SMAC: none)."""
+        return None
+
+    def _trial_info(self, row: np.ndarray, fidelity: int | None = None):
+        """SMAC's pending trial for ``row`` (at ``fidelity``), or a new one for a trial SMAC did not ask for."""
+        info = self._pop_trial(row, fidelity)
+        if info is None:
+            config = self._config_of(row)
+            info = self._TrialInfo(config, seed=self._seed(), budget=self._budget(fidelity))
+            self._mark_processed(config)
+        return info
+
+    def _seed(self) -> int:
+        # Before SMAC's first ask its intensifier takes its seed from the run
+        # history, so any fixed value works; after it, use the one it chose.
+        return 0 if self._trial_seed is None else self._trial_seed
+
+    def _mark_processed(self, config) -> None:
+        # Private SMAC state, best effort: keeps SMAC from proposing a config it was
+        # told about after its generator started. Duplicates are handled anyway.
+        selector = getattr(self.smac.intensifier, "_config_selector", None)
+        processed = getattr(selector, "_processed_configs", None)
+        if isinstance(processed, list) and config not in processed:
+            processed.append(config)
+
+    def _crash_value(self):
+        return self._TrialValue(cost=self.smac.scenario.crash_cost, status=self._crashed)
+
+    def _quiet(self):
+        return _quiet_smac()
+
+    def _tell_library(self, row: np.ndarray, value: float | None, fidelity: int | None = None) -> None:
+        info = self._trial_info(row, fidelity)
+        self.smac.tell(info, self._crash_value() if value is None else self._TrialValue(cost=value), save=False)
+
+
+class SMAC(SMACAdapter):
     """SMAC3 (random forest + log-EI, local and random search) as a graphbo baseline.
 
     Variables map onto a ConfigSpace: discrete ones over value *indices* --
@@ -170,170 +281,50 @@ class SMAC(Optimizer):
 
     name = "smac"
 
-    def __init__(
-        self,
-        space: Space,
-        seed: int | None = None,
-        n_initial: int = 10,
-        initial_configs: list[Mapping[str, Any]] | None = None,
-        n_trees: int = 10,
-        n_challengers: int = 10000,
-        random_probability: float = 0.2,
-        retrain_after: int = 1,
-        max_retries: int = 20,
-    ):
-        (cs_mod, smac, RandomForest, LocalSearch, TrialInfo, TrialValue, Exhausted, Encoder,
-         StatusType) = _import_smac()
+    def __init__(self, space: Space, *, seed: int | None = None, n_initial: int = 10,
+                 initial_configs: Configs | None = None, n_trees: int = 10, n_challengers: int = 10000,
+                 random_probability: float = 0.2, retrain_after: int = 1, max_retries: int = 20):
+        n_trees = check_int("n_trees", n_trees, minimum=1)
+        n_challengers = check_int("n_challengers", n_challengers, minimum=1)
+        random_probability = check_float("random_probability", random_probability, minimum=0.0, maximum=1.0)
+        retrain_after = check_int("retrain_after", retrain_after, minimum=1)
+        self.max_retries = check_int("max_retries", max_retries, minimum=0)
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-        self.max_retries = int(max_retries)
-        self.smac_seed = int(self.rng.integers(2**31))
-        self._TrialInfo, self._TrialValue, self._Exhausted = TrialInfo, TrialValue, Exhausted
-        self._crashed = StatusType.CRASHED
+        HPO = self._lib.smac.HyperparameterOptimizationFacade
 
-        cs = index_configspace(cs_mod, space, self.smac_seed)
-        self.configspace = cs
+        def components(scenario) -> dict[str, Any]:
+            return dict(initial_design=HPO.get_initial_design(scenario, n_configs=0),
+                        random_design=HPO.get_random_design(scenario, probability=random_probability),
+                        intensifier=HPO.get_intensifier(scenario, max_config_calls=1),
+                        config_selector=HPO.get_config_selector(scenario, retrain_after=retrain_after))
 
-        self._tmpdir = tempfile.TemporaryDirectory(prefix="graphbo-smac-")
-        HPO = smac.HyperparameterOptimizationFacade
-        with _quiet_smac():
-            scenario = smac.Scenario(
-                cs,
-                name="graphbo-smac",
-                output_directory=Path(self._tmpdir.name),
-                deterministic=True,
-                n_trials=2**31 - 1,
-                seed=self.smac_seed,
-            )
-            model = smac_random_forest(RandomForest, cs, n_trees, self.smac_seed)
-            maximizer = HPO.get_acquisition_maximizer(scenario, challengers=n_challengers)
-            local_search = getattr(maximizer, "_local_search", None)
-            if type(local_search) is LocalSearch:  # SMAC internals as of 2.4.1; see _sorted_start_local_search
-                local_search.__class__ = _sorted_start_local_search(LocalSearch)
-            self.smac = HPO(
-                scenario,
-                None,
-                model=model,
-                acquisition_maximizer=maximizer,
-                initial_design=HPO.get_initial_design(scenario, n_configs=0),
-                random_design=HPO.get_random_design(scenario, probability=random_probability),
-                intensifier=HPO.get_intensifier(scenario, max_config_calls=1),
-                config_selector=HPO.get_config_selector(scenario, retrain_after=retrain_after),
-                # the facade's encoder, but the model never sees crashed (failed) trials
-                runhistory_encoder=Encoder(scenario, considered_states=[StatusType.SUCCESS]),
-                logging_level=False,
-                overwrite=True,
-            )
-        self._trials: dict[bytes, Any] = {}  # row key -> pending TrialInfo proposed by SMAC
+        self._start_smac(HPO, n_trees, {"challengers": n_challengers}, components)
         self._values: dict[bytes, float] = {}  # row key -> last told value
         self._failed: set[bytes] = set()  # row keys told CRASHED
-        self._trial_seed: int | None = None  # the deterministic intensifier's one seed
         self._exhausted = False
-        self.n_duplicates = 0
-        self.n_fallbacks = 0
 
-    # -- helpers ------------------------------------------------------------------
-    def close(self) -> None:
-        """Remove SMAC's temporary output directory now (also done at garbage collection)."""
-        self._tmpdir.cleanup()
+    # -- ExternalOptimizer hooks ---------------------------------------------------------------------
+    def _proposals(self) -> Iterator[Any]:
+        while not self._exhausted:
+            try:
+                info = self.smac.ask()
+            except (StopIteration, self._Exhausted):
+                self._exhausted = True
+                return
+            if self._trial_seed is None:
+                self._trial_seed = info.seed
+            yield info
 
-    def _config_of(self, row: np.ndarray):
-        from ConfigSpace import Configuration
+    def _repeated(self, trial: Any, key: bytes) -> None:
+        if key in self._values:  # evaluated: close SMAC's running trial with the known value
+            self.smac.tell(trial, self._TrialValue(cost=self._values[key]), save=False)
+        elif key in self._failed:
+            self.smac.tell(trial, self._crash_value(), save=False)
+        # pending: SMAC's running trial is completed when graphbo's tell arrives
 
-        values = {n: int(x) if isinstance(v, Variable) else v.from_unit(x)
-                  for n, v, x in zip(self.space.names, self.space.variables, row)}
-        config = Configuration(self.configspace, values=values)
-        # Rebuilt from its vector, as SMAC builds its own: the value types (NumPy
-        # integers) then match, and so do the hashes (ConfigSpace hashes the repr),
-        # which SMAC's run history uses to recognise a configuration.
-        return Configuration(self.configspace, vector=config.get_array())
-
-    def _row_of(self, config) -> np.ndarray:
-        """graphbo row of a SMAC configuration, canonical (``to_index(from_index(row))`` gives it back)."""
-        space = self.space
-        row = np.array([int(config[n]) if isinstance(v, Variable) else v.to_unit(config[n])
-                        for n, v in zip(space.names, space.variables)], dtype=space.row_dtype)
-        if not space.is_discrete:  # unit coordinates: the round trip through native values may move them by an ulp
-            row = space.to_index(space.from_index(row))
-        return row
-
-    def _pop_trial(self, row: np.ndarray):
-        """The pending SMAC trial proposed for ``row`` (or ``None``), removed from the pending ones."""
-        info = self._trials.pop(row.tobytes(), None)
-        if info is None and not self.space.is_discrete:
-            for key in list(self._trials):  # tolerate an ulp of round-off in the unit coordinates
-                if np.allclose(np.frombuffer(key, dtype=row.dtype), row, rtol=0.0, atol=1e-12):
-                    return self._trials.pop(key)
-        return info
-
-    def _trial_info(self, row: np.ndarray):
-        """SMAC's pending trial for ``row``, or a new one for a configuration SMAC did not propose."""
-        info = self._pop_trial(row)
-        if info is None:
-            config = self._config_of(row)
-            info = self._TrialInfo(config, seed=self._seed())
-            self._mark_processed(config)
-        return info
-
-    def _seed(self) -> int:
-        # Before SMAC's first ask its intensifier takes its seed from the run
-        # history, so any fixed value works; after it, use the one it chose.
-        return 0 if self._trial_seed is None else self._trial_seed
-
-    def _mark_processed(self, config) -> None:
-        # Private SMAC state, best effort: keeps SMAC from proposing a config it was
-        # told about after its generator started. Duplicates are handled anyway.
-        selector = getattr(self.smac.intensifier, "_config_selector", None)
-        processed = getattr(selector, "_processed_configs", None)
-        if isinstance(processed, list) and config not in processed:
-            processed.append(config)
-
-    # -- protocol hooks --------------------------------------------------------------
-    def _suggest(self) -> np.ndarray:
-        from ..exceptions import SpaceExhaustedError
-
-        exclude = self._exclude
-        if len(exclude) >= self.space.size:
-            raise SpaceExhaustedError(f"all {self.space.size} configurations have been evaluated or are pending")
-        if not self._exhausted:
-            with _quiet_smac():
-                for _ in range(self.max_retries + 1):
-                    try:
-                        info = self.smac.ask()
-                    except (StopIteration, self._Exhausted):
-                        self._exhausted = True
-                        break
-                    if self._trial_seed is None:
-                        self._trial_seed = info.seed
-                    row = self._row_of(info.config)
-                    key = row.tobytes()
-                    if key not in exclude:
-                        self._trials[key] = info
-                        return row
-                    self.n_duplicates += 1
-                    if key in self._values:  # evaluated: close SMAC's running trial with the known value
-                        self.smac.tell(info, self._TrialValue(cost=self._values[key]), save=False)
-                    elif key in self._failed:
-                        self.smac.tell(info, self._crash_value(), save=False)
-                    # pending: SMAC's running trial is completed when graphbo's tell arrives
-        self.n_fallbacks += 1
-        return self._distinct_random_rows(1, exclude)[0]
-
-    def _observe(self, row: np.ndarray, value: float) -> None:
-        info = self._trial_info(row)
-        with _quiet_smac():
-            self.smac.tell(info, self._TrialValue(cost=value), save=False)
-        self._values[row.tobytes()] = value
-
-    def _crash_value(self):
-        return self._TrialValue(cost=self.smac.scenario.crash_cost, status=self._crashed)
-
-    def mark_failed(self, config: Mapping[str, Any]) -> None:
-        """As :meth:`Optimizer.mark_failed`; SMAC is told the trial ``CRASHED`` (its model ignores it)."""
-        super().mark_failed(config)
-        row = self.space.to_index(config)
-        info = self._trial_info(row)
-        with _quiet_smac():
-            self.smac.tell(info, self._crash_value(), save=False)
-        self._failed.add(row.tobytes())
+    def _tell_library(self, row: np.ndarray, value: float | None, fidelity: int | None = None) -> None:
+        super()._tell_library(row, value, fidelity)
+        if value is None:
+            self._failed.add(row.tobytes())
+        else:
+            self._values[row.tobytes()] = value

@@ -14,24 +14,22 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from typing import Any, Mapping
+from typing import Any, Iterator
 
 import numpy as np
 
+from .._validation import check_bool, check_int, check_optional_int
 from ..spaces.space import Space
 from ..spaces.variables import Variable
-from .base import Optimizer
+from .base import Configs
+from .external import ExternalOptimizer, import_extra
 
 __all__ = ["TPE"]
 
-_INSTALL_HINT = 'TPE needs optuna: pip install "graphbo[tpe]"'
 
+def _load_optuna():
+    import optuna
 
-def _import_optuna():
-    try:
-        import optuna
-    except ImportError as exc:  # pragma: no cover - exercised only without optuna
-        raise ImportError(_INSTALL_HINT) from exc
     return optuna
 
 
@@ -58,7 +56,7 @@ def _distribution(optuna, var):
     return dist.FloatDistribution(var.low, var.high, log=var.log)
 
 
-class TPE(Optimizer):
+class TPE(ExternalOptimizer):
     """Tree-structured Parzen Estimator (optuna's ``TPESampler``) as a graphbo baseline.
 
     Variables map onto optuna distributions: discrete ones over value
@@ -71,7 +69,7 @@ class TPE(Optimizer):
     log=log)``; so TPE also serves as a baseline on the mixed spaces of BO-FM.
     The study lives in memory, minimises, and is
     seeded from the graphbo seed (one integer drawn from ``self.rng`` after the
-    shared random initial design).
+    shared random initial design, :attr:`library_seed`).
 
     Every told evaluation, the initial design included, is added to the study
     (``study.add_trial(create_trial(...))``, or ``study.tell`` for a trial
@@ -115,33 +113,24 @@ class TPE(Optimizer):
 
     name = "tpe"
 
-    def __init__(
-        self,
-        space: Space,
-        seed: int | None = None,
-        n_initial: int = 10,
-        initial_configs: list[Mapping[str, Any]] | None = None,
-        n_startup_trials: int | None = None,
-        n_ei_candidates: int = 24,
-        multivariate: bool = False,
-        constant_liar: bool = True,
-        max_retries: int = 20,
-        **sampler_kwargs: Any,
-    ):
-        optuna = _import_optuna()
+    def __init__(self, space: Space, *, seed: int | None = None, n_initial: int = 10,
+                 initial_configs: Configs | None = None, n_startup_trials: int | None = None,
+                 n_ei_candidates: int = 24, multivariate: bool = False, constant_liar: bool = True,
+                 max_retries: int = 20, **sampler_kwargs: Any):
+        n_startup_trials = check_optional_int("n_startup_trials", n_startup_trials, minimum=0)
+        n_ei_candidates = check_int("n_ei_candidates", n_ei_candidates, minimum=1)
+        multivariate = check_bool("multivariate", multivariate)
+        constant_liar = check_bool("constant_liar", constant_liar)
+        self.max_retries = check_int("max_retries", max_retries, minimum=0)
+        optuna = self._optuna = import_extra("TPE", "optuna", "tpe", _load_optuna)
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-        self._optuna = optuna
-        self.max_retries = int(max_retries)
-        self.sampler_seed = int(self.rng.integers(2**31))
-        self.n_startup_trials = len(self._initial) if n_startup_trials is None else int(n_startup_trials)
+        self.n_startup_trials = len(self._initial) if n_startup_trials is None else n_startup_trials
         self._distributions = {name: _distribution(optuna, var) for name, var in zip(space.names, space.variables)}
         with _quiet_optuna(optuna), warnings.catch_warnings():
             # constant_liar is marked experimental in optuna 3-4
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             sampler = optuna.samplers.TPESampler(
-                seed=self.sampler_seed,
+                seed=self.library_seed,
                 n_startup_trials=self.n_startup_trials,
                 n_ei_candidates=n_ei_candidates,
                 multivariate=multivariate,
@@ -149,85 +138,33 @@ class TPE(Optimizer):
                 **sampler_kwargs,
             )
             self.study = optuna.create_study(direction="minimize", sampler=sampler)
-        self._trials: dict[bytes, Any] = {}  # row key -> pending optuna Trial proposed by TPE
-        self.n_duplicates = 0
-        self.n_fallbacks = 0
+        self._duplicates: list[Any] = []  # trials TPE repeated during one suggestion, told FAIL at its end
 
-    def _row_of(self, params: Mapping[str, Any]) -> np.ndarray:
-        """graphbo row of optuna parameters, canonical (``to_index(from_index(row))`` gives it back)."""
-        space = self.space
-        row = np.array([int(params[n]) if isinstance(v, Variable) else v.to_unit(params[n])
-                        for n, v in zip(space.names, space.variables)], dtype=space.row_dtype)
-        if not space.is_discrete:  # unit coordinates: the round trip through native values may move them by an ulp
-            row = space.to_index(space.from_index(row))
-        return row
+    # -- ExternalOptimizer hooks ---------------------------------------------------------------------
+    def _quiet(self):
+        return _quiet_optuna(self._optuna)
 
-    def _params_of(self, row: np.ndarray) -> dict[str, Any]:
-        """optuna parameters of a graphbo row."""
-        return {n: int(x) if isinstance(v, Variable) else v.from_unit(x)
-                for n, v, x in zip(self.space.names, self.space.variables, row)}
-
-    def _pop_trial(self, row: np.ndarray):
-        """The pending optuna trial proposed for ``row`` (or ``None``), removed from the pending ones."""
-        trial = self._trials.pop(row.tobytes(), None)
-        if trial is None and not self.space.is_discrete:
-            for key in list(self._trials):  # tolerate an ulp of round-off in the unit coordinates
-                if np.allclose(np.frombuffer(key, dtype=row.dtype), row, rtol=0.0, atol=1e-12):
-                    return self._trials.pop(key)
-        return trial
-
-    def mark_failed(self, config: Mapping[str, Any]) -> None:
-        """As :meth:`Optimizer.mark_failed`; the configuration's optuna trial is told ``FAIL``."""
-        super().mark_failed(config)
-        row = self.space.to_index(config)
+    def _tell_library(self, row: np.ndarray, value: float | None, fidelity: int | None = None) -> None:
+        # a trial TPE proposed is finished; for any other configuration a trial is added
+        trial = self._pop_trial(row)
         fail = self._optuna.trial.TrialState.FAIL
-        with _quiet_optuna(self._optuna):
-            trial = self._pop_trial(row)
-            if trial is not None:
-                self.study.tell(trial, state=fail)
-            else:
-                self.study.add_trial(self._optuna.trial.create_trial(
-                    params=self._params_of(row), distributions=self._distributions, state=fail))
+        if trial is not None:
+            self.study.tell(trial, **({"state": fail} if value is None else {"values": value}))
+        else:
+            self.study.add_trial(self._optuna.trial.create_trial(
+                params=self._params_of(row), distributions=self._distributions,
+                **({"state": fail} if value is None else {"value": value})))
 
-    def _suggest(self) -> np.ndarray:
-        from ..exceptions import SpaceExhaustedError
+    def _proposals(self) -> Iterator[Any]:
+        while True:
+            yield self.study.ask(self._distributions)
 
-        exclude = self._exclude
-        if len(exclude) >= self.space.size:
-            raise SpaceExhaustedError(f"all {self.space.size} configurations have been evaluated or are pending")
+    def _repeated(self, trial: Any, key: bytes) -> None:
+        # Kept running while retrying: with the constant liar, TPE counts
+        # it among the bad trials and moves away from it.
+        self._duplicates.append(trial)
+
+    def _proposals_done(self) -> None:
         fail = self._optuna.trial.TrialState.FAIL
-        duplicates = []
-        row = None
-        with _quiet_optuna(self._optuna):
-            try:
-                for _ in range(self.max_retries + 1):
-                    trial = self.study.ask(self._distributions)
-                    cand = self._row_of(trial.params)
-                    key = cand.tobytes()
-                    if key not in exclude:
-                        self._trials[key] = trial
-                        row = cand
-                        break
-                    # Kept running while retrying: with the constant liar, TPE counts
-                    # it among the bad trials and moves away from it.
-                    self.n_duplicates += 1
-                    duplicates.append(trial)
-            finally:
-                for trial in duplicates:  # failed trials are ignored by TPE
-                    self.study.tell(trial, state=fail)
-        if row is None:
-            self.n_fallbacks += 1
-            row = self._distinct_random_rows(1, exclude)[0]
-        return row
-
-    def _observe(self, row: np.ndarray, value: float) -> None:
-        with _quiet_optuna(self._optuna):
-            trial = self._pop_trial(row)
-            if trial is not None:
-                self.study.tell(trial, value)
-            else:
-                self.study.add_trial(
-                    self._optuna.trial.create_trial(
-                        params=self._params_of(row), distributions=self._distributions, value=value
-                    )
-                )
+        while self._duplicates:  # failed trials are ignored by TPE
+            self.study.tell(self._duplicates.pop(0), state=fail)
