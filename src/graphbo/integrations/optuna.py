@@ -98,12 +98,13 @@ except ModuleNotFoundError as _exc:  # pragma: no cover - depends on the install
     raise ModuleNotFoundError(f'graphbo.integrations.optuna needs Optuna ({_exc}): '
                               'pip install "graphbo[optuna]"') from _exc
 
+from .._validation import check_bool, check_int, check_mapping, check_seed
 from ..exceptions import SpaceExhaustedError
 from ..optimizers.base import Optimizer
 from ..spaces.space import Space
-from ..spaces.variables import Categorical, Continuous, IntegerRange, Ordinal
+from ..spaces.variables import Binary, Categorical, Continuous, IntegerRange, Ordinal
 
-__all__ = ["COMBOSampler", "BOFMSampler"]
+__all__ = ["COMBOSampler", "BOFMSampler", "GraphboSampler"]
 
 #: system attribute of a trial holding the configuration the sampler is about to return
 PROPOSAL_ATTR = "graphbo:proposal"
@@ -171,36 +172,53 @@ class _Param:
         return float(min(max(float(value), d.low), d.high))
 
 
-class _GraphboSampler(BaseSampler):
-    """Shared machinery of :class:`COMBOSampler` and :class:`BOFMSampler`."""
+class GraphboSampler(BaseSampler):
+    """What :class:`COMBOSampler` and :class:`BOFMSampler` share; a subclass names its method and says
+    how parameters become graphbo variables (:attr:`method`, :meth:`_max_ordinal`, :meth:`_check_distribution`).
 
+    Parameters (keyword-only, as for both samplers)
+    -----------------------------------------------
+    seed : int, optional
+        Seed of every random choice (derived per trial number); ``None``: a fresh one.
+    n_startup_trials : int, default 10
+        Complete trials drawn at random before the model takes over.
+    optimizer_kwargs : dict, optional
+        Options of the graphbo optimizer (all but ``space``, ``seed``, ``n_initial`` and
+        ``initial_configs``, which the sampler sets); checked by the optimizer when the sampler is made.
+    exclude_failed : bool, default True
+        Never propose again a configuration whose trial failed (relevant for discrete spaces).
+    """
+
+    #: the graphbo method that makes the suggestions (a key of ``graphbo.optimizers.METHODS``)
+    method = ""
     _max_rounds = 3  # proposals re-made after a clash with another worker
 
-    def __init__(
-        self,
-        *,
-        seed: int | None = None,
-        n_startup_trials: int = 10,
-        optimizer_kwargs: Mapping[str, Any] | None = None,
-        exclude_failed: bool = True,
-    ):
-        if seed is not None and (int(seed) != seed or seed < 0):
-            raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
-        if int(n_startup_trials) != n_startup_trials or n_startup_trials < 0:
-            raise ValueError(f"n_startup_trials must be a non-negative integer, got {n_startup_trials!r}")
-        kwargs = dict(optimizer_kwargs or {})
-        reserved = {"space", "seed", "n_initial", "initial_configs"} & set(kwargs)
-        if reserved:
-            raise ValueError(f"optimizer_kwargs may not set {sorted(reserved)!r}: the sampler sets them")
-        self.seed = None if seed is None else int(seed)
-        self._entropy = int(np.random.SeedSequence().entropy if seed is None else seed)
-        self.n_startup_trials = int(n_startup_trials)
-        self.optimizer_kwargs = kwargs
-        self.exclude_failed = bool(exclude_failed)
+    def __init__(self, *, seed: int | None = None, n_startup_trials: int = 10,
+                 optimizer_kwargs: Mapping[str, Any] | None = None, exclude_failed: bool = True):
+        if not self.method:
+            raise TypeError("GraphboSampler is the base of COMBOSampler and BOFMSampler; make one of those")
+        self.seed = check_seed(seed)
+        self.n_startup_trials = check_int("n_startup_trials", n_startup_trials, minimum=0)
+        self.optimizer_kwargs = self._check_optimizer_kwargs(optimizer_kwargs)
+        self.exclude_failed = check_bool("exclude_failed", exclude_failed)
+        self._entropy = int(np.random.SeedSequence().entropy if self.seed is None else self.seed)
         self._intersection = IntersectionSearchSpace()
         self._study_key: Any = None  # the study the search space and the cache belong to
         self._cache: tuple[Any, Optimizer, set[int], set[int]] | None = None  # key, optimizer, told, failed
         self._lock = threading.Lock()  # one suggestion at a time per sampler (study.optimize(n_jobs>1))
+
+    def _check_optimizer_kwargs(self, optimizer_kwargs: Any) -> dict[str, Any]:
+        """The options as a dict, checked by the optimizer itself on a one-variable space."""
+        kwargs = check_mapping("optimizer_kwargs", optimizer_kwargs)
+        reserved = {"space", "seed", "n_initial", "initial_configs"} & set(kwargs)
+        if reserved:
+            raise ValueError(f"optimizer_kwargs may not set {sorted(reserved)!r}: the sampler sets them")
+        try:
+            self._make_optimizer(Space({"x": Binary()}), 0, kwargs)
+        except (TypeError, ValueError) as exc:
+            error = TypeError if isinstance(exc, TypeError) else ValueError
+            raise error(f"optimizer_kwargs of {type(self).__name__}: {exc}") from None
+        return kwargs
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -214,10 +232,14 @@ class _GraphboSampler(BaseSampler):
 
     # -- hooks ------------------------------------------------------------------------
     def _max_ordinal(self) -> int | None:
-        raise NotImplementedError
+        """Integer grids with more values than this become rounded continuous variables (``None``: never)."""
+        return None
 
-    def _make_optimizer(self, space: Space, seed: int) -> Optimizer:
-        raise NotImplementedError
+    def _make_optimizer(self, space: Space, seed: int, options: Mapping[str, Any] | None = None) -> Optimizer:
+        from ..optimizers import METHODS
+
+        options = self.optimizer_kwargs if options is None else options
+        return METHODS[self.method](space, seed=seed, n_initial=0, **options)
 
     def _check_distribution(self, name: str, distribution: BaseDistribution) -> None:
         """Raise ``ValueError`` if the method cannot handle the distribution."""
@@ -414,7 +436,7 @@ class _GraphboSampler(BaseSampler):
         return opt
 
 
-class COMBOSampler(_GraphboSampler):
+class COMBOSampler(GraphboSampler):
     """Optuna sampler driven by graphbo's :class:`~graphbo.COMBO` (discrete parameters).
 
     Handles categorical, integer and stepped float parameters
@@ -422,37 +444,21 @@ class COMBOSampler(_GraphboSampler):
     raises ``ValueError`` (use :class:`BOFMSampler`). See the module
     documentation for the mapping and the behaviour with parallel workers.
 
-    Parameters
-    ----------
-    seed : int, optional
-        Seed of every random choice (derived per trial number); ``None``: a fresh one.
-    n_startup_trials : int, default 10
-        Complete trials drawn at random before COMBO takes over.
-    optimizer_kwargs : dict, optional
-        Passed on to :class:`graphbo.COMBO`, e.g. ``{"n_burn": 50, "n_random": 5000,
-        "n_threads": 1}`` for quicker suggestions.
-    exclude_failed : bool, default True
-        Never propose again a configuration whose trial failed.
+    Parameters (keyword-only)
+    -------------------------
+    seed, n_startup_trials, optimizer_kwargs, exclude_failed
+        As for :class:`GraphboSampler`; ``optimizer_kwargs`` go to :class:`graphbo.COMBO`, e.g.
+        ``{"n_burn": 50, "n_random": 5000}`` for quicker suggestions.
     max_values : int, default 2000
         Largest number of values of one integer or stepped float parameter
         (each becomes a path graph with that many vertices).
     """
 
-    def __init__(
-        self,
-        *,
-        seed: int | None = None,
-        n_startup_trials: int = 10,
-        optimizer_kwargs: Mapping[str, Any] | None = None,
-        exclude_failed: bool = True,
-        max_values: int = 2000,
-    ):
-        super().__init__(seed=seed, n_startup_trials=n_startup_trials, optimizer_kwargs=optimizer_kwargs,
-                         exclude_failed=exclude_failed)
-        self.max_values = int(max_values)
+    method = "combo"
 
-    def _max_ordinal(self) -> int | None:
-        return None
+    def __init__(self, *, max_values: int = 2000, **common: Any):
+        self.max_values = check_int("max_values", max_values, minimum=1)
+        super().__init__(**common)
 
     def _check_distribution(self, name: str, d: BaseDistribution) -> None:
         if isinstance(d, FloatDistribution) and d.step is None and not d.single():
@@ -468,54 +474,29 @@ class COMBOSampler(_GraphboSampler):
                     f"{self.max_values}; use BOFMSampler, a coarser step, or a larger max_values"
                 )
 
-    def _make_optimizer(self, space: Space, seed: int) -> Optimizer:
-        from ..optimizers.combo import COMBO
 
-        return COMBO(space, seed=seed, n_initial=0, **self.optimizer_kwargs)
-
-
-class BOFMSampler(_GraphboSampler):
+class BOFMSampler(GraphboSampler):
     """Optuna sampler driven by graphbo's :class:`~graphbo.BOFM` (mixed parameters).
 
     Handles categorical, integer (also ``log=True``) and float (also ``log=True``
     or ``step=``) parameters. See the module documentation for the mapping and
     the behaviour with parallel workers.
 
-    Parameters
-    ----------
-    seed : int, optional
-        Seed of every random choice (derived per trial number); ``None``: a fresh one.
-    n_startup_trials : int, default 10
-        Complete trials drawn at random before BO-FM takes over.
-    optimizer_kwargs : dict, optional
-        Passed on to :class:`graphbo.BOFM`, e.g. ``{"kernel": "moddif", "n_random": 10000,
-        "n_starts": 10}`` for quicker suggestions.
-    exclude_failed : bool, default True
-        Never propose again a configuration whose trial failed (relevant for discrete spaces).
+    Parameters (keyword-only)
+    -------------------------
+    seed, n_startup_trials, optimizer_kwargs, exclude_failed
+        As for :class:`GraphboSampler`; ``optimizer_kwargs`` go to :class:`graphbo.BOFM`, e.g.
+        ``{"kernel": "moddif", "n_random": 10000, "n_starts": 10}`` for quicker suggestions.
     max_ordinal : int, default 64
         Integer and stepped float parameters with at most this many values become
         ordinal (path-graph) variables; wider ones continuous variables rounded to the grid.
     """
 
-    def __init__(
-        self,
-        *,
-        seed: int | None = None,
-        n_startup_trials: int = 10,
-        optimizer_kwargs: Mapping[str, Any] | None = None,
-        exclude_failed: bool = True,
-        max_ordinal: int = 64,
-    ):
-        super().__init__(seed=seed, n_startup_trials=n_startup_trials, optimizer_kwargs=optimizer_kwargs,
-                         exclude_failed=exclude_failed)
-        if int(max_ordinal) != max_ordinal or max_ordinal < 1:
-            raise ValueError(f"max_ordinal must be a positive integer, got {max_ordinal!r}")
-        self.max_ordinal = int(max_ordinal)
+    method = "bofm"
+
+    def __init__(self, *, max_ordinal: int = 64, **common: Any):
+        self.max_ordinal = check_int("max_ordinal", max_ordinal, minimum=1)
+        super().__init__(**common)
 
     def _max_ordinal(self) -> int | None:
         return self.max_ordinal
-
-    def _make_optimizer(self, space: Space, seed: int) -> Optimizer:
-        from ..optimizers.bofm import BOFM
-
-        return BOFM(space, seed=seed, n_initial=0, **self.optimizer_kwargs)
