@@ -19,7 +19,7 @@ from gpytorch.mlls import ExactMarginalLogLikelihood  # noqa: E402
 import graphbo as gb  # noqa: E402
 from graphbo.integrations.gpytorch import (FM_KERNELS, DiffusionKernel, FrequencyModulatedKernel,  # noqa: E402
                                            decode, encode, mixed_alternating_spec)
-from graphbo.kernels.diffusion import DiffusionKernel as GraphDiffusionKernel  # noqa: E402
+from graphbo.kernels.diffusion import GraphDiffusionKernel  # noqa: E402
 from graphbo.kernels.frequency_modulated import FMKernel  # noqa: E402
 
 D = torch.float64

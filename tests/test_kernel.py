@@ -6,7 +6,7 @@ import torch
 from scipy.sparse.csgraph import shortest_path
 
 import graphbo as gb
-from graphbo.kernels import DiffusionKernel
+from graphbo.kernels import GraphDiffusionKernel
 
 
 def mixed_space():
@@ -39,7 +39,7 @@ def all_rows(space):
 
 def test_product_of_factors_equals_explicit_product_graph_kernel():
     space = mixed_space()
-    kern = DiffusionKernel([v.spectrum for v in space.variables])
+    kern = GraphDiffusionKernel([v.spectrum for v in space.variables])
     rng = np.random.default_rng(0)
     log_beta = rng.normal(size=(1, len(space)))
     beta = np.exp(log_beta[0])
@@ -54,7 +54,7 @@ def test_product_of_factors_equals_explicit_product_graph_kernel():
 
 def test_diagonal_and_cross_gram_are_consistent():
     space = mixed_space()
-    kern = DiffusionKernel([v.spectrum for v in space.variables])
+    kern = GraphDiffusionKernel([v.spectrum for v in space.variables])
     log_beta = torch.tensor(np.random.default_rng(1).normal(size=(3, len(space))))
     X1 = torch.tensor(space.sample_index(7, 0))
     X2 = torch.tensor(space.sample_index(5, 1))
@@ -81,7 +81,7 @@ def test_graph_distance_is_hamming_for_complete_graphs():
 
 def test_gram_matrices_are_psd():
     space = mixed_space()
-    kern = DiffusionKernel([v.spectrum for v in space.variables])
+    kern = GraphDiffusionKernel([v.spectrum for v in space.variables])
     rng = np.random.default_rng(2)
     for _ in range(5):
         log_beta = torch.tensor(rng.uniform(-6, 4, size=(1, len(space))))
@@ -92,7 +92,7 @@ def test_gram_matrices_are_psd():
 
 
 def test_large_beta_makes_a_variable_irrelevant_and_zero_beta_makes_it_decisive():
-    kern = DiffusionKernel([gb.Binary().spectrum])
+    kern = GraphDiffusionKernel([gb.Binary().spectrum])
     X = torch.tensor([[0], [1]])
     K_big = kern.gram(torch.tensor([[np.log(100.0)]]), X)[0]
     assert torch.allclose(K_big, torch.ones(2, 2, dtype=K_big.dtype), atol=1e-8)

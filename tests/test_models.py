@@ -6,7 +6,7 @@ import torch
 
 import graphbo as gb
 from graphbo.acquisition import log_expected_improvement, log_h, log_mean_expected_improvement
-from graphbo.kernels import DiffusionKernel
+from graphbo.kernels import GraphDiffusionKernel
 from graphbo.models import DiffusionGP, HyperSample, robust_cholesky, slice_sample
 from graphbo.models.priors import log_horseshoe_upper, log_prior_log_signal_variance, log_prior_mean
 
@@ -71,7 +71,7 @@ def test_robust_cholesky_adds_jitter_only_where_needed():
 
 def test_gp_interpolates_training_points_at_small_noise():
     space = space5()
-    kern = DiffusionKernel([v.spectrum for v in space.variables])
+    kern = GraphDiffusionKernel([v.spectrum for v in space.variables])
     X = space.sample_index(25, 0)
     X = np.unique(X, axis=0)
     y = np.sin(X.sum(1)) + X[:, 0]
@@ -90,7 +90,7 @@ def test_gp_interpolates_training_points_at_small_noise():
 
 def test_fit_draws_samples_inside_the_prior_bounds_and_warm_starts():
     space = space5()
-    kern = DiffusionKernel([v.spectrum for v in space.variables])
+    kern = GraphDiffusionKernel([v.spectrum for v in space.variables])
     rng = np.random.default_rng(3)
     X = space.sample_index(30, rng)
     y = (X[:, 0] == 2).astype(float) * 3.0 + 0.01 * rng.normal(size=30)  # only v0 matters

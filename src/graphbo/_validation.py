@@ -11,7 +11,8 @@ import math
 from typing import Any, Callable, Collection, Mapping, Sequence, TypeVar
 
 __all__ = ["check_int", "check_float", "check_bool", "check_choice", "check_seed", "check_optional_int",
-           "check_callable", "check_configs", "check_mapping", "check_floats", "check_device"]
+           "check_callable", "check_configs", "check_mapping", "check_floats", "check_device", "check_dtype",
+           "check_pair"]
 
 T = TypeVar("T")
 
@@ -80,7 +81,8 @@ def check_choice(name: str, value: Any, choices: Collection[T]) -> T:
         ok = False
     if not ok:
         raise ValueError(f"{name} must be one of {sorted(map(str, choices))}, got {value!r}")
-    return value
+    chosen: T = value
+    return chosen
 
 
 def check_seed(value: Any) -> int | None:
@@ -96,7 +98,8 @@ def check_callable(name: str, value: Any, *, optional: bool = False) -> Callable
         return None
     if not callable(value):
         raise TypeError(f"{name} must be callable{' or None' if optional else ''}, got {_describe(value)}")
-    return value
+    function: Callable[..., Any] = value
+    return function
 
 
 def check_mapping(name: str, value: Any) -> dict[str, Any]:
@@ -165,3 +168,28 @@ def check_device(name: str, value: Any) -> Any:
     else:
         return device
     raise ValueError(f"{name} must be a device available on this machine ({missing}), got {value!r}")
+
+
+def check_dtype(name: str, value: Any) -> Any:
+    """``value`` if it is a floating torch dtype (``torch.float64``, ``torch.float32``, ...)."""
+    import torch
+
+    if not isinstance(value, torch.dtype):
+        raise TypeError(f"{name} must be a torch floating dtype such as torch.float64 or torch.float32, "
+                        f"got {_describe(value)}")
+    if not value.is_floating_point:
+        raise ValueError(f"{name} must be a torch floating dtype such as torch.float64 or torch.float32, "
+                         f"got {value}")
+    return value
+
+
+def check_pair(name: str, value: Any, *, minimum: float | None = None, strict_minimum: bool = False,
+               increasing: bool = False) -> tuple[float, float]:
+    """A pair of finite numbers ``(low, high)`` (each checked by :func:`check_float`); with ``increasing``,
+    ``low < high``."""
+    pair = check_floats(name, value, minimum=minimum, strict_minimum=strict_minimum, min_length=2)
+    if len(pair) != 2:
+        raise ValueError(f"{name} must be a pair (low, high), got {list(value)!r}")
+    if increasing and not pair[0] < pair[1]:
+        raise ValueError(f"{name} must satisfy low < high, got {tuple(value)!r}")
+    return pair[0], pair[1]

@@ -64,7 +64,7 @@ except ModuleNotFoundError as _exc:  # pragma: no cover - depends on the install
     raise ModuleNotFoundError(f'graphbo.integrations.gpytorch needs GPyTorch/BoTorch ({_exc}): '
                               'pip install "graphbo[botorch]"') from _exc
 
-from ..kernels.diffusion import DiffusionKernel as _GraphDiffusionKernel
+from ..kernels.diffusion import GraphDiffusionKernel
 from ..kernels.frequency_modulated import KERNELS as FM_KERNELS
 from ..kernels.frequency_modulated import FMKernel
 from ..spaces.space import Space
@@ -251,7 +251,7 @@ class DiffusionKernel(_SpaceKernel):
     divided by its mean eigen-weight as graphbo's COMBO does), with
     ``L(G_i) = U_i diag(lambda_i) U_i^T`` the Laplacian eigensystem that each
     variable caches. The value is computed by
-    :class:`graphbo.kernels.DiffusionKernel` (one-hot rows times a
+    :class:`graphbo.kernels.GraphDiffusionKernel` (one-hot rows times a
     block-diagonal matrix of log factor tables), which is differentiable in
     ``log beta``, so ``fit_gpytorch_mll`` gets exact gradients.
 
@@ -311,15 +311,15 @@ class DiffusionKernel(_SpaceKernel):
 
     # -- kernel ---------------------------------------------------------------------------------------
     def graph_kernel(self, dtype: torch.dtype = torch.float64,
-                     device: torch.device | str = "cpu") -> _GraphDiffusionKernel:
-        """The :class:`graphbo.kernels.DiffusionKernel` (discrete variables only) that computes the values."""
+                     device: torch.device | str = "cpu") -> GraphDiffusionKernel:
+        """The :class:`graphbo.kernels.GraphDiffusionKernel` (discrete variables only) that computes the values."""
         device = torch.device(device)
         key = ("diffusion", dtype, device)
         if key not in self._cache:
-            self._cache[key] = _GraphDiffusionKernel(self._spectra, dtype=dtype, device=device)
+            self._cache[key] = GraphDiffusionKernel(self._spectra, dtype=dtype, device=device)
         return self._cache[key]
 
-    def _one_hot(self, g: _GraphDiffusionKernel, v: torch.Tensor) -> torch.Tensor:
+    def _one_hot(self, g: GraphDiffusionKernel, v: torch.Tensor) -> torch.Tensor:
         return g.one_hot(v.reshape(math.prod(v.shape[:-1]), v.shape[-1])).reshape(*v.shape[:-1], g.D)
 
     def forward(self, x1: torch.Tensor, x2: torch.Tensor, diag: bool = False, last_dim_is_batch: bool = False,

@@ -18,25 +18,39 @@ one block of ``W`` and one factor of ``K``.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, TypedDict
 
 import numpy as np
 import torch
 
+from .._validation import check_device, check_dtype
 from ..spaces.variables import GraphSpectrum
+from ._checks import check_spectra
 
-__all__ = ["DiffusionKernel"]
+__all__ = ["GraphDiffusionKernel"]
 
 _TINY = 1e-300  # floor for table entries before the logarithm (exp(-beta L) is entrywise positive)
 
 
-class DiffusionKernel:
-    """Normalised ARD diffusion kernel over per-variable graph spectra.
+class _Group(TypedDict):
+    """Variables with the same number of values, processed as one batch."""
+
+    members: torch.Tensor  # (g,) positions of the variables
+    lam: torch.Tensor  # (g, k) eigenvalues
+    u: torch.Tensor  # (g, k, k) eigenvectors
+    flat: torch.Tensor  # (g * k * k,) flat positions of their blocks in the D x D matrix
+
+
+class GraphDiffusionKernel:
+    """Normalised ARD diffusion kernel over per-variable graph spectra (COMBO's kernel).
+
+    Not to be confused with :class:`graphbo.integrations.gpytorch.DiffusionKernel`, the
+    GPyTorch kernel built on this class for BoTorch models.
 
     Parameters
     ----------
     spectra : sequence of GraphSpectrum
-        One eigensystem per variable, in index-row order.
+        One eigensystem per variable, in index-row order (at least one).
     dtype, device : torch dtype and device for all computations (float64, CPU by default).
 
     Notes
@@ -51,25 +65,28 @@ class DiffusionKernel:
         spectra: Sequence[GraphSpectrum],
         dtype: torch.dtype = torch.float64,
         device: torch.device | str | None = None,
-    ):
-        self.dtype = dtype
-        self.device = torch.device(device) if device is not None else torch.device("cpu")
+    ) -> None:
+        spectra = check_spectra("spectra", spectra, min_length=1)
+        self.dtype: torch.dtype = check_dtype("dtype", dtype)
+        checked = check_device("device", device)
+        self.device: torch.device = checked if checked is not None else torch.device("cpu")
         self.n_values = np.array([len(s.eigenvalues) for s in spectra], dtype=np.int64)
         self.d = len(spectra)
         self.offsets = np.concatenate([[0], np.cumsum(self.n_values)[:-1]]).astype(np.int64)
         self.D = int(self.n_values.sum())
-        t = dict(dtype=dtype, device=self.device)
         # Variables with the same number of values are processed as one batch.
-        self._groups: list[dict] = []
+        self._groups: list[_Group] = []
         for k in sorted(set(self.n_values.tolist())):
             members = np.flatnonzero(self.n_values == k)
-            lam = torch.tensor(np.stack([spectra[i].eigenvalues for i in members]), **t)  # (g, k)
-            u = torch.tensor(np.stack([spectra[i].eigenvectors for i in members]), **t)  # (g, k, k)
+            lam = torch.tensor(np.stack([spectra[int(i)].eigenvalues for i in members]),
+                               dtype=dtype, device=self.device)  # (g, k)
+            u = torch.tensor(np.stack([spectra[int(i)].eigenvectors for i in members]),
+                             dtype=dtype, device=self.device)  # (g, k, k)
             # flat positions of each member's k x k block inside the D x D block-diagonal matrix
             rows = self.offsets[members][:, None, None] + np.arange(k)[None, :, None]
             cols = self.offsets[members][:, None, None] + np.arange(k)[None, None, :]
             flat = torch.as_tensor(rows * self.D + cols, device=self.device).reshape(-1)
-            self._groups.append(dict(members=torch.as_tensor(members, device=self.device), lam=lam, u=u, flat=flat))
+            self._groups.append(_Group(members=torch.as_tensor(members, device=self.device), lam=lam, u=u, flat=flat))
         self._lam = [np.asarray(s.eigenvalues, dtype=float) for s in spectra]
         self._u = [np.asarray(s.eigenvectors, dtype=float) for s in spectra]
 
@@ -82,7 +99,8 @@ class DiffusionKernel:
         """
         w = np.exp(-np.exp(log_beta_i) * self._lam[i])
         u = self._u[i]
-        return (u * (w / w.mean())) @ u.T
+        table: np.ndarray = (u * (w / w.mean())) @ u.T
+        return table
 
     def log_block_diagonal(self, log_beta: torch.Tensor) -> torch.Tensor:
         """``W``: block-diagonal ``(S, D, D)`` matrix of log factor tables (zeros off the blocks)."""

@@ -21,7 +21,7 @@ import torch
 
 from scipy.linalg.lapack import dpotrf, dtrtrs
 
-from ..kernels.diffusion import _TINY, DiffusionKernel
+from ..kernels.diffusion import _TINY, GraphDiffusionKernel
 from .base import Posterior, Surrogate
 from .gp import robust_cholesky
 from .priors import (
@@ -57,7 +57,7 @@ class DiffusionGP(Surrogate):
 
     Parameters
     ----------
-    kernel : DiffusionKernel
+    kernel : GraphDiffusionKernel
     n_burn : int
         Burn-in sweeps at the first fit (paper: 100).
     n_samples : int
@@ -69,7 +69,7 @@ class DiffusionGP(Surrogate):
 
     def __init__(
         self,
-        kernel: DiffusionKernel,
+        kernel: GraphDiffusionKernel,
         n_burn: int = 100,
         n_samples: int = 10,
         tau_beta: float = 5.0,

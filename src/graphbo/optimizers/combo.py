@@ -17,7 +17,7 @@ import torch
 
 from ..acquisition.ei import LogExpectedImprovement
 from ..optim.graph_local_search import optimize_acquisition_on_graph
-from ..kernels.diffusion import DiffusionKernel
+from ..kernels.diffusion import GraphDiffusionKernel
 from ..models.diffusion_gp import DiffusionGP, HyperSample
 from ..spaces.space import Space
 from ..spaces.variables import Variable
@@ -70,7 +70,8 @@ class COMBO(Optimizer):
             raise ValueError(
                 f"COMBO handles discrete variables only; {bad!r} are continuous. Use graphbo.BOFM for mixed spaces."
             )
-        self.kernel = DiffusionKernel([v.spectrum for v in space.variables], device=device)
+        self.kernel = GraphDiffusionKernel([v.spectrum for v in space.variables if isinstance(v, Variable)],
+                                           device=device)
         self.model = DiffusionGP(self.kernel, n_burn=n_burn, n_samples=n_samples)
         self.last_acquisition_value: float | None = None
         #: seconds spent fitting and optimising the acquisition at the last model-based suggestion
