@@ -64,11 +64,12 @@ except ModuleNotFoundError as _exc:  # pragma: no cover - depends on the install
     raise ModuleNotFoundError(f'graphbo.integrations.gpytorch needs GPyTorch/BoTorch ({_exc}): '
                               'pip install "graphbo[botorch]"') from _exc
 
+from .._validation import check_int, check_mapping
 from ..kernels.diffusion import GraphDiffusionKernel
 from ..kernels.frequency_modulated import KERNELS as FM_KERNELS
 from ..kernels.frequency_modulated import FMKernel
 from ..spaces.space import Space
-from ..spaces.variables import Ordinal, Variable
+from ..spaces.variables import GraphSpectrum, Ordinal, Variable
 
 __all__ = ["DiffusionKernel", "FrequencyModulatedKernel", "FM_KERNELS", "encode", "decode",
            "mixed_alternating_spec"]
@@ -113,7 +114,8 @@ def mixed_alternating_spec(space: Space, dtype: torch.dtype = torch.float64,
     """
     bounds = torch.zeros(2, len(space), dtype=dtype, device=device)
     bounds[1] = 1.0
-    discrete, categorical = {}, {}
+    discrete: dict[int, list[float]] = {}
+    categorical: dict[int, list[float]] = {}
     for j, var in enumerate(space.variables):
         if isinstance(var, Variable):
             k = int(var.n_values)
@@ -127,8 +129,44 @@ def mixed_alternating_spec(space: Space, dtype: torch.dtype = torch.float64,
 # -- shared machinery ---------------------------------------------------------------------------------
 def _check_space(space: Any, who: str) -> Space:
     if not isinstance(space, Space):
-        raise TypeError(f"{who}: expected a graphbo.Space, got {type(space).__name__}")
+        raise TypeError(f"{who}: space must be a graphbo.Space, got {type(space).__name__}")
     return space
+
+
+def _check_batch_shape(batch_shape: Any) -> torch.Size:
+    """``None`` (as ``torch.Size([])``) or a sequence of non-negative ints, as a ``torch.Size``."""
+    if batch_shape is None:
+        return torch.Size([])
+    if isinstance(batch_shape, (str, bytes, Mapping)) or not isinstance(batch_shape, Iterable):
+        raise TypeError(f"batch_shape must be None or a torch.Size (a sequence of ints), got {batch_shape!r}")
+    return torch.Size([check_int(f"batch_shape[{i}]", n, minimum=0) for i, n in enumerate(batch_shape)])
+
+
+def _check_active_dims(active_dims: Any, space: Space) -> tuple[int, ...] | None:
+    """``None`` or one non-negative column index per variable of ``space``."""
+    if active_dims is None:
+        return None
+    if isinstance(active_dims, torch.Tensor):
+        active_dims = active_dims.tolist()
+    if isinstance(active_dims, (str, bytes, Mapping)) or not isinstance(active_dims, Iterable):
+        raise TypeError(f"active_dims must be None or a sequence of column indices, got {active_dims!r}")
+    dims = tuple(check_int(f"active_dims[{i}]", d, minimum=0) for i, d in enumerate(active_dims))
+    if len(dims) != len(space):
+        raise ValueError(f"active_dims must give one column per variable of the space ({len(space)}: "
+                         f"{list(space.names)!r}), got {list(dims)!r}")
+    return dims
+
+
+def _check_constraint(name: str, constraint: Any) -> Interval:
+    if not isinstance(constraint, Interval):
+        raise TypeError(f"{name} must be a gpytorch.constraints.Interval (e.g. Positive() or Interval(1e-4, 100.0)), "
+                        f"got {type(constraint).__name__}")
+    return constraint
+
+
+def _spectra(space: Space) -> list[GraphSpectrum]:
+    """The graph spectra of ``space``'s discrete variables, in the order of ``space.discrete_indices``."""
+    return [v.spectrum for v in space.variables if isinstance(v, Variable)]
 
 
 class _SpaceKernel(Kernel):
@@ -281,12 +319,14 @@ class DiffusionKernel(_SpaceKernel):
         space = _check_space(space, "DiffusionKernel")
         if space.discrete_indices.size == 0:
             raise ValueError("DiffusionKernel: the space has no discrete variables; use a continuous kernel")
-        super().__init__(space, batch_shape=torch.Size([]) if batch_shape is None else torch.Size(batch_shape),
-                         active_dims=active_dims, **kwargs)
+        constraint = Positive() if beta_constraint is None else _check_constraint("beta_constraint", beta_constraint)
+        if beta_prior is not None and not isinstance(beta_prior, Prior):
+            raise TypeError(f"beta_prior must be None or a gpytorch.priors.Prior, got {type(beta_prior).__name__}")
+        super().__init__(space, batch_shape=_check_batch_shape(batch_shape),
+                         active_dims=_check_active_dims(active_dims, space), **kwargs)
         self.n_discrete = int(space.discrete_indices.size)
-        self._spectra = [space.variables[j].spectrum for j in space.discrete_indices]
-        _register(self, "beta", (self.n_discrete,), Positive() if beta_constraint is None else beta_constraint,
-                  beta_prior, initial=1.0)
+        self._spectra = _spectra(space)
+        _register(self, "beta", (self.n_discrete,), constraint, beta_prior, initial=1.0)
 
     # -- parameters -----------------------------------------------------------------------------------
     @property
@@ -406,22 +446,32 @@ class FrequencyModulatedKernel(_SpaceKernel):
                  constraints: Mapping[str, Interval] | None = None, priors: Mapping[str, Prior] | None = None,
                  batch_shape: torch.Size | None = None, active_dims: tuple[int, ...] | None = None, **kwargs):
         space = _check_space(space, "FrequencyModulatedKernel")
-        name = str(modulation).lower()
+        if not isinstance(modulation, str):
+            raise TypeError(f"modulation must be a str, one of {list(FM_KERNELS)}, got {modulation!r}")
+        name = modulation.lower()
         if name not in FM_KERNELS:
-            raise ValueError(f"FrequencyModulatedKernel: unknown modulation {modulation!r}; choose one of {FM_KERNELS}")
-        super().__init__(space, batch_shape=torch.Size([]) if batch_shape is None else torch.Size(batch_shape),
-                         active_dims=active_dims, **kwargs)
-        self.modulation, self.n_terms = name, int(n_terms)
-        self._spectra = [space.variables[j].spectrum for j in space.discrete_indices]
+            raise ValueError(f"FrequencyModulatedKernel: unknown modulation {modulation!r}; modulation must be one of "
+                             f"{list(FM_KERNELS)}")
+        n_terms = check_int("n_terms", n_terms, minimum=1)
+        constraints, priors = check_mapping("constraints", constraints), check_mapping("priors", priors)
+        for key, constraint in constraints.items():
+            _check_constraint(f"constraints[{key!r}]", constraint)
+        for key, prior in priors.items():
+            if not isinstance(prior, Prior):
+                raise TypeError(f"priors[{key!r}] must be a gpytorch.priors.Prior, got {type(prior).__name__}")
+        super().__init__(space, batch_shape=_check_batch_shape(batch_shape),
+                         active_dims=_check_active_dims(active_dims, space), **kwargs)
+        self.modulation, self.n_terms = name, n_terms
+        self._spectra = _spectra(space)
         layout = self.graph_kernel().layout
         #: (graphbo block, GPyTorch name, size) in graphbo's parameter order
         self._blocks = [(block, _FM_BLOCKS[block][0], size) for block, size in layout]
         self.hyperparameter_names: tuple[str, ...] = tuple(n for _, n, _ in self._blocks)
-        constraints, priors = dict(constraints or {}), dict(priors or {})
-        unknown = sorted((set(constraints) | set(priors)) - set(self.hyperparameter_names))
-        if unknown:
-            raise ValueError(f"FrequencyModulatedKernel({name!r}): no hyper-parameter(s) {unknown!r}; "
-                             f"it has {list(self.hyperparameter_names)!r}")
+        for arg, given in (("constraints", constraints), ("priors", priors)):
+            unknown = sorted(set(given) - set(self.hyperparameter_names))
+            if unknown:
+                raise ValueError(f"FrequencyModulatedKernel({name!r}): {arg} names no hyper-parameter(s) "
+                                 f"{unknown!r}; the keys must be among {list(self.hyperparameter_names)!r}")
         for block, pname, size in self._blocks:
             _, default, _, start = _FM_BLOCKS[block]
             _register(self, pname, (size,), constraints.get(pname, default()), priors.get(pname), initial=start)

@@ -35,12 +35,14 @@ autograd in both its hyper-parameters and its continuous inputs.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 import torch
 
+from .._validation import check_dtype, check_int
 from ..spaces.variables import GraphSpectrum
+from ._checks import check_spectra
 
 __all__ = ["FMKernel", "KernelPairs", "KERNELS"]
 
@@ -60,7 +62,8 @@ class _FMProduct(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, a, b, x, norms, G, var, exp: bool):
+    def forward(ctx: Any, a: torch.Tensor, b: torch.Tensor, x: torch.Tensor, norms: torch.Tensor,
+                G: torch.Tensor, var: torch.Tensor, exp: bool) -> torch.Tensor:
         F = torch.addcmul(a[:, None], b[:, None], x[None, :])  # z, (J, T)
         if exp:
             F.neg_().exp_()
@@ -74,7 +77,7 @@ class _FMProduct(torch.autograd.Function):
         return K
 
     @staticmethod
-    def backward(ctx, gK):
+    def backward(ctx: Any, gK: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         b, x, norms, F, FG, acc, K, var = ctx.saved_tensors
         # product of the other variables' factors, by prefix and suffix products (no division by a factor)
         ones = torch.ones_like(acc[:1])
@@ -89,6 +92,10 @@ class _FMProduct(torch.autograd.Function):
         gb = -(H @ x) if ctx.needs_input_grad[1] else None
         gx = -(b @ H) if ctx.needs_input_grad[2] else None
         return ga, gb, gx, g_norms, None, None, None
+
+
+#: :meth:`_FMProduct.apply` with its types (torch leaves ``Function.apply`` untyped)
+_fm_product: Callable[..., torch.Tensor] = _FMProduct.apply
 
 
 class KernelPairs(NamedTuple):
@@ -110,20 +117,26 @@ class FMKernel:
 
     Parameters
     ----------
-    name : one of :data:`KERNELS`
+    name : one of :data:`KERNELS` (case-insensitive)
     spectra : eigensystems of the discrete variables' graphs, in row order
-    n_continuous : number of continuous inputs
-    n_terms : number of terms ``N`` of the ``general`` family
+    n_continuous : number of continuous inputs (``>= 0``)
+    n_terms : number of terms ``N`` of the ``general`` family (``>= 1``)
+    dtype : torch floating dtype of all computations (float64 by default)
     """
 
     def __init__(self, name: str, spectra: Sequence[GraphSpectrum], n_continuous: int, n_terms: int = 3,
-                 dtype: torch.dtype = torch.float64):
+                 dtype: torch.dtype = torch.float64) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"name must be the kernel's name, one of {list(KERNELS)}, got {name!r} "
+                            f"({type(name).__name__})")
+        if name.lower() not in KERNELS:
+            raise ValueError(f"unknown kernel {name!r}: name must be one of {list(KERNELS)}")
         name = name.lower()
-        if name not in KERNELS:
-            raise ValueError(f"unknown kernel {name!r}; choose one of {KERNELS}")
-        self.name, self.dtype = name, dtype
-        self.P, self.Dc = len(spectra), int(n_continuous)
-        self.n_terms = int(n_terms)
+        spectra = check_spectra("spectra", spectra)
+        self.name: str = name
+        self.dtype: torch.dtype = check_dtype("dtype", dtype)
+        self.P, self.Dc = len(spectra), check_int("n_continuous", n_continuous, minimum=0)
+        self.n_terms = check_int("n_terms", n_terms, minimum=1)
         self.lam = [torch.tensor(s.eigenvalues, dtype=dtype) for s in spectra]
         self.U = [torch.tensor(s.eigenvectors, dtype=dtype) for s in spectra]
         # Eigenspaces: sum_i U[v,i] f(lambda_i) U[v',i] = sum_j f(lambda_j) P_j[v,v'] over the distinct
@@ -233,6 +246,7 @@ class FMKernel:
         if self.P and self.name in _FM_FAMILY:
             return self._fm_gram(p, pairs)
         if self.Dc:
+            assert pairs.diff is not None  # formed by pairs() whenever there are continuous inputs
             theta = torch.exp(p["log_theta"])
             r2 = (pairs.diff / theta).square().sum(-1)
         else:
@@ -246,7 +260,7 @@ class FMKernel:
         w = torch.sigmoid(p["logit_mix"])
         return w * rbf + (1 - w) * g
 
-    def _norms(self, p, beta: torch.Tensor) -> torch.Tensor:
+    def _norms(self, p: dict[str, torch.Tensor], beta: torch.Tensor) -> torch.Tensor:
         """``mean_i f(lambda_i, 0)`` over each variable's spectrum, shape ``(P,)``."""
         spec_bl = beta[self._spec_var] * self._spec_lam
         if self.name == "fnn":
@@ -255,7 +269,7 @@ class FMKernel:
             f0 = self._modulate(p, spec_bl, torch.zeros((), dtype=self.dtype))
         return torch.zeros(self.P, dtype=self.dtype).index_add(0, self._spec_var, f0) / self._spec_size
 
-    def _fm_gram(self, p, pairs: KernelPairs) -> torch.Tensor:
+    def _fm_gram(self, p: dict[str, torch.Tensor], pairs: KernelPairs) -> torch.Tensor:
         """Eq. (5) for all pairs and all eigenspaces at once, differentiable (autograd).
 
         ``f_j = f(beta_q lambda_j, alpha_q r^2)`` for every eigenspace ``j`` (of variable
@@ -263,8 +277,11 @@ class FMKernel:
         and multiplied over the variables (:class:`_FMProduct`).
         """
         n1, n2 = pairs.V1.shape[0], pairs.V2.shape[0]
-        T = pairs.G.shape[1]
+        G = pairs.G
+        assert G is not None and pairs.i is not None and pairs.j is not None  # pairs() of the FM family
+        T = G.shape[1]
         if self.Dc:
+            assert pairs.diff is not None
             r2 = (pairs.diff / torch.exp(p["log_theta"])).square().sum(-1)
         else:
             r2 = torch.zeros(T, dtype=self.dtype)
@@ -273,7 +290,7 @@ class FMKernel:
         u = beta[self._es_var] * self._es_lam  # beta_q lambda_j, (J,)
         if self.name == "general":
             f = self._modulate(p, u[:, None], torch.exp(p["log_alpha"])[self._es_var][:, None] * r2)
-            acc = torch.zeros(self.P, T, dtype=self.dtype).index_add(0, self._es_var, f * pairs.G)
+            acc = torch.zeros(self.P, T, dtype=self.dtype).index_add(0, self._es_var, f * G)
             K = (acc / norms[:, None]).prod(0)
         else:
             # f_j(t) = phi(a_j + b_j x_t): ModLap 1 / (1 + beta lambda + alpha r^2), ModDif
@@ -286,10 +303,11 @@ class FMKernel:
             else:  # moddif
                 x, a = r2, u
                 b = u * torch.exp(p["log_alpha"])[self._es_var]
-            K = _FMProduct.apply(a, b, x, norms, pairs.G, self._es_var, self.name == "moddif")
+            K = _fm_product(a, b, x, norms, G, self._es_var, self.name == "moddif")
         return K[pairs.where] if pairs.where is not None else K.reshape(n1, n2)
 
-    def _fm_gram_inplace(self, params, V1, C1, V2, C2) -> torch.Tensor:
+    def _fm_gram_inplace(self, params: torch.Tensor, V1: torch.Tensor, C1: torch.Tensor, V2: torch.Tensor,
+                         C2: torch.Tensor) -> torch.Tensor:
         """Eq. (5) without autograd, variable by variable in preallocated buffers (large prediction batches).
 
         Equal to :meth:`_fm_gram` up to rounding. Only a few ``(n1, n2)`` arrays
@@ -302,8 +320,7 @@ class FMKernel:
         with torch.no_grad():
             beta = torch.exp(p["log_beta"])
             norms = self._norms(p, beta)
-            new = lambda: torch.empty(n1, n2, dtype=self.dtype)  # noqa: E731
-            r2, buf, fj, rows, acc = new(), new(), new(), new(), new()
+            r2, buf, fj, rows, acc = (torch.empty(n1, n2, dtype=self.dtype) for _ in range(5))
             r2.zero_()
             if self.Dc:
                 theta = torch.exp(p["log_theta"])
@@ -315,7 +332,7 @@ class FMKernel:
                 torch.sub(2.0, self._nn_kernel(p, C1, C2), out=buf)  # f_j = 1 / (2 - k_NN + beta lambda_j)
             else:
                 alpha = torch.exp(p["log_alpha"])
-            K = None
+            K: torch.Tensor | None = None
             for q in range(self.P):
                 if self.name != "fnn":
                     torch.mul(r2, alpha[q], out=buf)  # alpha r^2 (modlap: 1 + alpha r^2 below)
@@ -336,6 +353,7 @@ class FMKernel:
                     K = acc.div(norms[q])
                 else:
                     K.mul_(acc).div_(norms[q])
+            assert K is not None  # called with at least one discrete variable
             return K
 
     def diag(self, params: torch.Tensor, V: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
@@ -374,7 +392,7 @@ class FMKernel:
             out = out * (U[V[:, q]].square() * F).sum(-1) / norm
         return out
 
-    def _modulate(self, p, bl: torch.Tensor, ar2: torch.Tensor) -> torch.Tensor:
+    def _modulate(self, p: dict[str, torch.Tensor], bl: torch.Tensor, ar2: torch.Tensor) -> torch.Tensor:
         """``f`` elementwise (broadcasting) from ``beta * lambda`` and ``alpha * r^2``."""
         if self.name == "modlap":
             return 1.0 / (1.0 + bl + ar2)
@@ -385,13 +403,13 @@ class FMKernel:
         a_tau = torch.where(ar2 > 0, ar2.clamp_min(1e-300) ** (tau / 2.0), torch.zeros_like(ar2))
         inv = 1.0 / (1.0 + bl + a_tau)
         w = torch.exp(p["log_w"])
-        out, power = 0.0, inv
-        for n in range(self.n_terms):
+        out, power = w[0] * inv, inv * inv  # n_terms >= 1
+        for n in range(1, self.n_terms):
             out = out + w[n] * power
             power = power * inv
         return out
 
-    def _graph_kernel(self, p, V1: torch.Tensor, V2: torch.Tensor) -> torch.Tensor:
+    def _graph_kernel(self, p: dict[str, torch.Tensor], V1: torch.Tensor, V2: torch.Tensor) -> torch.Tensor:
         K = torch.ones(V1.shape[0], V2.shape[0], dtype=self.dtype)
         for q in range(self.P):
             beta = torch.exp(p["log_beta"][q])
@@ -400,7 +418,7 @@ class FMKernel:
             K = K * table[V1[:, q]][:, V2[:, q]]
         return K
 
-    def _nn_kernel(self, p, C1: torch.Tensor, C2: torch.Tensor) -> torch.Tensor:
+    def _nn_kernel(self, p: dict[str, torch.Tensor], C1: torch.Tensor, C2: torch.Tensor) -> torch.Tensor:
         """Neural-network (arcsine) kernel on inputs mapped to ``[-1, 1]`` with a bias coordinate."""
         s = torch.exp(p["log_sigma"])
         x1 = torch.cat([torch.ones(C1.shape[0], 1, dtype=self.dtype), 2 * C1 - 1], 1)

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 
 from scipy.linalg.lapack import dpotrf, dtrtrs
 
+from .._validation import check_float, check_int
 from ..kernels.diffusion import _TINY, GraphDiffusionKernel
 from .base import Posterior, Surrogate
 from .gp import robust_cholesky
@@ -59,12 +61,12 @@ class DiffusionGP(Surrogate):
     ----------
     kernel : GraphDiffusionKernel
     n_burn : int
-        Burn-in sweeps at the first fit (paper: 100).
+        Burn-in sweeps at the first fit (paper: 100; ``>= 0``).
     n_samples : int
-        Sweeps kept per fit (paper: 10, no thinning).
+        Sweeps kept per fit (paper: 10, no thinning; ``>= 1``).
     tau_beta, tau_noise : float
         Horseshoe global shrinkage for ``beta_i`` (paper: 5) and for the noise
-        variance (paper: sqrt(0.05)).
+        variance (paper: sqrt(0.05)); both ``> 0``.
     """
 
     def __init__(
@@ -74,17 +76,17 @@ class DiffusionGP(Surrogate):
         n_samples: int = 10,
         tau_beta: float = 5.0,
         tau_noise: float = math.sqrt(0.05),
-    ):
-        if n_samples < 1:
-            raise ValueError(f"n_samples must be >= 1, got {n_samples}")
+    ) -> None:
+        if not isinstance(kernel, GraphDiffusionKernel):
+            raise TypeError(f"kernel must be a graphbo.GraphDiffusionKernel, got {type(kernel).__name__}")
         self.kernel = kernel
-        self.n_burn = int(n_burn)
-        self.n_samples = int(n_samples)
-        self.tau_beta = float(tau_beta)
-        self.tau_noise = float(tau_noise)
+        self.n_burn = check_int("n_burn", n_burn, minimum=0)
+        self.n_samples = check_int("n_samples", n_samples, minimum=1)
+        self.tau_beta = check_float("tau_beta", tau_beta, minimum=0.0, strict_minimum=True)
+        self.tau_noise = check_float("tau_noise", tau_noise, minimum=0.0, strict_minimum=True)
         self.state: HyperSample | None = None
         self.samples: list[HyperSample] = []
-        self._t = dict(dtype=kernel.dtype, device=kernel.device)
+        self._t: dict[str, Any] = dict(dtype=kernel.dtype, device=kernel.device)
         self._y_train = np.zeros(0)
 
     # -- fitting --------------------------------------------------------------

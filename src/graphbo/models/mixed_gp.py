@@ -13,18 +13,44 @@ Pending points can be hallucinated at their posterior mean (kriging believer,
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Callable, Protocol
 
 import numpy as np
 import scipy.optimize
 import torch
 
+from .._validation import check_bool, check_int
 from ..kernels.frequency_modulated import FMKernel
 from ..spaces.space import Space
 from .base import Posterior, Surrogate
 from .gp import robust_cholesky
 
-__all__ = ["MixedGP"]
+__all__ = ["MixedGP", "MixedKernel"]
+
+
+class MixedKernel(Protocol):
+    """What :class:`MixedGP` needs of its kernel: :class:`~graphbo.kernels.FMKernel`, or any kernel with
+    its interface (CoCaBO's): hyper-parameters in one unconstrained vector of ``size`` entries, and
+    Gram matrices between (discrete index rows, unit continuous rows)."""
+
+    dtype: torch.dtype
+    size: int
+    P: int  # number of discrete inputs
+    Dc: int  # number of continuous inputs
+
+    def __call__(self, params: torch.Tensor, V1: torch.Tensor, C1: torch.Tensor,
+                 V2: torch.Tensor | None = None, C2: torch.Tensor | None = None) -> torch.Tensor: ...
+
+    def diag(self, params: torch.Tensor, V: torch.Tensor, C: torch.Tensor) -> torch.Tensor: ...
+
+    def default_params(self) -> torch.Tensor: ...
+
+    def random_params(self, rng: np.random.Generator) -> torch.Tensor: ...
+
+    def log_prior(self, params: torch.Tensor) -> torch.Tensor: ...
+
+
+_KERNEL_ATTRIBUTES = ("dtype", "size", "P", "Dc", "diag", "default_params", "random_params", "log_prior")
 
 
 class MixedGP(Surrogate):
@@ -32,18 +58,34 @@ class MixedGP(Surrogate):
 
     Parameters
     ----------
-    kernel : FMKernel
+    kernel : FMKernel (or a kernel with its interface, :class:`MixedKernel`)
+        With one discrete input per discrete variable of ``space`` and one continuous input
+        per continuous variable.
     space : Space (for the discrete/continuous column split)
     n_restarts : int, default 10
+        ML-II starting points (``>= 1``).
     log_y : bool
         Fit on ``log(y - min(y) + 1e-3 * range)``, for objectives spanning orders of magnitude.
     maxiter : int
-        L-BFGS-B iterations per restart.
+        L-BFGS-B iterations per restart (``>= 1``).
     """
 
-    def __init__(self, kernel: FMKernel, space: Space, n_restarts: int = 10, log_y: bool = False, maxiter: int = 100):
+    def __init__(self, kernel: MixedKernel, space: Space, n_restarts: int = 10, log_y: bool = False,
+                 maxiter: int = 100) -> None:
+        missing = [a for a in _KERNEL_ATTRIBUTES if not hasattr(kernel, a)] + ([] if callable(kernel) else ["__call__"])
+        if missing:
+            raise TypeError(f"kernel must be a graphbo.FMKernel or a kernel with its interface (missing {missing}), "
+                            f"got {type(kernel).__name__}")
+        if not isinstance(space, Space):
+            raise TypeError(f"space must be a graphbo.Space, got {type(space).__name__}")
+        n_disc, n_cont = len(space.discrete_indices), len(space.continuous_indices)
+        if (kernel.P, kernel.Dc) != (n_disc, n_cont):
+            raise ValueError(f"kernel has {kernel.P} discrete and {kernel.Dc} continuous inputs, but space has "
+                             f"{n_disc} discrete and {n_cont} continuous variables; build the kernel from this space")
         self.kernel, self.space = kernel, space
-        self.n_restarts, self.log_y, self.maxiter = int(n_restarts), bool(log_y), int(maxiter)
+        self.n_restarts = check_int("n_restarts", n_restarts, minimum=1)
+        self.log_y = check_bool("log_y", log_y)
+        self.maxiter = check_int("maxiter", maxiter, minimum=1)
         self.params: torch.Tensor | None = None  # [kernel params, log_amp, log_noise, mean]
         self.dtype = kernel.dtype
         self._y_train = np.zeros(0)
@@ -96,11 +138,12 @@ class MixedGP(Surrogate):
         self._y_train = np.asarray(y, dtype=float)
         V, C = self.split(X)
         ys = torch.as_tensor(self.transform_y(y), dtype=self.dtype)
-        if hasattr(self.kernel, "pairs"):  # FMKernel: the hyper-parameter-free look-ups, once for all evaluations
-            pairs = self.kernel.pairs(V, C)
+        fm = self.kernel
+        if isinstance(fm, FMKernel):  # the hyper-parameter-free look-ups, once for all evaluations
+            pairs = fm.pairs(V, C)
 
             def gram(kp: torch.Tensor) -> torch.Tensor:
-                return self.kernel.gram(kp, pairs)
+                return fm.gram(kp, pairs)
         else:  # any kernel with FMKernel's call signature (e.g. CoCaBO's)
 
             def gram(kp: torch.Tensor) -> torch.Tensor:

@@ -58,6 +58,7 @@ import numpy as np
 import torch
 from scipy.linalg.lapack import dpotrf, dtrtrs
 
+from .._validation import check_choice, check_float, check_floats, check_int, check_pair
 from ..kernels.otmann import project_psd
 from ..nas.architecture import Architecture
 from ..nas.otmann import DEFAULT_NU_STRS, OTMANN
@@ -172,21 +173,27 @@ class OTMANNGP(Surrogate):
                  alpha_bounds: tuple[float, float] = (0.01, 100.0),
                  noise_bounds: tuple[float, float] = (0.005, 0.2),
                  beta_bounds: tuple[float, float] = (1e-9, 1e-3),
-                 beta_bar_bounds: tuple[float, float] = (0.1, 100.0)):
-        if n_samples < 1:
-            raise ValueError(f"n_samples must be >= 1, got {n_samples}")
-        if n_burn < 0:
-            raise ValueError(f"n_burn must be >= 0, got {n_burn}")
-        for name, (lo, hi) in (("alpha_bounds", alpha_bounds), ("noise_bounds", noise_bounds),
-                               ("beta_bounds", beta_bounds), ("beta_bar_bounds", beta_bar_bounds)):
-            if not (0 < lo < hi < math.inf):
-                raise ValueError(f"{name} must satisfy 0 < low < high, got {(lo, hi)}")
+                 beta_bar_bounds: tuple[float, float] = (0.1, 100.0)) -> None:
+        kind = check_choice("kind", kind, ("cnn", "mlp"))
+        nu_strs = check_floats("nu_strs", nu_strs, minimum=0.0)
+        p = check_float("p", p, minimum=0.0, strict_minimum=True)
+        p_bar = check_float("p_bar", p_bar, minimum=0.0, strict_minimum=True)
+        if otmann is not None and not isinstance(otmann, OTMANN):
+            raise TypeError(f"otmann must be None or a graphbo.nas.otmann.OTMANN, got {type(otmann).__name__}")
+        if otmann is not None and otmann.kind != kind:
+            raise ValueError(f"otmann compares {otmann.kind} networks, but kind is {kind!r}")
+        n_burn = check_int("n_burn", n_burn, minimum=0)
+        n_samples = check_int("n_samples", n_samples, minimum=1)
+        alpha_bounds, noise_bounds, beta_bounds, beta_bar_bounds = (
+            check_pair(name, value, minimum=0.0, strict_minimum=True, increasing=True)
+            for name, value in (("alpha_bounds", alpha_bounds), ("noise_bounds", noise_bounds),
+                                ("beta_bounds", beta_bounds), ("beta_bar_bounds", beta_bar_bounds)))
         self.kind = kind
         self.otmann = otmann if otmann is not None else OTMANN(kind)
-        self.nu_strs = tuple(float(v) for v in nu_strs)
+        self.nu_strs = nu_strs
         self.m = len(self.nu_strs)
-        self.p, self.p_bar = float(p), float(p_bar)
-        self.n_burn, self.n_samples = int(n_burn), int(n_samples)
+        self.p, self.p_bar = p, p_bar
+        self.n_burn, self.n_samples = n_burn, n_samples
         self.batch = BatchOTMANN(self.otmann, self.nu_strs)
         self.cache = DistanceCache(self.batch)
         m = self.m

@@ -31,7 +31,7 @@ from .variables import Binary, Categorical, Continuous, GraphVariable, Integer, 
 __all__ = ["from_configspace", "to_configspace"]
 
 
-def _import_configspace():
+def _import_configspace() -> Any:
     try:
         import ConfigSpace
     except ImportError:

@@ -89,12 +89,12 @@ def _bool(value: Any, where: str, field: str) -> bool:
     return value
 
 
-def _values(value: Any, where: str, field: str) -> list:
+def _values(value: Any, where: str, field: str) -> list[Any]:
     if not isinstance(value, (list, tuple)):
         raise SpaceFileError(f"{where}: {field} must be a list of values, got {value!r}")
     if len(value) == 0:
         raise SpaceFileError(f"{where}: {field} is empty")
-    seen: dict = {}
+    seen: dict[Any, Any] = {}
     for v in value:
         if not _is_scalar(v):
             raise SpaceFileError(f"{where}: {field}: value {v!r} is not a string, number, boolean or null")
@@ -109,7 +109,7 @@ def _values(value: Any, where: str, field: str) -> list:
     return list(value)
 
 
-def _graph_adjacency(spec: Mapping[str, Any], values: list, where: str) -> np.ndarray:
+def _graph_adjacency(spec: Mapping[str, Any], values: list[Any], where: str) -> np.ndarray:
     k = len(values)
     has_edges, has_adj = "edges" in spec, "adjacency" in spec
     if has_edges == has_adj:
@@ -196,10 +196,10 @@ def _variable(spec: Any, where: str) -> Variable | Continuous:
             if log:
                 raise SpaceFileError(f"{where}: encoding: ordinal cannot be combined with log: true "
                                      "(a path graph has no scale); use encoding: range")
-            return Ordinal(list(range(low, high + 1)))
+            return Ordinal(list(range(int(low), int(high) + 1)))
         if encoding == "range":
-            return IntegerRange(low, high, log=log)
-        return Integer(low, high, log=log, max_ordinal=_MAX_ORDINAL)
+            return IntegerRange(int(low), int(high), log=log)
+        return Integer(int(low), int(high), log=log, max_ordinal=_MAX_ORDINAL)
     except SpaceFileError:
         raise
     except ValueError as exc:  # the variable's own validation
@@ -328,7 +328,7 @@ def _format_of(path: str) -> str:
     return _EXTENSIONS[ext]
 
 
-def _import_yaml(path: str):
+def _import_yaml(path: str) -> Any:
     try:
         import yaml
     except ImportError:
@@ -337,8 +337,8 @@ def _import_yaml(path: str):
     return yaml
 
 
-def _no_duplicates(pairs: list[tuple[Any, Any]], path: str) -> dict:
-    out: dict = {}
+def _no_duplicates(pairs: list[tuple[Any, Any]], path: str) -> dict[Any, Any]:
+    out: dict[Any, Any] = {}
     for k, v in pairs:
         if k in out:
             raise SpaceFileError(f"{path}: duplicate key {k!r}")
@@ -346,13 +346,12 @@ def _no_duplicates(pairs: list[tuple[Any, Any]], path: str) -> dict:
     return out
 
 
-def _yaml_loader(yaml, path: str):
+def _yaml_loader(yaml: Any, path: str) -> Any:
     """PyYAML's SafeLoader (no Python objects), refusing duplicate keys instead of keeping the last."""
 
-    class _Loader(yaml.SafeLoader):
-        pass
+    loader_class: Any = type("_Loader", (yaml.SafeLoader,), {})
 
-    def construct_mapping(loader, node, deep=False):
+    def construct_mapping(loader: Any, node: Any, deep: bool = False) -> dict[Any, Any]:
         loader.flatten_mapping(node)
         pairs = [(loader.construct_object(k, deep=True), loader.construct_object(v, deep=True))
                  for k, v in node.value]
@@ -362,18 +361,18 @@ def _yaml_loader(yaml, path: str):
             except TypeError:
                 raise SpaceFileError(f"{path}: line {key_node.start_mark.line + 1}: a mapping key must be a "
                                      f"scalar, got {k!r}") from None
-        seen: dict = {}
+        seen: dict[Any, Any] = {}
         for (k, v), (key_node, _) in zip(pairs, node.value):
             if k in seen:
                 raise SpaceFileError(f"{path}: line {key_node.start_mark.line + 1}: duplicate key {k!r}")
             seen[k] = v
         return seen
 
-    _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
-    return _Loader
+    loader_class.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    return loader_class
 
 
-def load_space(path: str | os.PathLike) -> Space:
+def load_space(path: str | os.PathLike[str]) -> Space:
     """Read a space file (``.yaml``/``.yml`` or ``.json``, by extension).
 
     YAML is read with PyYAML's safe loader (plain data only; duplicate keys are
@@ -409,7 +408,7 @@ def load_space(path: str | os.PathLike) -> Space:
     return space_from_dict(data, source=path)
 
 
-def save_space(space: Space, path: str | os.PathLike) -> None:
+def save_space(space: Space, path: str | os.PathLike[str]) -> None:
     """Write ``space`` to ``path`` as YAML or JSON (by extension); :func:`load_space` reads it back equal."""
     path = os.fspath(path)
     fmt = _format_of(path)

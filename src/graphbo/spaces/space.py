@@ -11,11 +11,11 @@ they differ in one variable whose two values are adjacent in its sub-graph).
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
-from .variables import Continuous, Variable
+from .variables import AnyVariable, Continuous, Variable
 
 __all__ = ["Space"]
 
@@ -45,10 +45,20 @@ class Space:
     {'x': 1, 'c': 'b'}
     """
 
-    def __init__(self, variables: Mapping[str, Variable] | Iterable[tuple[str, Variable]]):
-        items = list(variables.items()) if isinstance(variables, Mapping) else list(variables)
+    def __init__(self, variables: Mapping[str, AnyVariable] | Iterable[tuple[str, AnyVariable]]) -> None:
+        if isinstance(variables, Mapping):
+            items = list(variables.items())
+        elif isinstance(variables, (str, bytes)) or not isinstance(variables, Iterable):
+            raise TypeError("Space: variables must be a dict of variable names to variables (or a list of "
+                            f"(name, variable) pairs), got {variables!r} ({type(variables).__name__})")
+        else:
+            items = list(variables)
+            for item in items:
+                if not (isinstance(item, tuple) and len(item) == 2):
+                    raise TypeError("Space: variables must be a dict of variable names to variables (or a list of "
+                                    f"(name, variable) pairs); an entry is {item!r}")
         if not items:
-            raise ValueError("Space: at least one variable is needed")
+            raise ValueError("Space: variables is empty; at least one variable is needed")
         names: set[str] = set()
         for name, var in items:
             if not isinstance(name, str) or not name:
@@ -68,7 +78,7 @@ class Space:
             names.add(name)
         for name, var in items:
             var.name = name
-        self._variables: dict[str, Variable | Continuous] = dict(items)
+        self._variables: dict[str, AnyVariable] = dict(items)
         self.names: tuple[str, ...] = tuple(self._variables)
         #: number of values of each variable (0 for continuous ones)
         self.n_values = np.array([v.n_values for v in self._variables.values()], dtype=np.int64)
@@ -83,16 +93,18 @@ class Space:
 
     # -- container protocol -------------------------------------------------
     @property
-    def variables(self) -> list[Variable]:
+    def variables(self) -> list[AnyVariable]:
+        """The variables in row order (discrete ones at :attr:`discrete_indices`, continuous ones at
+        :attr:`continuous_indices`)."""
         return list(self._variables.values())
 
-    def __getitem__(self, name: str) -> Variable:
+    def __getitem__(self, name: str) -> AnyVariable:
         return self._variables[name]
 
     def __len__(self) -> int:
         return len(self._variables)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._variables)
 
     def __repr__(self) -> str:
@@ -143,7 +155,7 @@ class Space:
             raise ValueError(
                 f"index {row[j]} is out of range for variable {self.names[j]!r} with {int(self.n_values[j])} values"
             )
-        return {n: var.value_at(int(x)) if isinstance(var, Variable) else var.from_unit(x)
+        return {n: var.value_at(int(x)) if isinstance(var, Variable) else var.from_unit(float(x))
                 for (n, var), x in zip(self._variables.items(), row)}
 
     # -- sampling -----------------------------------------------------------

@@ -12,14 +12,17 @@ the supplement): the full product graph is never formed.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Hashable, Sequence
+from typing import Any, Hashable, Iterable, Sequence
 
 import numpy as np
 
+from .._validation import check_bool, check_float, check_int
+
 __all__ = ["Variable", "Binary", "Categorical", "Ordinal", "GraphVariable", "GraphSpectrum", "Continuous",
-           "IntegerRange", "Integer"]
+           "IntegerRange", "Integer", "AnyVariable"]
 
 
 @dataclass(frozen=True)
@@ -38,13 +41,17 @@ class GraphSpectrum:
     eigenvectors: np.ndarray
 
 
-def _check_values(values: Sequence[Any], kind: str) -> tuple:
+def _check_values(values: Iterable[Any], kind: str, arg: str = "values") -> tuple[Any, ...]:
+    """``values`` (the argument ``arg`` of ``kind``) as a non-empty tuple of distinct hashable values."""
     if isinstance(values, (str, bytes)):
-        raise ValueError(f"{kind}: values must be a sequence of values, got the string {values!r}")
+        raise ValueError(f"{kind}: {arg} must be a sequence of values, got the string {values!r}")
+    if isinstance(values, (dict, set, frozenset)) or not isinstance(values, Iterable):
+        raise TypeError(f"{kind}: {arg} must be a sequence of values (a list or tuple), "
+                        f"got {values!r} ({type(values).__name__})")
     values = tuple(values)
     if len(values) == 0:
-        raise ValueError(f"{kind}: the list of values is empty")
-    seen: dict = {}
+        raise ValueError(f"{kind}: {arg} is empty (the list of values is empty)")
+    seen: dict[Any, bool] = {}
     for v in values:
         if not isinstance(v, Hashable):
             raise ValueError(f"{kind}: value {v!r} is not hashable")
@@ -64,7 +71,7 @@ def _is_connected(adjacency: np.ndarray) -> bool:
         for u in np.flatnonzero(adjacency[v] > 0):
             if not reached[u]:
                 reached[u] = True
-                frontier.append(u)
+                frontier.append(int(u))
     return bool(reached.all())
 
 
@@ -104,7 +111,8 @@ class Variable:
     @cached_property
     def laplacian(self) -> np.ndarray:
         """Graph Laplacian ``L = D - A`` (COMBO Sec. 2.2)."""
-        return np.diag(self.adjacency.sum(axis=1)) - self.adjacency
+        laplacian: np.ndarray = np.diag(self.adjacency.sum(axis=1)) - self.adjacency
+        return laplacian
 
     @cached_property
     def spectrum(self) -> GraphSpectrum:
@@ -131,8 +139,8 @@ class Categorical(Variable):
 
     kind = "categorical"
 
-    def __init__(self, choices: Sequence[Any]):
-        values = _check_values(choices, "Categorical")
+    def __init__(self, choices: Sequence[Any]) -> None:
+        values = _check_values(choices, "Categorical", "choices")
         k = len(values)
         super().__init__(values, np.ones((k, k)) - np.eye(k))
 
@@ -142,7 +150,7 @@ class Binary(Categorical):
 
     kind = "binary"
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__((False, True))
 
     def __repr__(self) -> str:
@@ -164,16 +172,15 @@ class Ordinal(Variable):
 
     kind = "ordinal"
 
-    def __init__(self, values: Sequence[Any], edge_weight: float = 1.0):
+    def __init__(self, values: Sequence[Any], edge_weight: float = 1.0) -> None:
         values = _check_values(values, "Ordinal")
-        if not (np.isfinite(edge_weight) and edge_weight > 0):
-            raise ValueError(f"Ordinal: edge_weight must be a positive number, got {edge_weight!r}")
+        weight = check_float("edge_weight", edge_weight, minimum=0.0, strict_minimum=True)
         k = len(values)
         adj = np.zeros((k, k))
         idx = np.arange(k - 1)
-        adj[idx, idx + 1] = edge_weight
-        adj[idx + 1, idx] = edge_weight
-        self.edge_weight = float(edge_weight)
+        adj[idx, idx + 1] = weight
+        adj[idx + 1, idx] = weight
+        self.edge_weight = weight
         super().__init__(values, adj)
 
 
@@ -191,9 +198,13 @@ class GraphVariable(Variable):
 
     kind = "graph"
 
-    def __init__(self, values: Sequence[Any], adjacency: Any):
+    def __init__(self, values: Sequence[Any], adjacency: Any) -> None:
         values = _check_values(values, "GraphVariable")
-        adj = np.asarray(adjacency, dtype=float)
+        try:
+            adj = np.asarray(adjacency, dtype=float)
+        except (TypeError, ValueError):
+            raise TypeError(f"GraphVariable: adjacency must be a (k, k) array of edge weights (numbers), "
+                            f"got {adjacency!r}") from None
         k = len(values)
         if adj.shape != (k, k):
             raise ValueError(f"GraphVariable: adjacency has shape {adj.shape}, expected ({k}, {k})")
@@ -233,18 +244,18 @@ class Continuous:
     kind = "continuous"
     n_values = 0  # not a finite graph
 
-    def __init__(self, low: float, high: float, log: bool = False):
-        try:
-            low, high = float(low), float(high)
-        except (TypeError, ValueError):
-            raise ValueError(f"{type(self).__name__}: bounds must be numbers, got {low!r}, {high!r}") from None
-        if not (np.isfinite(low) and np.isfinite(high)) or not low < high:
-            raise ValueError(f"{type(self).__name__}: need finite low < high, got low={low!r}, high={high!r}")
+    def __init__(self, low: float, high: float, log: bool = False) -> None:
+        kind = "Integer" if isinstance(self, IntegerRange) else type(self).__name__
+        low, high = _bound(kind, "low", low), _bound(kind, "high", high)
+        if not low < high:
+            raise ValueError(f"{kind}: need finite low < high, got low={low!r}, high={high!r}")
+        log = check_bool("log", bool(log) if isinstance(log, np.bool_) else log)
         if log and low <= 0:
-            raise ValueError(f"{type(self).__name__}: log scale needs low > 0, got low={low!r}")
+            raise ValueError(f"{kind}: log scale needs low > 0, got low={low!r}")
         self.name: str | None = None
-        self.low, self.high, self.log = low, high, bool(log)
-        self._lo, self._hi = (np.log(low), np.log(high)) if log else (low, high)
+        self.low, self.high, self.log = low, high, log
+        self._lo: float = float(np.log(low)) if log else low
+        self._hi: float = float(np.log(high)) if log else high
 
     def to_unit(self, value: Any) -> float:
         """Unit coordinate of ``value``; ``ValueError`` naming the variable if out of bounds."""
@@ -263,7 +274,8 @@ class Continuous:
 
     def snap(self, u: np.ndarray) -> np.ndarray:
         """Canonical unit coordinates (identity for real variables)."""
-        return np.clip(u, 0.0, 1.0)
+        snapped: np.ndarray = np.clip(u, 0.0, 1.0)
+        return snapped
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.low:g}, {self.high:g}{', log=True' if self.log else ''})"
@@ -274,10 +286,9 @@ class IntegerRange(Continuous):
 
     kind = "integer"
 
-    def __init__(self, low: int, high: int, log: bool = False):
-        if int(low) != low or int(high) != high:
-            raise ValueError(f"Integer: bounds must be integers, got low={low!r}, high={high!r}")
-        super().__init__(int(low), int(high), log=log)
+    def __init__(self, low: int, high: int, log: bool = False) -> None:
+        low, high = _integer_bound("low", low, high), _integer_bound("high", high, low)
+        super().__init__(low, high, log=log)
 
     def to_unit(self, value: Any) -> float:
         numeric = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
@@ -294,7 +305,8 @@ class IntegerRange(Continuous):
         t = self._lo + u * (self._hi - self._lo)
         x = np.clip(np.round(np.exp(t) if self.log else t), self.low, self.high)
         tx = np.log(x) if self.log else x
-        return (tx - self._lo) / (self._hi - self._lo)
+        snapped: np.ndarray = (tx - self._lo) / (self._hi - self._lo)
+        return snapped
 
     def __repr__(self) -> str:
         return f"Integer({int(self.low)}, {int(self.high)}{', log=True' if self.log else ''})"
@@ -308,8 +320,34 @@ def Integer(low: int, high: int, log: bool = False, max_ordinal: int = 64) -> "O
     kernels see them as discrete; wider or log-scaled ranges become an
     :class:`IntegerRange`, a continuous variable rounded to the nearest integer.
     """
-    if int(low) != low or int(high) != high or not low <= high:
+    low, high = _integer_bound("low", low, high), _integer_bound("high", high, low)
+    if not low <= high:
         raise ValueError(f"Integer: need integer bounds low <= high, got low={low!r}, high={high!r}")
+    log = check_bool("log", bool(log) if isinstance(log, np.bool_) else log)
+    max_ordinal = check_int("max_ordinal", max_ordinal, minimum=1)
     if not log and high - low + 1 <= max_ordinal:
-        return Ordinal(list(range(int(low), int(high) + 1)))
+        return Ordinal(list(range(low, high + 1)))
     return IntegerRange(low, high, log=log)
+
+
+def _bound(kind: str, name: str, value: Any) -> float:
+    """A finite bound as a float; ``TypeError`` / ``ValueError`` naming ``kind``'s argument ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{kind}: {name} must be a number, got {value!r} ({type(value).__name__})")
+    if not math.isfinite(float(value)):
+        raise ValueError(f"{kind}: need finite low < high, got {name}={value!r}")
+    return float(value)
+
+
+def _integer_bound(name: str, value: Any, other: Any) -> int:
+    """An integer bound of :func:`Integer` (integral floats such as ``4.0`` accepted)."""
+    x = _bound("Integer", name, value)
+    if x != int(x):
+        low, high = (value, other) if name == "low" else (other, value)
+        raise ValueError(f"Integer: need integer bounds low <= high, got low={low!r}, high={high!r} "
+                         f"({name} is not an integer)")
+    return int(x)
+
+
+#: any variable a :class:`~graphbo.Space` holds: a discrete one (with a graph) or a continuous one
+AnyVariable = Variable | Continuous
