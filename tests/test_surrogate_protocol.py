@@ -24,10 +24,9 @@ from graphbo.optim.mixed import optimize_acquisition_mixed
 
 
 def _diffusion_kernel(space):
-    from graphbo.kernels import diffusion
+    from graphbo.kernels import GraphDiffusionKernel
 
-    cls = getattr(diffusion, "GraphDiffusionKernel", None) or getattr(diffusion, "DiffusionKernel")
-    return cls([v.spectrum for v in space.variables])
+    return GraphDiffusionKernel([v.spectrum for v in space.variables])
 
 
 def combo_case():
