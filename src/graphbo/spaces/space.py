@@ -28,7 +28,7 @@ def as_generator(seed: int | np.random.Generator | None) -> np.random.Generator:
 
 
 class Space:
-    """A search space of named discrete variables.
+    """A search space of named variables: discrete ones (each with a graph) and continuous ones.
 
     Parameters
     ----------
