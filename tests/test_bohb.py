@@ -8,7 +8,6 @@ underestimates them). SMAC's acquisition maximiser runs small
 (``n_challengers=200``, one local search) to keep the file fast.
 """
 
-import json
 import math
 import shutil
 
@@ -21,7 +20,8 @@ import graphbo as gb  # noqa: E402
 from graphbo.benchmarks import REGISTRY, BenchmarkInfo  # noqa: E402
 from graphbo.benchmarks.base import Benchmark  # noqa: E402
 from graphbo.experiments.report import collect  # noqa: E402
-from graphbo.experiments.runner import RunSpec, compare, fidelity_best_so_far, read_trace, run  # noqa: E402
+from graphbo.experiments.runner import RunSpec, compare, fidelity_best_so_far, run  # noqa: E402
+from graphbo.storage import read_run  # noqa: E402
 from graphbo.optimizers import METHODS, RandomSearch  # noqa: E402
 from graphbo.optimizers.bohb import BOHB, hyperband_fidelities  # noqa: E402
 
@@ -185,11 +185,12 @@ def test_bohb_beats_random_search_for_the_same_cost():
     assert wins >= 2 and np.mean(gaps) > 0.05
 
 
-def test_runner_records_fidelities_counts_full_evaluations_and_resumes(tmp_path, toy_registered):
+def test_runner_records_fidelities_counts_full_evaluations_and_resumes(tmp_path, toy_registered, monkeypatch):
     spec = RunSpec("toy-mf", "bohb", 0, 12, 4, {}, FAST)
-    full = tmp_path / "full.jsonl"
-    summary = run(spec, str(full), compact=False)
-    head, evals, _ = read_trace(str(full))
+    full = tmp_path / "full.db"
+    summary = run(spec, str(full))
+    data = read_run(full)
+    head, evals = data.head, data.evals
     assert head["max_fidelity"] == 9
     ks = [e["fidelity"] for e in evals]
     assert set(ks) == {1, 3, 9} and ks[:13] == [1] * 9 + [3] * 3 + [9]
@@ -205,20 +206,28 @@ def test_runner_records_fidelities_counts_full_evaluations_and_resumes(tmp_path,
     assert np.all(np.diff(np.array(curve)[~np.isnan(curve)]) <= 0)
 
     reference = [(e["config"], e["fidelity"], e["value"]) for e in evals]
-    lines = full.read_text().splitlines(keepends=True)
     for cut in (12, 13, 23):  # before a promotion to the last stage, before a new bracket, inside a stage
-        path = tmp_path / f"cut{cut}.jsonl"
-        path.write_text("".join(lines[:cut + 1]) + lines[cut + 1][:40])  # cut eval `cut` short
+        calls = []
+
+        def interrupted(self, config, epochs=None, _original=ToyMF.evaluate):
+            if len(calls) == cut:  # a kill while evaluation `cut` runs: its trial is left running
+                raise KeyboardInterrupt
+            calls.append(epochs)
+            return _original(self, config, epochs)
+
+        path = tmp_path / f"cut{cut}.db"
+        with monkeypatch.context() as m:
+            m.setattr(ToyMF, "evaluate", interrupted)
+            with pytest.raises(KeyboardInterrupt):
+                run(spec, str(path))
         resumed = run(spec, str(path))
         assert resumed["resumed_from"] == cut
-        _, again, _ = read_trace(str(path))
-        assert [(e["config"], e["fidelity"], e["value"]) for e in again] == reference
-        assert "state" in again[-1] and "state" not in again[0]  # compacted
+        assert [(e["config"], e["fidelity"], e["value"]) for e in read_run(path).evals] == reference
 
-    # compare skips the finished run (counted in full evaluations, not lines); the report uses full fidelities
+    # compare skips the finished run (counted in full evaluations, not trials); the report uses full fidelities
     out = tmp_path / "cmp"
     (out / "bohb").mkdir(parents=True)
-    shutil.copy(full, out / "bohb" / "seed0.jsonl")
+    shutil.copy(full, out / "bohb" / "seed0.db")
     assert compare([spec], str(out), log=lambda s: None) == []
     (r,) = collect(str(out))["toy-mf"]["bohb"]
     assert r["finished"] and len(r["best_so_far"]) == 12 and r["best_so_far"][-1] == summary["best"]
@@ -227,7 +236,7 @@ def test_runner_records_fidelities_counts_full_evaluations_and_resumes(tmp_path,
 def test_multi_fidelity_method_needs_a_benchmark_with_fidelities(tmp_path):
     assert METHODS["bohb"] is BOHB
     with pytest.raises(ValueError, match="has none"):
-        run(RunSpec("branin", "bohb", 0, 3, 2, {}, FAST), str(tmp_path / "b.jsonl"))
+        run(RunSpec("branin", "bohb", 0, 3, 2, {}, FAST), str(tmp_path / "b.db"))
     with pytest.raises(ValueError, match="chooses a fidelity"):
         gb.minimize(toy_f, toy_space(), method="bohb", budget=3, max_fidelity=9)
 
@@ -236,12 +245,12 @@ def test_nas_sgd_with_bohb_trains_at_the_asked_epochs(tmp_path):
     """The BO-FM NAS + SGD benchmark (digits, a 3-epoch schedule): 2 full-evaluation equivalents."""
     pytest.importorskip("torch")
     spec = RunSpec("nas-sgd", "bohb", 0, 2, 2, {"epochs": 3}, FAST)
-    path = tmp_path / "nas.jsonl"
+    path = tmp_path / "nas.db"
     summary = run(spec, str(path))
-    head, evals, _ = read_trace(str(path))
+    data = read_run(path)
+    head, evals = data.head, data.evals
     assert head["max_fidelity"] == 3
     assert [e["fidelity"] for e in evals] == [1, 1, 1, 3]  # bracket 0 of fidelities (1, 3)
     assert evals[3]["config"] in [e["config"] for e in evals[:3]]
     assert summary["best"] == evals[3]["value"]
-    line = json.loads(path.read_text().splitlines()[-1])
-    assert line["fidelity"] == 3 and 0.0 < line["value"] < 1.1
+    assert 0.0 < evals[3]["value"] < 1.1
