@@ -424,3 +424,36 @@ def test_multi_fidelity_study_asks_again_for_trials_left_running(tmp_path):
     assert (info["n_complete"], info["n_failed"], info["n_running"]) == (7, 1, 0)
     for study in studies:
         study.optimizer.close()  # SMAC's temporary folder
+
+
+def test_threads_are_set_for_suggestions_and_restored(tmp_path):
+    """Study decides the torch threads of each suggestion (n_threads) and restores the process's setting."""
+    import torch
+
+    import graphbo as gb
+
+    space = gb.Space({"a": gb.Ordinal(list(range(5))), "b": gb.Binary()})
+    seen = []
+
+    class Recording(gb.RandomSearch):  # records the thread count while it suggests
+        def _suggest(self):
+            seen.append(torch.get_num_threads())
+            return super()._suggest()
+
+    from graphbo.optimizers import METHODS
+
+    METHODS["recording-rs"] = Recording
+    old = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        study = gb.Study(space, "recording-rs", seed=0, n_initial=0, n_threads=1)
+        study.tell(study.ask(), 1.0)
+        assert seen == [1] and torch.get_num_threads() == 2
+        study = gb.Study(space, "recording-rs", seed=0, n_initial=0, n_threads=None)
+        study.ask()
+        assert seen == [1, 2]
+        with pytest.raises(ValueError, match="n_threads"):
+            gb.Study(space, "rs", n_threads=0)
+    finally:
+        METHODS.pop("recording-rs", None)
+        torch.set_num_threads(old)

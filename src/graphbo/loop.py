@@ -25,6 +25,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from .threads import DEFAULT_THREADS
+
 if TYPE_CHECKING:  # pragma: no cover
     from .optimizers.base import Observation, Optimizer
     from .storage import Storage
@@ -186,6 +188,7 @@ def minimize(
     executor: cf.Executor | None = None,
     timeout: float | None = None,
     failure_value: float | None = None,
+    n_threads: int | None = DEFAULT_THREADS,
     **options: Any,
 ) -> MinimizeResult:
     """Minimise ``objective`` over ``space`` with ``budget`` evaluations.
@@ -233,6 +236,10 @@ def minimize(
         excluded from later suggestions). With a value, the model is told that
         value for it instead: a penalty, which should be worse than the values
         expected, e.g. the worst value seen.
+    n_threads : int or None, default 1
+        torch and BLAS threads while the optimizer suggests (see :class:`graphbo.Study`;
+        evaluations in this process run with the process's own settings). ``None`` leaves
+        the settings alone.
     **options
         Passed to the optimizer (for COMBO: ``n_initial``, ``n_random``, ...).
 
@@ -266,7 +273,7 @@ def minimize(
     if executor is None and n_workers > 1:
         _check_picklable(objective)
     t_start = time.perf_counter()
-    study = Study(space, method, storage=storage, seed=seed, **options)
+    study = Study(space, method, storage=storage, seed=seed, n_threads=n_threads, **options)
     try:
         if executor is None and n_workers == 1:
             _run_in_process(study, objective, budget, timeout, failure_value, callback)

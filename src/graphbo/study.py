@@ -50,6 +50,8 @@ from .storage import Storage, as_storage
 from .storage.base import FORMAT_VERSION, STATUSES, StorageError, StoredStudy, Trial, now
 from .storage.jsonio import plain
 from .storage.sqlite import SQLiteStorage
+from .threads import DEFAULT_THREADS, limit_threads
+from ._validation import check_optional_int
 
 __all__ = ["Study", "Trial", "StorageError", "read_study_info", "describe_space", "FORMAT_VERSION"]
 
@@ -185,6 +187,10 @@ class Study:
     user_attrs : mapping, optional
         Free attributes written with a new study, in the same write as its
         record (an existing study keeps its own; see :meth:`set_user_attr`).
+    n_threads : int or None, default 1
+        torch and BLAS threads while the optimizer suggests (:func:`graphbo.threads.limit_threads`;
+        not stored). One thread is fastest for graphbo's small matrices; ``None`` leaves the
+        process's settings alone.
     runtime_options : mapping, optional
         Passed to the optimizer but neither stored nor compared on resume:
         what the caller derives from its objective each time (a benchmark's
@@ -208,7 +214,8 @@ class Study:
 
     def __init__(self, space: Space, method: str = "combo", storage: str | os.PathLike | Storage | None = None,
                  seed: int | None = None, *, user_attrs: Mapping[str, Any] | None = None,
-                 runtime_options: Mapping[str, Any] | None = None, **method_options: Any):
+                 runtime_options: Mapping[str, Any] | None = None, n_threads: int | None = DEFAULT_THREADS,
+                 **method_options: Any):
         if not isinstance(space, _space_types()):
             raise TypeError(f"space must be a graphbo.Space or a graphbo.nas.ArchitectureSpace, "
                             f"got {type(space).__name__}")
@@ -216,6 +223,7 @@ class Study:
             raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS)}")
         if seed is not None and (isinstance(seed, bool) or int(seed) != seed):
             raise ValueError(f"seed must be an integer or None, got {seed!r}")
+        self.n_threads = check_optional_int("n_threads", n_threads, minimum=1)
         self._owns_storage = not isinstance(storage, Storage)
         self._storage = as_storage(storage)
         self._closed = False
@@ -341,9 +349,10 @@ class Study:
     # -- protocol -------------------------------------------------------------------------
     def _ask_optimizer(self, k: int) -> _Asked:
         """``k`` new configurations with their trial attributes (a multi-fidelity method's fidelity)."""
-        if self._multi_fidelity:
-            return [(c, {"fidelity": int(f)}) for c, f in self.optimizer.ask_with_fidelity(k)]
-        return [(c, {}) for c in self.optimizer.ask(k)]
+        with limit_threads(self.n_threads):
+            if self._multi_fidelity:
+                return [(c, {"fidelity": int(f)}) for c, f in self.optimizer.ask_with_fidelity(k)]
+            return [(c, {}) for c in self.optimizer.ask(k)]
 
     def ask(self, n: int | None = None) -> Trial | list[Trial]:
         """The next trial to evaluate (``n``: a list of ``n``), recorded as ``running`` before returning.
