@@ -9,7 +9,7 @@ import json
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, Callable
 
 from ..objective_loading import ImportedObjective, ObjectiveError, load_objective, stored_spec
 from ._common import add_benchmark_arguments, add_threads_argument, benchmark_options, default_path, minimize_study
@@ -134,39 +134,55 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_study(args: argparse.Namespace, bench: Any, budget: int, n_initial: int) -> int:
     """``graphbo run --storage PATH``: a study file that ``graphbo resume`` can continue."""
-    from ..study import StorageError, Study, read_study_info
-
     path = args.storage
     bench_options = benchmark_options(args, args.seed)
     attrs = {"benchmark": args.benchmark, "benchmark_options": bench_options, "budget": budget}
     method_options = {"n_initial": n_initial}
-    try:
-        if os.path.exists(path) and os.path.getsize(path) > 0:
-            info = read_study_info(path)
-            stored = info["user_attrs"]
-            if stored.get("benchmark") != args.benchmark or stored.get("benchmark_options") != json.loads(
-                    json.dumps(bench_options)):
-                other = (f"{stored['benchmark']} {stored.get('benchmark_options', '')}" if "benchmark" in stored
-                         else f"objective {stored['objective']}" if "objective" in stored else "another objective")
-                print(f"graphbo run: {path} is a study of {other}, not of {args.benchmark} {bench_options}; "
-                      "choose another --storage (nothing is overwritten)", file=sys.stderr)
-                return 2
-            with Study(bench.space, args.method, storage=path, seed=args.seed, **method_options) as study:
-                if stored.get("budget") != budget:
-                    study.set_user_attr("budget", budget)  # what `graphbo resume` continues to
-            print(f"graphbo: continuing {path} ({info['n_complete'] + info['n_failed']} finished trials)")
-        else:
-            with Study(bench.space, args.method, storage=path, seed=args.seed, **method_options) as study:
-                for key, value in attrs.items():
-                    study.set_user_attr(key, value)
-    except (StorageError, ValueError, TypeError) as exc:
-        print(f"graphbo run: {exc}", file=sys.stderr)
-        return 2
+
+    def mismatch(stored: dict[str, Any]) -> str | None:
+        if stored.get("benchmark") == args.benchmark and stored.get("benchmark_options") == json.loads(
+                json.dumps(bench_options)):
+            return None
+        other = (f"{stored['benchmark']} {stored.get('benchmark_options', '')}" if "benchmark" in stored
+                 else f"objective {stored['objective']}" if "objective" in stored else "another objective")
+        return f"{path} is a study of {other}, not of {args.benchmark} {bench_options}"
+
+    failed = _open_study("graphbo run", bench.space, args, path, method_options, attrs, budget, mismatch)
+    if failed is not None:
+        return failed
     if not args.quiet:
         print(f"graphbo: {args.method} on {bench.name}, budget {budget} ({n_initial} initial), seed {args.seed}, "
               f"{args.workers} worker(s), study {path}")
     return minimize_study("graphbo run", bench, bench.space, path, args.method, budget, args.seed, method_options,
                           args)
+
+
+def _open_study(prog: str, space: Any, args: argparse.Namespace, path: str, method_options: dict[str, Any],
+                attrs: dict[str, Any], budget: int, mismatch: Callable[[dict[str, Any]], str | None]) -> int | None:
+    """Create the study file ``path`` with ``attrs``, or check that an existing one holds the same
+    problem (``mismatch(stored attrs)`` says why not) and record the new ``budget``; an exit code on failure."""
+    from ..study import StorageError, Study, read_study_info
+
+    try:
+        if os.path.exists(path) and os.path.getsize(path) > 0:
+            info = read_study_info(path)
+            stored = info["user_attrs"]
+            problem = mismatch(stored)
+            if problem is not None:
+                print(f"{prog}: {problem}; choose another --storage (nothing is overwritten)", file=sys.stderr)
+                return 2
+            with Study(space, args.method, storage=path, seed=args.seed, **method_options) as study:
+                if stored.get("budget") != budget:
+                    study.set_user_attr("budget", budget)  # what `graphbo resume` continues to
+            print(f"graphbo: continuing {path} ({info['n_complete'] + info['n_failed']} finished trials)")
+        else:
+            with Study(space, args.method, storage=path, seed=args.seed, **method_options) as study:
+                for key, value in attrs.items():
+                    study.set_user_attr(key, value)
+    except (StorageError, ValueError, TypeError) as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    return None
 
 
 def _run_user(args: argparse.Namespace) -> int:
@@ -217,35 +233,23 @@ def _run_user(args: argparse.Namespace) -> int:
     attrs = {"objective": spec, "objective_cwd": cwd, "space": space_dict,
              "space_file": os.path.abspath(args.space), "budget": args.budget}
     method_options = {"n_initial": n_initial}
-    from ..study import StorageError, Study, read_study_info
 
-    try:
-        if os.path.exists(path) and os.path.getsize(path) > 0:
-            info = read_study_info(path)
-            stored = info["user_attrs"]
-            if stored.get("objective") != spec or stored.get("space") != space_dict:
-                if stored.get("objective") == spec:
-                    what = f"{spec} on another space"
-                elif "objective" in stored:
-                    what = f"objective {stored['objective']}"
-                elif "benchmark" in stored:
-                    what = f"benchmark {stored['benchmark']}"
-                else:
-                    what = "another objective"
-                print(f"{prog}: {path} is a study of {what}, not of {spec} on {args.space}; choose another "
-                      "--storage (nothing is overwritten)", file=sys.stderr)
-                return 2
-            with Study(space, args.method, storage=path, seed=args.seed, **method_options) as study:
-                if stored.get("budget") != args.budget:
-                    study.set_user_attr("budget", args.budget)
-            print(f"graphbo: continuing {path} ({info['n_complete'] + info['n_failed']} finished trials)")
+    def mismatch(stored: dict[str, Any]) -> str | None:
+        if stored.get("objective") == spec and stored.get("space") == space_dict:
+            return None
+        if stored.get("objective") == spec:
+            what = f"{spec} on another space"
+        elif "objective" in stored:
+            what = f"objective {stored['objective']}"
+        elif "benchmark" in stored:
+            what = f"benchmark {stored['benchmark']}"
         else:
-            with Study(space, args.method, storage=path, seed=args.seed, **method_options) as study:
-                for key, value in attrs.items():
-                    study.set_user_attr(key, value)
-    except (StorageError, ValueError, TypeError) as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return 2
+            what = "another objective"
+        return f"{path} is a study of {what}, not of {spec} on {args.space}"
+
+    failed = _open_study(prog, space, args, path, method_options, attrs, args.budget, mismatch)
+    if failed is not None:
+        return failed
     if not args.quiet:
         print(f"graphbo: {args.method} on {args.space} minimising {args.objective}, budget {args.budget} "
               f"({n_initial} initial), seed {args.seed}, {args.workers} worker(s), study {path}")

@@ -112,6 +112,15 @@ class KernelPairs(NamedTuple):
     where: torch.Tensor | None = None  # (n1, n1) position of each entry among the pairs (symmetric case)
 
 
+def unpack_params(layout: Sequence[tuple[str, int]], params: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Split a flat hyper-parameter vector into named slices, ``layout`` giving (name, size) in order."""
+    out, k = {}, 0
+    for name, size in layout:
+        out[name] = params[k:k + size]
+        k += size
+    return out
+
+
 class FMKernel:
     """An FM (or comparison) kernel on a mixed space, chosen by name.
 
@@ -187,11 +196,7 @@ class FMKernel:
         return torch.tensor(rng.normal(0.0, 1.0, self.size), dtype=self.dtype)
 
     def unpack(self, params: torch.Tensor) -> dict[str, torch.Tensor]:
-        out, k = {}, 0
-        for name, size in self.layout:
-            out[name] = params[k:k + size]
-            k += size
-        return out
+        return unpack_params(self.layout, params)
 
     def log_prior(self, params: torch.Tensor) -> torch.Tensor:
         """Weak priors: ``N(0, 3^2)`` on every unconstrained coordinate (keeps ML-II away from degenerate fits)."""

@@ -69,6 +69,7 @@ from ..acquisition.base import AcquisitionFunction
 from ..acquisition.confidence_bound import NegativeLowerConfidenceBound
 from ..acquisition.ei import LogExpectedImprovement
 from .._validation import check_bool, check_choice, check_float, check_int
+from ..kernels.frequency_modulated import unpack_params
 from ..models.mixed_gp import MixedGP
 from ..spaces.space import Space
 from .base import Configs, Optimizer, signature_without
@@ -131,11 +132,7 @@ class CoCaBOKernel:
 
     # -- parameters ---------------------------------------------------------------------
     def unpack(self, params: torch.Tensor) -> dict[str, torch.Tensor]:
-        out, k = {}, 0
-        for name, size in self.layout:
-            out[name] = params[k:k + size]
-            k += size
-        return out
+        return unpack_params(self.layout, params)
 
     def default_params(self) -> torch.Tensor:
         """Equal overlap weights, lengthscale 0.2 (the reference code's initial value), ``lambda = 0.5``."""
