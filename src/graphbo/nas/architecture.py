@@ -28,12 +28,9 @@ from __future__ import annotations
 import heapq
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .constraints import Constraints
 
 __all__ = [
     "Architecture",
@@ -103,6 +100,14 @@ def label_group(kind: str, label: str) -> str | None:
 def structural_groups(kind: str) -> tuple[str, ...]:
     """The layer groups whose path lengths enter the structural cost (``all`` first)."""
     return _STRUCTURAL_GROUPS[kind]
+
+
+class Limits(Protocol):
+    """What :meth:`Architecture.validity_error` needs of search-space limits such as
+    :class:`graphbo.nas.constraints.Constraints` (which imports this module, not the reverse)."""
+
+    def violation(self, arch: "Architecture") -> str | None:
+        """Why ``arch`` breaks the limits, or ``None``."""
 
 
 class InvalidArchitectureError(ValueError):
@@ -230,7 +235,7 @@ class Architecture:
         return list(self._cache["topo"])
 
     # -- validity --------------------------------------------------------------------
-    def validity_error(self, constraints: "Constraints | None" = None) -> str | None:
+    def validity_error(self, constraints: "Limits | None" = None) -> str | None:
         """Why this is not a valid network, or ``None`` if it is.
 
         Checks (messages name the offending layer): known kind and labels; list
@@ -254,13 +259,13 @@ class Architecture:
             return constraints.violation(self)
         return None
 
-    def validate(self, constraints: "Constraints | None" = None) -> None:
+    def validate(self, constraints: "Limits | None" = None) -> None:
         """Raise :class:`InvalidArchitectureError` with :meth:`validity_error`'s message."""
         msg = self.validity_error(constraints)
         if msg is not None:
             raise InvalidArchitectureError(msg)
 
-    def is_valid(self, constraints: "Constraints | None" = None) -> bool:
+    def is_valid(self, constraints: "Limits | None" = None) -> bool:
         return self.validity_error(constraints) is None
 
     def _layer(self, i: int) -> str:
