@@ -107,13 +107,15 @@ class DiffusionGP(Surrogate):
                 log_noise=float(np.clip(math.log(1e-3 * var_y), LOG_LOWER + 1.0, LOG_NOISE_UPPER - 1.0)),
                 log_beta=np.zeros(d),
             )
+        state = self.state
+        assert state is not None  # set above on the first fit; the sweeper updates it in place
         sweeper = _Sweeper(self, X, y, rng)
         self.samples = []
         n_sweeps = (self.n_burn if first else 0) + self.n_samples
         for s in range(n_sweeps):
             sweeper.sweep()
             if s >= n_sweeps - self.n_samples:
-                self.samples.append(self.state.copy())
+                self.samples.append(state.copy())
         self.condition(X, y, self.samples)
         return self
 
@@ -261,6 +263,7 @@ class _Sweeper:
 
     def sweep(self) -> None:
         st = self.gp.state
+        assert st is not None  # DiffusionGP.fit initialises it before sweeping
         gp = self.gp
         logK = np.zeros((self.n, self.n))
         for i in range(self.kernel.d):

@@ -190,6 +190,7 @@ class MixedGP(Surrogate):
 
     def _condition(self, V, C, ys) -> None:
         theta = self.params
+        assert theta is not None, "condition needs fitted hyper-parameters (fit first)"
         kp, amp, noise, mean = theta[:-3], torch.exp(theta[-3]), torch.exp(theta[-2]) + 1e-6, theta[-1]
         n = ys.shape[0]
         K = amp * self.kernel(kp, V, C) + noise * torch.eye(n, dtype=self.dtype)

@@ -52,7 +52,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -269,11 +269,11 @@ class OTMANNGP(Surrogate):
                                  log_beta=th[2:2 + m].copy(), log_beta_bar=th[2 + m:2 + 2 * m].copy())
 
     # -- fitting ---------------------------------------------------------------------------------
-    def fit(self, archs: Sequence[Architecture], y: Sequence[float], rng: np.random.Generator,
+    def fit(self, X: Sequence[Architecture], y: np.ndarray | Sequence[float], rng: np.random.Generator,
             n_sweeps: int | None = None) -> "OTMANNGP":
-        """Sample the hyper-parameters' posterior given networks ``archs`` and values ``y``
+        """Sample the hyper-parameters' posterior given networks ``X`` and values ``y``
         (``n_burn`` extra sweeps at the first fit), then condition on the data."""
-        archs = list(archs)
+        archs = list(X)
         y = np.asarray(y, dtype=float).reshape(-1)
         if len(archs) != y.size or not archs:
             raise ValueError(f"fit: {len(archs)} networks and {y.size} values")
@@ -286,7 +286,7 @@ class OTMANNGP(Surrogate):
         lo, hi = self._lo.copy(), self._hi.copy()
         lo[-1], hi[-1] = self._mean_bounds(ys)
         first = self.state is None
-        if first:
+        if self.state is None:
             th = 0.5 * (lo + hi)
             th[-1] = 0.0
         else:
@@ -306,7 +306,7 @@ class OTMANNGP(Surrogate):
         self.condition()
         return self
 
-    def set_samples(self, archs: Sequence[Architecture], y: Sequence[float],
+    def set_samples(self, archs: Sequence[Architecture], y: np.ndarray | Sequence[float],
                     samples: Sequence[OTMANNHyperSample]) -> "OTMANNGP":
         """Condition on data under given samples, without sampling (restoring a saved state)."""
         archs = list(archs)
@@ -366,7 +366,7 @@ class OTMANNGP(Surrogate):
             D, Db = D2, Db2
             y = np.concatenate([y, y_extra], axis=1)
         self._extra = extra
-        self._y_extra = y_extra if extra else np.zeros((S, 0))
+        self._y_extra = y_extra if extra and y_extra is not None else np.zeros((S, 0))
         K = self._kernel(D, Db, self.samples)
         N = K.shape[1]
         L = np.empty_like(K)
@@ -494,6 +494,7 @@ class _Sweeper:
         if not math.isfinite(last):  # pragma: no cover
             raise RuntimeError("the GP likelihood is not finite at the current hyper-parameters")
 
+        logp: Callable[..., float]
         for j in self.rng.permutation(2 + 2 * m):
             j = int(j)
             a, ab = math.exp(th[0]), math.exp(th[1])
