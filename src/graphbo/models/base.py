@@ -26,6 +26,8 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from .gp import robust_cholesky
+
 __all__ = ["Posterior", "Surrogate"]
 
 
@@ -76,8 +78,6 @@ class Posterior:
         if n < 1:
             raise ValueError(f"n must be a positive integer, got {n!r}")
         rng = np.random.default_rng() if rng is None else rng
-        from .gp import robust_cholesky
-
         L = robust_cholesky(self.covariance)  # (S, m, m)
         z = torch.as_tensor(rng.standard_normal((n, *self.mean.shape)), dtype=self.mean.dtype,
                             device=self.mean.device)
