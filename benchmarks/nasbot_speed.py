@@ -21,7 +21,7 @@ shared machine the wall clock also counts the time the process waited for a core
 BLAS and torch use one thread. The OTMANN distances use ``--n-jobs`` threads
 (``BatchOTMANN.n_jobs``; default ``min(2, os.cpu_count())``, 1 = serial) and the
 transport solver ``--solver`` (``BatchOTMANN.solver``: ``numba``, the compiled
-batched solver of ``graphbo.nas.transport_jit``; ``pot``, one POT call per
+batched solver of ``graphbo.nas.distance.transport_jit``; ``pot``, one POT call per
 problem; ``auto``, numba when it is installed).
 
 The evaluated networks are NASBOT's own: by default one run goes from the
@@ -54,8 +54,8 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from graphbo.nas.objectives import SyntheticArchitectureObjective  # noqa: E402
-from graphbo.nas.space import ArchitectureSpace  # noqa: E402
+from graphbo.nas.training.objectives import SyntheticArchitectureObjective  # noqa: E402
+from graphbo.nas.domain.space import ArchitectureSpace  # noqa: E402
 from graphbo.optimizers.nasbot import NASBOT, NASRandom  # noqa: E402
 
 __all__ = ["run", "main"]
@@ -163,7 +163,7 @@ def main(argv=None) -> int:
         limits = None
     t0 = time.perf_counter()
     n_jobs = args.n_jobs if args.n_jobs is not None else min(2, os.cpu_count() or 1)
-    from graphbo.nas import transport_jit
+    from graphbo.nas.distance import transport_jit
 
     solver = args.solver if args.solver != "auto" else ("numba" if transport_jit.AVAILABLE else "pot")
     t1 = time.perf_counter()

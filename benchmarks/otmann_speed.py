@@ -3,7 +3,7 @@
     OMP_NUM_THREADS=1 python benchmarks/otmann_speed.py [--networks 6] [--repeats 7] [--out FILE]
 
 For each size, ``--networks`` random valid CNNs are generated
-(:func:`graphbo.nas.generate.random_cnn`: a backbone with duplicated branches,
+(:func:`graphbo.nas.domain.generate.random_cnn`: a backbone with duplicated branches,
 skip connections and extra softmax layers). Their per-network features
 (masses, path lengths) are computed once, as the kernel does, and timed
 separately. Then every pair is timed ``--repeats`` times, for one structural
@@ -27,10 +27,10 @@ import time
 
 import numpy as np
 
-from graphbo.nas.generate import random_cnn
-from graphbo.nas import transport_jit
-from graphbo.nas.otmann import DEFAULT_NU_STRS, OTMANN
-from graphbo.nas.otmann_batch import BatchOTMANN
+from graphbo.nas.domain.generate import random_cnn
+from graphbo.nas.distance import transport_jit
+from graphbo.nas.distance.otmann import DEFAULT_NU_STRS, OTMANN
+from graphbo.nas.distance.otmann_batch import BatchOTMANN
 
 
 def _median_time(fn, repeats: int) -> float:

@@ -20,7 +20,7 @@ from graphbo.kernels import FMKernel, GraphDiffusionKernel
 from graphbo.models import DiffusionGP
 from graphbo.models.mixed_gp import MixedGP
 from graphbo.models.otmann_gp import OTMANNGP
-from graphbo.nas.space import ArchitectureSpace
+from graphbo.nas.domain.space import ArchitectureSpace
 
 
 def discrete_space():
@@ -45,7 +45,7 @@ def fm_kernel(space=None):
 
 
 def otmann(kind):
-    from graphbo.nas.otmann import OTMANN
+    from graphbo.nas.distance.otmann import OTMANN
 
     return OTMANN(kind)
 

@@ -10,16 +10,16 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from graphbo.nas.keys import architecture_key
+from graphbo.nas.domain.keys import architecture_key
 from graphbo.optim.evolutionary import (
     n_ea_evaluations,
     n_mutations_per_round,
     optimize_acquisition_ea,
     selection_probabilities,
 )
-from graphbo.nas.architecture import Architecture, InvalidArchitectureError
-from graphbo.nas.constraints import Constraints
-from graphbo.nas.modifiers import (
+from graphbo.nas.domain.architecture import Architecture, InvalidArchitectureError
+from graphbo.nas.domain.constraints import Constraints
+from graphbo.nas.domain.modifiers import (
     CNN_CONV_LABELS,
     CNN_POOL_LABELS,
     MLP_RECTIFIERS,
@@ -32,7 +32,7 @@ from graphbo.nas.modifiers import (
     mutate_with_info,
     well_formed,
 )
-from graphbo.nas.pools import DOMAINS, blocked_mlp, cnn_pool, initial_pool, mlp_pool, vgg_net
+from graphbo.nas.domain.pools import DOMAINS, blocked_mlp, cnn_pool, initial_pool, mlp_pool, vgg_net
 
 VALID = Constraints()  # the library's validity: structure + App. B.1 limits
 SEEDS = (0, 1, 2)
@@ -538,12 +538,12 @@ def test_ea_argument_errors():
 # ---------------------------------------------------------------------------------
 # every mutated network builds and runs (once the PyTorch builder exists)
 # ---------------------------------------------------------------------------------
-@pytest.mark.skipif(importlib.util.find_spec("graphbo.nas.torch_model") is None,
-                    reason="graphbo.nas.torch_model not written yet")
+@pytest.mark.skipif(importlib.util.find_spec("graphbo.nas.training.torch_model") is None,
+                    reason="graphbo.nas.training.torch_model not written yet")
 @pytest.mark.parametrize("domain", DOMAINS)
 def test_mutated_networks_build_and_run(domain):
     torch = pytest.importorskip("torch")
-    from graphbo.nas.torch_model import build_module
+    from graphbo.nas.training.torch_model import build_module
 
     torch.manual_seed(0)
     rng = np.random.default_rng(0)

@@ -10,10 +10,10 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from graphbo.nas.architecture import Architecture
-from graphbo.nas.objectives import NASObjective, SyntheticArchitectureObjective, architecture_features
-from graphbo.nas.torch_model import build_module, layer_output_shapes, task_of, topological_order
-from graphbo.nas.training import (
+from graphbo.nas.domain.architecture import Architecture
+from graphbo.nas.training.objectives import NASObjective, SyntheticArchitectureObjective, architecture_features
+from graphbo.nas.training.torch_model import build_module, layer_output_shapes, task_of, topological_order
+from graphbo.nas.training.training import (
     TrainValData,
     load_csv_data,
     load_diabetes_data,

@@ -15,13 +15,13 @@ import pytest
 import graphbo as gb
 from graphbo.loop import minimize
 from graphbo.models.otmann_gp import OTMANNGP, _psd_repair
-from graphbo.nas.architecture import Architecture, InvalidArchitectureError
-from graphbo.nas.constraints import Constraints
-from graphbo.nas.modifiers import mutate
-from graphbo.nas.objectives import SyntheticArchitectureObjective
-from graphbo.nas.otmann import OTMANN
-from graphbo.nas.otmann_batch import BatchOTMANN, DistanceCache
-from graphbo.nas.space import ArchitectureSpace
+from graphbo.nas.domain.architecture import Architecture, InvalidArchitectureError
+from graphbo.nas.domain.constraints import Constraints
+from graphbo.nas.domain.modifiers import mutate
+from graphbo.nas.training.objectives import SyntheticArchitectureObjective
+from graphbo.nas.distance.otmann import OTMANN
+from graphbo.nas.distance.otmann_batch import BatchOTMANN, DistanceCache
+from graphbo.nas.domain.space import ArchitectureSpace
 from graphbo.optimizers import METHODS
 from graphbo.optimizers.nasbot import NASBOT, NASEvolution, NASRandom
 from graphbo.study import StorageError, Study, read_study_info
@@ -353,7 +353,7 @@ def test_cli_run_writes_its_evaluations(tmp_path):
 
 @pytest.mark.parametrize("domain", ["cnn", "mlp-class"])
 def test_drawing_places_every_edge_downwards(domain, tmp_path):
-    from graphbo.nas.plot import draw_architecture, layer_rows
+    from graphbo.nas.domain.plot import draw_architecture, layer_rows
 
     for arch in networks(domain, 20, seed=3)[10:]:  # mutations of the pool: branches, skips
         rows = layer_rows(arch)

@@ -10,14 +10,14 @@ import torch
 from scipy.optimize import linprog
 
 from graphbo.kernels.otmann import OTMANNKernel, otmann_kernel, project_psd
-from graphbo.nas.architecture import (
+from graphbo.nas.domain.architecture import (
     Architecture,
     InvalidArchitectureError,
     structural_groups,
 )
-from graphbo.nas.constraints import Constraints
-from graphbo.nas.generate import random_architecture, random_cnn, random_mlp
-from graphbo.nas.otmann import (
+from graphbo.nas.domain.constraints import Constraints
+from graphbo.nas.domain.generate import random_architecture, random_cnn, random_mlp
+from graphbo.nas.distance.otmann import (
     DEFAULT_NU_STRS,
     OTMANN,
     cnn_label_mismatch,

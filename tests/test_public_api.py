@@ -15,7 +15,7 @@ import math
 import pytest
 
 import graphbo as gb
-from graphbo.nas.space import ArchitectureSpace
+from graphbo.nas.domain.space import ArchitectureSpace
 from graphbo.optimizers import (BOCS, BOFM, BOHB, COMBO, METHODS, NASBOT, SMAC, TPE, CoCaBO, NASEvolution, NASRandom,
                                 Optimizer, RegularizedEvolution, SimulatedAnnealing)
 from graphbo.optimizers.nasbot import NASOptimizer

@@ -1,4 +1,4 @@
-"""The compiled transport solver (graphbo.nas.transport_jit) against POT, and BatchOTMANN with it."""
+"""The compiled transport solver (graphbo.nas.distance.transport_jit) against POT, and BatchOTMANN with it."""
 
 import os
 import subprocess
@@ -12,12 +12,12 @@ pytest.importorskip("numba")
 
 from ot.lp.emd_wrap import emd_c  # noqa: E402
 
-from graphbo.nas import transport_jit as tj  # noqa: E402
-from graphbo.nas.generate import random_cnn, random_mlp  # noqa: E402
-from graphbo.nas.modifiers import mutate  # noqa: E402
-from graphbo.nas.otmann import OTMANN  # noqa: E402
-from graphbo.nas.otmann_batch import BatchOTMANN  # noqa: E402
-from graphbo.nas.space import ArchitectureSpace  # noqa: E402
+from graphbo.nas.distance import transport_jit as tj  # noqa: E402
+from graphbo.nas.domain.generate import random_cnn, random_mlp  # noqa: E402
+from graphbo.nas.domain.modifiers import mutate  # noqa: E402
+from graphbo.nas.distance.otmann import OTMANN  # noqa: E402
+from graphbo.nas.distance.otmann_batch import BatchOTMANN  # noqa: E402
+from graphbo.nas.domain.space import ArchitectureSpace  # noqa: E402
 
 
 def pot_cost(a, b, C):
@@ -258,10 +258,10 @@ def test_without_numba_everything_still_works():
         "import sys; sys.modules['numba'] = None\n"
         "import numpy as np\n"
         "import graphbo\n"
-        "from graphbo.nas import transport_jit as tj\n"
-        "from graphbo.nas.otmann import OTMANN\n"
-        "from graphbo.nas.otmann_batch import BatchOTMANN\n"
-        "from graphbo.nas.space import ArchitectureSpace\n"
+        "from graphbo.nas.distance import transport_jit as tj\n"
+        "from graphbo.nas.distance.otmann import OTMANN\n"
+        "from graphbo.nas.distance.otmann_batch import BatchOTMANN\n"
+        "from graphbo.nas.domain.space import ArchitectureSpace\n"
         "assert not tj.AVAILABLE and not hasattr(tj, 'transport_rows')\n"
         "b = BatchOTMANN(OTMANN('cnn'))\n"
         "assert b.solver == 'pot'\n"
@@ -287,7 +287,7 @@ def test_without_numba_everything_still_works():
 
 
 def test_importing_graphbo_does_not_import_numba():
-    code = ("import sys, graphbo, graphbo.nas.otmann_batch, graphbo.optimizers.nasbot\n"
+    code = ("import sys, graphbo, graphbo.nas.distance.otmann_batch, graphbo.optimizers.nasbot\n"
             "assert 'numba' not in sys.modules\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=dict(os.environ, OMP_NUM_THREADS="1"))

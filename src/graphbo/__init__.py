@@ -35,7 +35,7 @@ _EXPORTS: dict[str, str] = {
     "space_to_dict": "graphbo.spaces",
     "from_configspace": "graphbo.spaces.configspace",
     "to_configspace": "graphbo.spaces.configspace",
-    "ArchitectureSpace": "graphbo.nas.space",
+    "ArchitectureSpace": "graphbo.nas.domain.space",
     # -- optimizers (every class of graphbo.optimizers.METHODS) --------------------------------------
     "Optimizer": "graphbo.optimizers",
     "Observation": "graphbo.optimizers",
@@ -78,7 +78,7 @@ _EXPORTS: dict[str, str] = {
     "SpaceExhaustedError": "graphbo.exceptions",
     "SpaceFileError": "graphbo.spaces.io",
     "StorageError": "graphbo.storage.base",
-    "InvalidArchitectureError": "graphbo.nas.architecture",
+    "InvalidArchitectureError": "graphbo.nas.domain.architecture",
     # -- threads ------------------------------------------------------------------------------------------
     "limit_threads": "graphbo.threads",
 }

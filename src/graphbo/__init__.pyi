@@ -16,8 +16,8 @@ from .models.base import Posterior as Posterior, Surrogate as Surrogate
 from .models.diffusion_gp import DiffusionGP as DiffusionGP
 from .models.mixed_gp import MixedGP as MixedGP
 from .models.otmann_gp import OTMANNGP as OTMANNGP
-from .nas.architecture import InvalidArchitectureError as InvalidArchitectureError
-from .nas.space import ArchitectureSpace as ArchitectureSpace
+from .nas.domain.architecture import InvalidArchitectureError as InvalidArchitectureError
+from .nas.domain.space import ArchitectureSpace as ArchitectureSpace
 from .optim.evolutionary import optimize_acquisition_ea as optimize_acquisition_ea
 from .optim.graph_local_search import optimize_acquisition_on_graph as optimize_acquisition_on_graph
 from .optim.mixed import optimize_acquisition_mixed as optimize_acquisition_mixed

@@ -122,7 +122,7 @@ def _space_difference(stored: list[dict[str, Any]], given: list[dict[str, Any]])
 
 def _space_types() -> tuple[type, ...]:
     """The space classes a study accepts: graphbo spaces and NAS architecture spaces."""
-    from .nas.space import ArchitectureSpace
+    from .nas.domain.space import ArchitectureSpace
 
     return (Space, ArchitectureSpace)
 

@@ -2,7 +2,7 @@
 
 Each benchmark is a callable ``benchmark(config) -> float`` (lower is better)
 whose ``space`` is a :class:`graphbo.nas.ArchitectureSpace`; configurations
-are network dicts (:meth:`graphbo.nas.architecture.Architecture.to_dict`).
+are network dicts (:meth:`graphbo.nas.domain.architecture.Architecture.to_dict`).
 Run them with ``--method nasbot``, ``rand`` or ``ea``.
 
 * ``nas-mlp`` (:class:`NASMLP`): MLP regression on scikit-learn's diabetes
@@ -12,13 +12,13 @@ Run them with ``--method nasbot``, ``rand`` or ``ea``.
 * ``nas-cnn`` (:class:`NASCNN`): CNN classification of the digits as
   ``1 x 8 x 8`` images, the validation error.
 * ``nas-synthetic`` (:class:`NASSynthetic`): the cheap, deterministic
-  synthetic objective of :class:`graphbo.nas.objectives.SyntheticArchitectureObjective`
+  synthetic objective of :class:`graphbo.nas.training.objectives.SyntheticArchitectureObjective`
   on CNNs (or another domain), for tests and speed measurements.
 
 The training benchmarks train on the CPU with
-:class:`graphbo.nas.objectives.NASObjective` (Adam, 20 epochs for MLPs and 5
+:class:`graphbo.nas.training.objectives.NASObjective` (Adam, 20 epochs for MLPs and 5
 for CNNs, the minimum validation error over the epochs; see
-:mod:`graphbo.nas.training` for how this differs from the paper's GPU
+:mod:`graphbo.nas.training.training` for how this differs from the paper's GPU
 training). ``seed`` fixes the train/validation split and the training
 randomness; ``graphbo run`` passes the run seed modulo 5, as for the other
 benchmarks with random instances.
@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..nas.architecture import Architecture
-from ..nas.space import ArchitectureSpace
+from ..nas.domain.architecture import Architecture
+from ..nas.domain.space import ArchitectureSpace
 from .base import Benchmark
 
 __all__ = ["NASMLP", "NASMLPClass", "NASCNN", "NASSynthetic"]
@@ -48,7 +48,7 @@ class _ArchitectureBenchmark(Benchmark):
 
 class _TrainingBenchmark(_ArchitectureBenchmark):
     def __init__(self, seed: int = 0, epochs: int | None = None):
-        from ..nas.objectives import NASObjective
+        from ..nas.training.objectives import NASObjective
 
         self.space = ArchitectureSpace(self.domain)
         self.objective = NASObjective(self.domain, seed=seed, epochs=epochs)
@@ -87,7 +87,7 @@ class NASSynthetic(_ArchitectureBenchmark):
     optimum = 0.0
 
     def __init__(self, domain: str = "cnn"):
-        from ..nas.objectives import SyntheticArchitectureObjective
+        from ..nas.training.objectives import SyntheticArchitectureObjective
 
         self.domain = domain
         self.space = ArchitectureSpace(domain)

@@ -198,7 +198,7 @@ def _best_network(bench: str, runs: dict[str, list[dict]], img_dir: str, out_dir
             if r["finished"] and _is_architecture(r["best_config"])]
     if not done:
         return []
-    from ..nas.plot import draw_architecture
+    from ..nas.domain.plot import draw_architecture
 
     value, method, seed, config = min(done, key=lambda t: (t[0], t[1], t[2]))
     path = os.path.join(img_dir, f"{slug}_best_network.png")

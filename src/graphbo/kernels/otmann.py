@@ -5,7 +5,7 @@
 
 ``d_i`` and ``d_bar_i`` are the OTMANN distance and its normalised version for the
 structural weights ``nu_str,i`` (paper: 0.1, 0.2, 0.4, 0.8; ``p = 1``, ``p_bar = 2``).
-The distances are computed once per pair of networks (:func:`graphbo.nas.otmann.otmann_distances`)
+The distances are computed once per pair of networks (:func:`graphbo.nas.distance.otmann.otmann_distances`)
 and the kernel is then cheap to re-evaluate for new hyper-parameters.
 
 Eq. 4 is not known to be positive semi-definite (Sec. 4.1); :func:`project_psd`
@@ -20,8 +20,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from ..nas.architecture import Architecture
-from ..nas.otmann import DEFAULT_NU_STRS, OTMANN
+from ..nas.domain.architecture import Architecture
+from ..nas.distance.otmann import DEFAULT_NU_STRS, OTMANN
 
 __all__ = ["otmann_kernel", "project_psd", "OTMANNKernel"]
 
@@ -39,7 +39,7 @@ def otmann_kernel(D, D_bar, alpha, alpha_bar, beta, beta_bar,
     Parameters
     ----------
     D, D_bar : ``(m, n1, n2)`` arrays or tensors: ``d_i`` and ``d_bar_i`` for the ``m``
-        structural weights (as returned by :func:`~graphbo.nas.otmann.otmann_distances`).
+        structural weights (as returned by :func:`~graphbo.nas.distance.otmann.otmann_distances`).
     alpha, alpha_bar : scalars, or ``(S,)`` for ``S`` hyper-parameter samples at once.
     beta, beta_bar : ``(m,)``, or ``(S, m)``; non-negative.
     p, p_bar : powers of the distances (paper: 1 and 2).
@@ -111,7 +111,7 @@ class OTMANNKernel:
     kind : ``"cnn"`` or ``"mlp"``.
     nu_strs : structural weights (paper: 0.1, 0.2, 0.4, 0.8).
     p, p_bar : powers of ``d`` and ``d_bar`` (paper: 1 and 2).
-    otmann : a configured :class:`~graphbo.nas.otmann.OTMANN` (default: the paper's label costs).
+    otmann : a configured :class:`~graphbo.nas.distance.otmann.OTMANN` (default: the paper's label costs).
 
     Usage: ``D, Db = kern.distances(X)`` once per new data set (or only the new rows,
     ``kern.distances(X_new, X)``), then ``kern.gram(D, Db, alpha, alpha_bar, beta, beta_bar)``

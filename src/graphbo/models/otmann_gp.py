@@ -7,7 +7,7 @@ Kandasamy et al. (NeurIPS 2018), Sec. 4.1. The kernel is Eq. 4,
 over the OTMANN distances ``d_i`` and their normalised versions ``d_bar_i`` for
 ``nu_str,i`` in {0.1, 0.2, 0.4, 0.8}, ``p = 1``, ``p_bar = 2``. The
 distances between evaluated networks are computed once, when a network joins
-the data (:class:`graphbo.nas.otmann_batch.DistanceCache`, new rows only);
+the data (:class:`graphbo.nas.distance.otmann_batch.DistanceCache`, new rows only);
 changing the hyper-parameters only re-exponentiates them (Sec. 4.1).
 
 **Hyper-parameters** (11 in the paper, plus the constant mean here):
@@ -60,9 +60,9 @@ from scipy.linalg.lapack import dpotrf, dtrtrs
 
 from .._validation import check_choice, check_float, check_floats, check_int, check_pair
 from ..kernels.otmann import project_psd
-from ..nas.architecture import Architecture
-from ..nas.otmann import DEFAULT_NU_STRS, OTMANN
-from ..nas.otmann_batch import BatchOTMANN, DistanceCache, exact_key
+from ..nas.domain.architecture import Architecture
+from ..nas.distance.otmann import DEFAULT_NU_STRS, OTMANN
+from ..nas.distance.otmann_batch import BatchOTMANN, DistanceCache, exact_key
 from .base import Posterior, Surrogate
 from .slice_sampling import slice_sample
 
@@ -179,7 +179,7 @@ class OTMANNGP(Surrogate):
         p = check_float("p", p, minimum=0.0, strict_minimum=True)
         p_bar = check_float("p_bar", p_bar, minimum=0.0, strict_minimum=True)
         if otmann is not None and not isinstance(otmann, OTMANN):
-            raise TypeError(f"otmann must be None or a graphbo.nas.otmann.OTMANN, got {type(otmann).__name__}")
+            raise TypeError(f"otmann must be None or a graphbo.nas.distance.otmann.OTMANN, got {type(otmann).__name__}")
         if otmann is not None and otmann.kind != kind:
             raise ValueError(f"otmann compares {otmann.kind} networks, but kind is {kind!r}")
         n_burn = check_int("n_burn", n_burn, minimum=0)

@@ -9,10 +9,10 @@ from __future__ import annotations
 from graphbo._lazy import lazy_exports
 
 _EXPORTS = {
-    "ArchitectureSpace": "graphbo.nas.space",
-    "Architecture": "graphbo.nas.architecture",
-    "InvalidArchitectureError": "graphbo.nas.architecture",
-    "Constraints": "graphbo.nas.constraints",
+    "ArchitectureSpace": "graphbo.nas.domain.space",
+    "Architecture": "graphbo.nas.domain.architecture",
+    "InvalidArchitectureError": "graphbo.nas.domain.architecture",
+    "Constraints": "graphbo.nas.domain.constraints",
 }
 
 __all__ = sorted(_EXPORTS)

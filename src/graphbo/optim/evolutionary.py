@@ -36,9 +36,9 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..nas.architecture import Architecture
-from ..nas.keys import architecture_key
-from ..nas.modifiers import (MODIFIER_WEIGHTS, STEP_PROBS, Validity, mutate, resolve_validity,
+from ..nas.domain.architecture import Architecture
+from ..nas.domain.keys import architecture_key
+from ..nas.domain.modifiers import (MODIFIER_WEIGHTS, STEP_PROBS, Validity, mutate, resolve_validity,
                              well_formed)
 
 __all__ = [
@@ -158,7 +158,7 @@ def optimize_acquisition_ea(
         pending in the BO loop). They may be parents if they are in ``start``.
     is_valid : callable, optional
         Validity of a network (default: the library's check, see
-        :func:`graphbo.nas.modifiers.default_validity`). Invalid children are skipped.
+        :func:`graphbo.nas.domain.modifiers.default_validity`). Invalid children are skipped.
     step_probs, modifier_weights
         The compound operator's k-step probabilities and the modifier weights.
     sigma_scale : float

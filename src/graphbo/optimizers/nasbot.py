@@ -2,7 +2,7 @@
 
 All three search a :class:`graphbo.nas.ArchitectureSpace` with the ask/tell
 protocol of :class:`~graphbo.optimizers.base.Optimizer`; configurations are
-the JSON dicts of :class:`~graphbo.nas.architecture.Architecture`.
+the JSON dicts of :class:`~graphbo.nas.domain.architecture.Architecture`.
 
 * :class:`NASBOT` ("nasbot"): a GP with the OTMANN kernel of Eq. 4 whose
   hyper-parameters are sampled from their posterior
@@ -50,10 +50,10 @@ from ..acquisition.ei import LogExpectedImprovement
 from ..optim.evolutionary import (SIGMA_SCALE, EAResult, n_ea_evaluations, optimize_acquisition_ea,
                                         selection_probabilities)
 from ..models.otmann_gp import OTMANNGP, OTMANNHyperSample
-from ..nas.architecture import Architecture
-from ..nas.modifiers import mutate
-from ..nas.otmann import DEFAULT_NU_STRS
-from ..nas.space import ArchitectureSpace
+from ..nas.domain.architecture import Architecture
+from ..nas.domain.modifiers import mutate
+from ..nas.distance.otmann import DEFAULT_NU_STRS
+from ..nas.domain.space import ArchitectureSpace
 from .._validation import check_choice, check_floats, check_int, check_optional_int
 from .base import Configs, Optimizer
 

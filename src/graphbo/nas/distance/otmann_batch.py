@@ -4,7 +4,7 @@ NASBOT (Kandasamy et al. 2018) needs OTMANN distances between every candidate
 network the evolutionary algorithm scores and every evaluated network, for the
 four structural weights ``nu_str`` of Sec. 4.1: tens of thousands of
 transport problems per suggestion. :class:`BatchOTMANN` computes exactly the
-values of :meth:`graphbo.nas.otmann.OTMANN.pairwise`, faster, with two exact
+values of :meth:`graphbo.nas.distance.otmann.OTMANN.pairwise`, faster, with two exact
 reductions of program (3):
 
 1. **Label-compatibility classes.** Mass can only move between layers whose
@@ -33,16 +33,16 @@ reductions of program (3):
    for the four distances; the others need four.
 
 Both reductions are exact; the results agree with
-:meth:`~graphbo.nas.otmann.OTMANN.pairwise` to floating-point round-off
+:meth:`~graphbo.nas.distance.otmann.OTMANN.pairwise` to floating-point round-off
 (checked in ``tests/test_nasbot.py``). The transport problems are solved by
 POT's network simplex (``ot.lp.emd_wrap.emd_c``, as in
-:mod:`graphbo.nas.otmann`); without POT this module falls back on
+:mod:`graphbo.nas.distance.otmann`); without POT this module falls back on
 :meth:`OTMANN.pairwise`.
 
 **Compiled solver.** With numba installed (``pip install "graphbo[fast]"``,
 ``solver="auto"`` or ``"numba"``), the transport problems of one candidate's
 class against all the reference networks are solved in one compiled call
-(:func:`graphbo.nas.transport_jit.transport_rows`): a transportation simplex on
+(:func:`graphbo.nas.distance.transport_jit.transport_rows`): a transportation simplex on
 strongly feasible spanning trees, with the same concavity logic, in which every
 solve after the first of a pair is warm-started from the optimal basis at a
 neighbouring ``nu`` (the constraints do not depend on ``nu``, so that basis is
@@ -73,7 +73,7 @@ from typing import Sequence
 import numpy as np
 from scipy.spatial.distance import cdist
 
-from .architecture import Architecture
+from ..domain.architecture import Architecture
 from .otmann import DEFAULT_NU_STRS, OTMANN
 
 __all__ = ["BatchOTMANN", "DistanceCache", "exact_key"]
@@ -172,7 +172,7 @@ class BatchOTMANN:
         ``min(2, os.cpu_count())``. ``1`` runs serially. Results do not depend on it.
     solver : {"auto", "pot", "numba"}
         How the transport problems are solved: ``"pot"``, one POT ``emd_c`` call per problem;
-        ``"numba"``, the compiled batched solver of :mod:`graphbo.nas.transport_jit` (needs
+        ``"numba"``, the compiled batched solver of :mod:`graphbo.nas.distance.transport_jit` (needs
         numba: ``pip install "graphbo[fast]"``); ``"auto"`` (default), ``"numba"`` when numba
         can be imported, else ``"pot"``. The attribute ``solver`` holds the one in use and
         can be set later.

@@ -1,4 +1,4 @@
-"""Realise an :class:`~graphbo.nas.architecture.Architecture` as a PyTorch module.
+"""Realise an :class:`~graphbo.nas.domain.architecture.Architecture` as a PyTorch module.
 
 NASBOT (Kandasamy et al. 2018, Sec. 2, App. A.3, App. B.1) describes a network
 as a labelled DAG. :func:`build_module` turns such a DAG into a
@@ -62,7 +62,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .architecture import Architecture
+from ..domain.architecture import Architecture
 
 __all__ = [
     "MLP_LABELS",

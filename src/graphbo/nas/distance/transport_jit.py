@@ -4,7 +4,7 @@ NASBOT's OTMANN distance (Kandasamy et al. 2018) solves program (6) -- a balance
 transportation problem ``min <Z, C> s.t. Z 1 = a, Z^T 1 = b, Z >= 0`` between the
 layers of two networks plus one "null" entry on each side -- for every pair of
 networks, label-compatibility class and structural weight ``nu_str``.
-:class:`graphbo.nas.otmann_batch.BatchOTMANN` needs hundreds of thousands of them
+:class:`graphbo.nas.distance.otmann_batch.BatchOTMANN` needs hundreds of thousands of them
 per suggestion, each with a few dozen layers at most, where calling a solver from
 Python costs more than solving. This module solves them in compiled code, all the
 reference networks of one (candidate, class) in one call:
@@ -36,7 +36,7 @@ reference networks of one (candidate, class) in one call:
 
 :func:`transport_rows` reproduces :meth:`BatchOTMANN._transport` exactly: it solves
 at the smallest and the largest ``nu`` and in between only where the cost is not
-linear in ``nu`` (see :mod:`graphbo.nas.otmann_batch`). The functions are compiled
+linear in ``nu`` (see :mod:`graphbo.nas.distance.otmann_batch`). The functions are compiled
 with ``nogil=True`` (``BatchOTMANN.cross`` runs blocks of candidates in threads)
 and ``cache=True`` (compiled once per machine).
 
@@ -618,7 +618,7 @@ def transport(a, b, C, basis: Basis | None = None, max_iter: int | None = None):
     basis)``; ``status`` is :data:`OPTIMAL` or :data:`ITERATION_LIMIT`.
     """
     if not AVAILABLE:
-        raise ImportError('graphbo.nas.transport_jit needs numba: pip install "graphbo[fast]"')
+        raise ImportError('graphbo.nas.distance.transport_jit needs numba: pip install "graphbo[fast]"')
     a = np.asarray(a, dtype=float).ravel()
     b = np.asarray(b, dtype=float).ravel()
     C = np.asarray(C, dtype=float)

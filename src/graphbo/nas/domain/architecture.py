@@ -104,7 +104,7 @@ def structural_groups(kind: str) -> tuple[str, ...]:
 
 class Limits(Protocol):
     """What :meth:`Architecture.validity_error` needs of search-space limits such as
-    :class:`graphbo.nas.constraints.Constraints` (which imports this module, not the reverse)."""
+    :class:`graphbo.nas.domain.constraints.Constraints` (which imports this module, not the reverse)."""
 
     def violation(self, arch: "Architecture") -> str | None:
         """Why ``arch`` breaks the limits, or ``None``."""

@@ -47,7 +47,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .architecture import Architecture
+from ..domain.architecture import Architecture
 from .torch_model import build_module, task_of
 
 __all__ = [

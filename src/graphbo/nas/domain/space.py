@@ -4,7 +4,7 @@
 :class:`graphbo.Space` is to the others: it validates configurations at the
 boundary, converts them to and from the rows that optimizers and studies
 store, and samples. A configuration is the JSON form of an
-:class:`~graphbo.nas.architecture.Architecture`, :meth:`Architecture.to_dict`::
+:class:`~graphbo.nas.domain.architecture.Architecture`, :meth:`Architecture.to_dict`::
 
     {"kind": "cnn", "labels": ["ip", "conv3", ..., "softmax", "op"],
      "units": [null, 64, ..., null, null], "edges": [[0, 1], [1, 2], ...],
@@ -15,7 +15,7 @@ store, and samples. A configuration is the JSON form of an
 units..., strides..., edges...]`` with labels as indices into the kind's label
 list and ``-1`` for "no units / no stride". Equal rows mean equal networks;
 :meth:`key` gives a key that also equates networks that differ only in the
-numbering of their layers (see :func:`graphbo.nas.keys.architecture_key`).
+numbering of their layers (see :func:`graphbo.nas.domain.keys.architecture_key`).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class ArchitectureSpace:
         Outputs of the networks (regression: 1; classification: classes).
         Not part of an architecture; recorded for the objective and the study.
     pool_seed : int, default 0
-        Seed of the labels of the initial MLP pool (:func:`graphbo.nas.pools.mlp_pool`).
+        Seed of the labels of the initial MLP pool (:func:`graphbo.nas.domain.pools.mlp_pool`).
 
     Examples
     --------
@@ -128,7 +128,7 @@ class ArchitectureSpace:
     def architecture(self, config: Mapping[str, Any] | Architecture) -> Architecture:
         """The :class:`Architecture` of a configuration, validated.
 
-        Raises ``ValueError`` (an :class:`~graphbo.nas.architecture.InvalidArchitectureError`
+        Raises ``ValueError`` (an :class:`~graphbo.nas.domain.architecture.InvalidArchitectureError`
         for invalid networks) naming the problem: a malformed dict, a network of another kind
         or task, a structurally invalid network, or one that breaks the constraints.
         """
@@ -264,7 +264,7 @@ class ArchitectureSpace:
     @staticmethod
     def key(arch: Architecture) -> str:
         """Key equal for networks that differ only by the numbering of their layers
-        (Weisfeiler-Lehman hash, :func:`graphbo.nas.keys.architecture_key`)."""
+        (Weisfeiler-Lehman hash, :func:`graphbo.nas.domain.keys.architecture_key`)."""
         k = arch._cache.get("wl-key")
         if k is None:
             k = architecture_key(arch)

@@ -1,7 +1,7 @@
 """Architecture objectives: train-and-validate (NASBOT Sec. 5) and a cheap synthetic stand-in.
 
 Both are plain callables ``objective(arch) -> float`` (lower is better) that
-accept an :class:`~graphbo.nas.architecture.Architecture` or its dict, and
+accept an :class:`~graphbo.nas.domain.architecture.Architecture` or its dict, and
 raise :class:`ValueError` for a network that is invalid or does not fit the
 domain.
 
@@ -9,7 +9,7 @@ Domains
 -------
 ``"mlp-reg"``
     MLP regression (decision layers ``linear``); default data: scikit-learn's
-    diabetes (:func:`~graphbo.nas.training.load_diabetes_data`).
+    diabetes (:func:`~graphbo.nas.training.training.load_diabetes_data`).
 ``"mlp-class"``
     MLP classification (decision layers ``softmax``); default data: digits as
     64-d vectors.
@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-from .architecture import Architecture
+from ..domain.architecture import Architecture
 from .torch_model import decision_layers, layer_output_shapes, task_of, topological_order
 from .training import (
     DEFAULT_BATCH_SIZE,
@@ -80,13 +80,13 @@ class NASObjective:
     domain : {"mlp-reg", "mlp-class", "cnn"}
     data : TrainValData, optional
         The data to train and validate on (e.g. from
-        :func:`~graphbo.nas.training.load_csv_data` or
-        :func:`~graphbo.nas.training.load_image_folder_or_npz`); by default the
+        :func:`~graphbo.nas.training.training.load_csv_data` or
+        :func:`~graphbo.nas.training.training.load_image_folder_or_npz`); by default the
         domain's bundled scikit-learn data, split with ``seed``.
     epochs : int, optional
         Default 20 (MLP) or 5 (CNN).
     batch_size, lr, optimizer, weight_decay, patience, max_seconds, n_threads, device
-        Passed to :func:`~graphbo.nas.training.train`.
+        Passed to :func:`~graphbo.nas.training.training.train`.
     seed : int, default 0
         Seeds the default data split and every training run (the same seed for
         every network, so a network's value is reproducible).
@@ -101,7 +101,7 @@ class NASObjective:
     Calling the objective returns the minimum validation error over epochs:
     ``1 - accuracy`` (classification) or the MSE of the standardised target
     (regression). :meth:`details` returns the whole
-    :class:`~graphbo.nas.training.TrainingResult`.
+    :class:`~graphbo.nas.training.training.TrainingResult`.
     """
 
     default_budget = 100
@@ -118,7 +118,7 @@ class NASObjective:
         self.name = f"nas-{domain}"
         if data is not None:
             if not isinstance(data, TrainValData):
-                raise TypeError(f"data must be a TrainValData (see graphbo.nas.training loaders), got "
+                raise TypeError(f"data must be a TrainValData (see graphbo.nas.training.training loaders), got "
                                 f"{type(data).__name__}")
             if data.kind != self.kind or data.task != self.task:
                 raise ValueError(f"domain {domain!r} needs {self.task} data for a {self.kind.upper()}; "
@@ -267,7 +267,7 @@ class SyntheticArchitectureObjective:
     decision layer) score between about 0.6 and 0.9 and skip connections and
     extra decision layers pay off, as NASBOT found for real data (Sec. 5).
     Evaluating takes well under a millisecond. The network is validated as
-    :func:`~graphbo.nas.torch_model.build_module` would (on the domain's
+    :func:`~graphbo.nas.training.torch_model.build_module` would (on the domain's
     default input shape), so invalid networks raise :class:`ValueError` just
     as with :class:`NASObjective`.
     """

@@ -5,11 +5,11 @@ Optimal Transport", NeurIPS 2018: Table 2 / Table 6 (the modifiers) and
 App. B.2 (the k-step and compound mutation operators).
 
 Every modifier has the signature ``modifier(arch, rng, is_valid=None)`` and
-returns a *new* :class:`~graphbo.nas.architecture.Architecture`, or ``None``
+returns a *new* :class:`~graphbo.nas.domain.architecture.Architecture`, or ``None``
 when it does not apply to ``arch`` (for instance ``remove_layer`` on a network
 without removable layers) or when none of the random candidates it tried gives
 a valid network. The input is never mutated; it must itself be a valid
-network (:class:`~graphbo.nas.architecture.InvalidArchitectureError` otherwise).
+network (:class:`~graphbo.nas.domain.architecture.InvalidArchitectureError` otherwise).
 
 A child is accepted only if it is structurally valid (:func:`well_formed`, i.e.
 :meth:`Architecture.validity_error`: one ``ip`` and one ``op``, acyclic, every

@@ -32,7 +32,7 @@ from typing import Sequence
 import numpy as np
 from scipy.spatial.distance import cdist
 
-from .architecture import (
+from ..domain.architecture import (
     CNN_LABELS,
     MLP_LABELS,
     MLP_RECTIFIERS,

@@ -1,0 +1,1 @@
+"""PyTorch realisation and training of architectures, and the NAS objectives built on it."""
