@@ -23,7 +23,7 @@ import math
 from typing import Any, Mapping
 
 from ..domain.architecture import Architecture
-from .torch_model import decision_layers, layer_output_shapes, task_of, topological_order
+from .torch_model import _as_arch, decision_layers, layer_output_shapes, task_of, topological_order
 from .training import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_EPOCHS,
@@ -54,14 +54,6 @@ def _domain(domain: str) -> tuple[str, str, tuple[int, ...], int]:
         return DOMAINS[domain]
     except KeyError:
         raise ValueError(f"unknown domain {domain!r}; choose one of {sorted(DOMAINS)}") from None
-
-
-def _as_arch(arch: Architecture | Mapping[str, Any]) -> Architecture:
-    if isinstance(arch, Architecture):
-        return arch
-    if isinstance(arch, Mapping):
-        return Architecture.from_dict(dict(arch))
-    raise TypeError(f"expected an Architecture or its dict, got {type(arch).__name__}")
 
 
 def _check_fits(arch: Architecture, kind: str, task: str, domain: str) -> None:
