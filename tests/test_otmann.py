@@ -10,6 +10,7 @@ import torch
 from scipy.optimize import linprog
 
 from graphbo.kernels.otmann import OTMANNKernel, otmann_kernel, project_psd
+from graphbo.nas.distance import kernel as eq4
 from graphbo.nas.domain.architecture import (
     Architecture,
     InvalidArchitectureError,
@@ -497,6 +498,79 @@ def test_kernel_is_eq4():
     # direct call on architectures
     K2 = kern(X, alpha=alpha, alpha_bar=alpha_bar, beta=beta, beta_bar=beta_bar)
     torch.testing.assert_close(K2, K)
+
+
+def _eq4_by_hand(D, Db, alpha, alpha_bar, beta, beta_bar, p, p_bar):
+    """Eq. 4 entry by entry, with plain Python floats."""
+    m, n1, n2 = D.shape
+    K = np.empty((n1, n2))
+    for i in range(n1):
+        for j in range(n2):
+            s = sum(float(beta[k]) * max(float(D[k, i, j]), 0.0) ** p for k in range(m))
+            sb = sum(float(beta_bar[k]) * max(float(Db[k, i, j]), 0.0) ** p_bar for k in range(m))
+            K[i, j] = float(alpha) * np.exp(-s) + float(alpha_bar) * np.exp(-sb)
+    return K
+
+
+@pytest.mark.parametrize("p, p_bar", [(1.0, 2.0), (2.0, 1.0), (1.5, 0.5)])
+def test_eq4_function_equals_the_formula_on_random_distances(p, p_bar):
+    rng = np.random.default_rng(int(10 * p + p_bar))
+    m, n1, n2, S = 4, 7, 5, 3
+    D = rng.uniform(0.0, 80.0, size=(m, n1, n2))
+    Db = rng.uniform(0.0, 1.0, size=(m, n1, n2))
+    D[0, 0, 0] = -1e-12  # round-off below 0 counts as 0
+    alpha, alpha_bar = rng.uniform(0.1, 3.0, size=S), rng.uniform(0.1, 3.0, size=S)
+    beta, beta_bar = rng.uniform(0.0, 0.05, size=(S, m)), rng.uniform(0.0, 4.0, size=(S, m))
+    want = np.stack([_eq4_by_hand(D, Db, alpha[s], alpha_bar[s], beta[s], beta_bar[s], p, p_bar) for s in range(S)])
+    # NumPy in, NumPy out; one sample or all at once
+    got = eq4.otmann_kernel(D, Db, alpha, alpha_bar, beta, beta_bar, p, p_bar)
+    assert isinstance(got, np.ndarray) and got.shape == (S, n1, n2)
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=0)
+    one = eq4.otmann_kernel(D, Db, alpha[1], alpha_bar[1], beta[1], beta_bar[1], p, p_bar)
+    assert one.shape == (n1, n2)
+    np.testing.assert_allclose(one, want[1], rtol=1e-13, atol=0)
+    # torch in, torch out, the same numbers; the kernel layer's function is this one
+    got_t = eq4.otmann_kernel(torch.tensor(D), torch.tensor(Db), torch.tensor(alpha), torch.tensor(alpha_bar),
+                              torch.tensor(beta), torch.tensor(beta_bar), p, p_bar)
+    assert isinstance(got_t, torch.Tensor) and got_t.dtype == torch.float64
+    np.testing.assert_allclose(got_t.numpy(), want, rtol=1e-13, atol=0)
+    assert torch.equal(otmann_kernel(D, Db, alpha, alpha_bar, beta, beta_bar, p, p_bar), got_t)
+    # mixed batching: shared beta, batched alpha
+    mixed = eq4.otmann_kernel(D, Db, alpha, 0.5, beta[0], beta_bar[0], p, p_bar)
+    want_mixed = np.stack([_eq4_by_hand(D, Db, alpha[s], 0.5, beta[0], beta_bar[0], p, p_bar) for s in range(S)])
+    np.testing.assert_allclose(mixed, want_mixed, rtol=1e-13, atol=0)
+    # the two halves compose to the kernel, and leave their inputs alone
+    E, Eb = eq4.kernel_exponents(D, Db, beta, beta_bar, p, p_bar)
+    E0, Eb0 = E.copy(), Eb.copy()
+    assert np.array_equal(eq4.kernel_from_exponents(E, Eb, alpha, alpha_bar), got)
+    assert np.array_equal(E, E0) and np.array_equal(Eb, Eb0)
+    Ep, Ebp = eq4.kernel_exponents(eq4.powered(D, p), eq4.powered(Db, p_bar), beta, beta_bar, 1.0, 1.0)
+    assert np.array_equal(Ep, E) and np.array_equal(Ebp, Eb)
+
+
+def test_eq4_rejects_mismatched_shapes():
+    D = np.zeros((4, 2, 3))
+    with pytest.raises(ValueError, match="D and D_bar"):
+        eq4.otmann_kernel(D, np.zeros((4, 3, 2)), 1.0, 1.0, np.ones(4), np.ones(4))
+    with pytest.raises(ValueError, match="beta"):
+        eq4.otmann_kernel(D, D, 1.0, 1.0, np.ones(3), np.ones(4))
+    with pytest.raises(ValueError, match="alpha"):
+        eq4.otmann_kernel(D, D, np.ones((2, 2)), 1.0, np.ones(4), np.ones(4))
+
+
+def test_gp_kernel_is_the_eq4_function():
+    from graphbo.models.otmann_gp import OTMANNGP, OTMANNHyperSample
+
+    rng = np.random.default_rng(4)
+    X = [random_mlp(rng, int(rng.integers(4, 10))) for _ in range(5)]
+    gp = OTMANNGP("mlp", p=1.0, p_bar=2.0)
+    D, Db = OTMANN("mlp").pairwise(X, None, gp.nu_strs)
+    samples = [OTMANNHyperSample(0.0, *rng.normal(size=3), rng.uniform(-9, -3, 4), rng.uniform(-1, 1, 4))
+               for _ in range(3)]
+    K = gp._kernel(D, Db, samples)
+    for s, smp in enumerate(samples):
+        np.testing.assert_allclose(K[s], _eq4_by_hand(D, Db, smp.alpha, smp.alpha_bar, smp.beta, smp.beta_bar,
+                                                      1.0, 2.0), rtol=1e-13, atol=0)
 
 
 def test_project_psd_repairs_indefinite_and_keeps_psd():

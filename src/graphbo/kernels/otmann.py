@@ -1,40 +1,35 @@
-"""NASBOT's kernel on neural architectures (Kandasamy et al. 2018, Eq. 4).
+"""NASBOT's kernel on neural architectures (Kandasamy et al. 2018, Eq. 4), at the kernel layer.
 
     k(G, G') = alpha     * exp(-sum_i beta_i     * d_i(G, G')^p)
              + alpha_bar * exp(-sum_i beta_bar_i * d_bar_i(G, G')^p_bar)
 
-``d_i`` and ``d_bar_i`` are the OTMANN distance and its normalised version for the
-structural weights ``nu_str,i`` (paper: 0.1, 0.2, 0.4, 0.8; ``p = 1``, ``p_bar = 2``).
-The distances are computed once per pair of networks (:func:`graphbo.nas.distance.otmann.otmann_distances`)
-and the kernel is then cheap to re-evaluate for new hyper-parameters.
-
-Eq. 4 is not known to be positive semi-definite (Sec. 4.1); :func:`project_psd`
-repairs an indefinite Gram matrix by clipping its negative eigenvalues, as the
-authors' GP does before its Cholesky factorisation.
+Eq. 4 itself and :func:`project_psd` live in :mod:`graphbo.nas.distance.kernel`;
+this module gives them the kernel layer's interface: :func:`otmann_kernel` (torch
+tensors in and out) and :class:`OTMANNKernel`, which computes the distances of a
+list of architectures once (:meth:`graphbo.nas.distance.otmann.OTMANN.pairwise`)
+and then re-evaluates Eq. 4 cheaply for new hyper-parameters.
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
-import numpy as np
 import torch
 
-from ..nas.domain.architecture import Architecture
+from ..nas.distance import kernel as _eq4
+from ..nas.distance.kernel import project_psd
 from ..nas.distance.otmann import DEFAULT_NU_STRS, OTMANN
+from ..nas.domain.architecture import Architecture
 
 __all__ = ["otmann_kernel", "project_psd", "OTMANNKernel"]
 
 
-def _as_tensor(x, dtype=torch.float64, device=None) -> torch.Tensor:
-    if isinstance(x, torch.Tensor):
-        return x.to(dtype=dtype, device=device if device is not None else x.device)
-    return torch.as_tensor(np.asarray(x, dtype=float), dtype=dtype, device=device)
-
-
 def otmann_kernel(D, D_bar, alpha, alpha_bar, beta, beta_bar,
                   p: float = 1.0, p_bar: float = 2.0) -> torch.Tensor:
-    """Eq. 4 from precomputed distances.
+    """Eq. 4 from precomputed distances, as a float64 tensor.
+
+    :func:`graphbo.nas.distance.kernel.otmann_kernel` with the distances taken as
+    tensors (so NumPy inputs give a tensor too).
 
     Parameters
     ----------
@@ -48,59 +43,9 @@ def otmann_kernel(D, D_bar, alpha, alpha_bar, beta, beta_bar,
     -------
     ``(n1, n2)`` float64 tensor, or ``(S, n1, n2)`` when any hyper-parameter is batched.
     """
-    D = _as_tensor(D)
-    dev = D.device
-    D_bar = _as_tensor(D_bar, device=dev)
-    if D.dim() != 3 or D.shape != D_bar.shape:
-        raise ValueError(f"D and D_bar must both be (m, n1, n2); got {tuple(D.shape)} and {tuple(D_bar.shape)}")
-    m = D.shape[0]
-    a = _as_tensor(alpha, device=dev)
-    ab = _as_tensor(alpha_bar, device=dev)
-    b = _as_tensor(beta, device=dev)
-    bb = _as_tensor(beta_bar, device=dev)
-    if b.shape[-1] != m or bb.shape[-1] != m:
-        raise ValueError(f"beta and beta_bar need {m} entries (one per nu_str); got {tuple(b.shape)}, {tuple(bb.shape)}")
-    batched = a.dim() > 0 or ab.dim() > 0 or b.dim() > 1 or bb.dim() > 1
-    Dp = D if p == 1 else D.clamp_min(0) ** p
-    Dbp = D_bar if p_bar == 1 else (D_bar.clamp_min(0) ** p_bar)
-    # sum_i beta_i d_i^p  ->  (..., n1, n2)
-    s = torch.tensordot(b, Dp, dims=([b.dim() - 1], [0]))
-    sb = torch.tensordot(bb, Dbp, dims=([bb.dim() - 1], [0]))
-    if batched:
-        a = a.reshape(-1, 1, 1)
-        ab = ab.reshape(-1, 1, 1)
-        if s.dim() == 2:
-            s = s.unsqueeze(0)
-        if sb.dim() == 2:
-            sb = sb.unsqueeze(0)
-    return a * torch.exp(-s) + ab * torch.exp(-sb)
-
-
-def project_psd(K, tol: float = 1e-10):
-    """Nearest (Frobenius) positive semi-definite matrix: clip negative eigenvalues to 0.
-
-    ``K`` is a symmetric ``(n, n)`` or batched ``(S, n, n)`` array or tensor (the
-    symmetric part is used). A matrix whose smallest eigenvalue is at least
-    ``-tol * max(1, max |eigenvalue|)`` is returned unchanged (the very same object
-    for an unbatched input), so PSD matrices are never perturbed by round-off; the
-    others are replaced by ``V max(Lambda, 0) V^T``. Returns the input's type
-    (tensor or NumPy array).
-    """
-    is_np = not isinstance(K, torch.Tensor)
-    T = _as_tensor(K)
-    if T.dim() < 2 or T.shape[-1] != T.shape[-2]:
-        raise ValueError(f"expected a square matrix or a batch of them, got shape {tuple(T.shape)}")
-    S = 0.5 * (T + T.transpose(-1, -2))
-    lam, V = torch.linalg.eigh(S)
-    scale = lam.abs().amax(dim=-1).clamp_min(1.0)
-    ok = lam[..., 0] >= -tol * scale
-    if bool(ok.all()):
-        return K
-    fixed = (V * lam.clamp_min(0).unsqueeze(-2)) @ V.transpose(-1, -2)
-    fixed = 0.5 * (fixed + fixed.transpose(-1, -2))
-    if T.dim() > 2:
-        fixed = torch.where(ok[..., None, None], T, fixed)
-    return fixed.numpy() if is_np else fixed.to(dtype=K.dtype)
+    D = torch.as_tensor(D, dtype=torch.float64)
+    D_bar = torch.as_tensor(D_bar, dtype=torch.float64, device=D.device)
+    return _eq4.otmann_kernel(D, D_bar, alpha, alpha_bar, beta, beta_bar, p, p_bar)
 
 
 class OTMANNKernel:

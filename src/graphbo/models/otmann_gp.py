@@ -59,10 +59,10 @@ import torch
 from scipy.linalg.lapack import dpotrf, dtrtrs
 
 from .._validation import check_choice, check_float, check_floats, check_int, check_pair
-from ..kernels.otmann import project_psd
-from ..nas.domain.architecture import Architecture
+from ..nas.distance.kernel import kernel_exponents, kernel_from_exponents, otmann_kernel, powered, project_psd
 from ..nas.distance.otmann import DEFAULT_NU_STRS, OTMANN
 from ..nas.distance.otmann_batch import BatchOTMANN, DistanceCache, exact_key
+from ..nas.domain.architecture import Architecture
 from .base import Posterior, Surrogate
 from .slice_sampling import slice_sample
 
@@ -320,23 +320,11 @@ class OTMANNGP(Surrogate):
 
     # -- conditioning and prediction ----------------------------------------------------------------
     def _kernel(self, D: np.ndarray, Db: np.ndarray, samples: Sequence[OTMANNHyperSample]) -> np.ndarray:
-        """Eq. 4 for every sample: ``(S, n1, n2)`` (units of ``y``)."""
-        beta = np.stack([s.beta for s in samples])
-        beta_bar = np.stack([s.beta_bar for s in samples])
-        alpha = np.array([s.alpha for s in samples])
-        alpha_bar = np.array([s.alpha_bar for s in samples])
-        Dp = D if self.p == 1.0 else np.maximum(D, 0.0) ** self.p
-        Dbp = Db if self.p_bar == 1.0 else np.maximum(Db, 0.0) ** self.p_bar
-        s1 = np.tensordot(beta, Dp, axes=(1, 0))
-        s2 = np.tensordot(beta_bar, Dbp, axes=(1, 0))
-        np.negative(s1, out=s1)
-        np.exp(s1, out=s1)
-        np.negative(s2, out=s2)
-        np.exp(s2, out=s2)
-        s1 *= alpha[:, None, None]
-        s2 *= alpha_bar[:, None, None]
-        s1 += s2
-        return s1
+        """Eq. 4 (:func:`~graphbo.nas.distance.kernel.otmann_kernel`) for every sample:
+        ``(S, n1, n2)`` (units of ``y``)."""
+        return otmann_kernel(D, Db, np.array([s.alpha for s in samples]), np.array([s.alpha_bar for s in samples]),
+                             np.stack([s.beta for s in samples]), np.stack([s.beta_bar for s in samples]),
+                             self.p, self.p_bar)
 
     def condition(self, extra: Sequence[Architecture] = (), y_extra: np.ndarray | None = None) -> "OTMANNGP":
         """Condition on the data plus ``extra`` networks with values ``y_extra`` (``(S, p)``, one
@@ -464,8 +452,7 @@ class _Sweeper:
     def __init__(self, gp: OTMANNGP, D: np.ndarray, Db: np.ndarray, y: np.ndarray, lo: np.ndarray,
                  hi: np.ndarray, rng: np.random.Generator):
         self.m = gp.m
-        self.Dp = D if gp.p == 1.0 else np.maximum(D, 0.0) ** gp.p
-        self.Dbp = Db if gp.p_bar == 1.0 else np.maximum(Db, 0.0) ** gp.p_bar
+        self.Dp, self.Dbp = powered(D, gp.p), powered(Db, gp.p_bar)
         self.y = y
         self.n = y.size
         self.lo, self.hi, self.rng = lo, hi, rng
@@ -485,12 +472,13 @@ class _Sweeper:
         m = self.m
         th = th.copy()
         lo, hi = self.lo, self.hi
-        S1 = np.tensordot(np.exp(th[2:2 + m]), self.Dp, axes=(0, 0))
-        S2 = np.tensordot(np.exp(th[2 + m:2 + 2 * m]), self.Dbp, axes=(0, 0))
+        # Eq. 4's exponents (the distances are already powered); the exponentials are kept for the
+        # coordinate updates below, which change one term at a time
+        S1, S2 = kernel_exponents(self.Dp, self.Dbp, np.exp(th[2:2 + m]), np.exp(th[2 + m:2 + 2 * m]), 1.0, 1.0)
         E1, E2 = np.exp(-S1), np.exp(-S2)
         noise, mean = math.exp(th[-2]), th[-1]
         state = {"E1": E1, "E2": E2, "S1": S1, "S2": S2}
-        last = self._loglik(math.exp(th[0]) * E1 + math.exp(th[1]) * E2, noise, mean)
+        last = self._loglik(kernel_from_exponents(S1, S2, math.exp(th[0]), math.exp(th[1])), noise, mean)
         if not math.isfinite(last):  # pragma: no cover
             raise RuntimeError("the GP likelihood is not finite at the current hyper-parameters")
 
@@ -538,7 +526,7 @@ class _Sweeper:
                 state["E2"] = np.exp(-state["S2"])
 
         # noise and mean: K fixed, one eigendecomposition
-        K = _psd_repair(math.exp(th[0]) * state["E1"] + math.exp(th[1]) * state["E2"])
+        K = _psd_repair(kernel_from_exponents(state["S1"], state["S2"], math.exp(th[0]), math.exp(th[1])))
         lam, V = np.linalg.eigh(0.5 * (K + K.T))
         lam = np.maximum(lam, 0.0)
         vy = V.T @ self.y
