@@ -59,6 +59,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..nas.training.training import count_correct, train_module, window_rule
 from ..spaces import Binary, Space
 from .base import Benchmark
 
@@ -93,7 +94,9 @@ INVALID_VALUE = (1.0 - INVALID_ACCURACY) + FLOPS_WEIGHT * 1.0  # reference: FLOP
 BATCH_SIZE = 100
 PAPER_EPOCHS = 20
 PAPER_REPEATS = 4
-WEIGHT_DECAY = 5e-5  # Adam, otherwise PyTorch defaults (lr 1e-3)
+WEIGHT_DECAY = 5e-5  # Adam, otherwise PyTorch defaults
+LEARNING_RATE = 1e-3  # Adam's default
+VALID_BATCH = 1000  # images per forward pass when validating
 EARLY_STOP_WINDOW = 10  # stop when the last 10 epochs are all worse than the one 10 epochs before them
 N_VALID_LARGE = 10_000  # validation images for MNIST-like data and CIFAR-10
 
@@ -507,39 +510,14 @@ class NASBinary(Benchmark):
         return self._data
 
     def _train_once(self, ops, adj, arch_code: int, repeat: int) -> float:
+        """Best validation accuracy over the epochs of one training run (graphbo.nas.training's loop)."""
         x_tr, y_tr, x_va, y_va = self._tensors()
         run_seed = int(np.random.SeedSequence([self.seed, arch_code, repeat]).generate_state(1, np.uint64)[0] >> 1)
         dev = torch.device(self.device)
-        old_threads = torch.get_num_threads()
-        torch.set_num_threads(self.n_threads)
-        try:
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(run_seed)
-                gen = torch.Generator().manual_seed(run_seed)
-                model = _Network(ops, adj, self.shape, self.n_ch_base, self.n_cells).to(dev)
-                opt = torch.optim.Adam(model.parameters(), weight_decay=WEIGHT_DECAY)
-                loss_fn = nn.CrossEntropyLoss()
-                n = x_tr.shape[0]
-                accs: list[float] = []
-                for _ in range(self.epochs):
-                    model.train()
-                    order = torch.randperm(n, generator=gen)
-                    for start in range(0, n, BATCH_SIZE):
-                        idx = order[start:start + BATCH_SIZE]
-                        xb, yb = x_tr[idx].to(dev), y_tr[idx].to(dev)
-                        opt.zero_grad(set_to_none=True)
-                        loss_fn(model(xb), yb).backward()
-                        opt.step()
-                    model.eval()
-                    correct = 0
-                    with torch.no_grad():
-                        for start in range(0, x_va.shape[0], 1000):
-                            pred = model(x_va[start:start + 1000].to(dev)).argmax(1).cpu()
-                            correct += int((pred == y_va[start:start + 1000]).sum())
-                    accs.append(correct / x_va.shape[0])
-                    if len(accs) > EARLY_STOP_WINDOW and all(
-                            a < accs[-EARLY_STOP_WINDOW - 1] for a in accs[-EARLY_STOP_WINDOW:]):
-                        break
-        finally:
-            torch.set_num_threads(old_threads)
-        return float(max(accs))
+        run = train_module(
+            lambda: _Network(ops, adj, self.shape, self.n_ch_base, self.n_cells), x_tr, y_tr,
+            validate=lambda model: count_correct(model, x_va, y_va, batch_size=VALID_BATCH, device=dev) / x_va.shape[0],
+            loss_fn=nn.CrossEntropyLoss(), epochs=self.epochs, batch_size=BATCH_SIZE, seed=run_seed,
+            optimizer="adam", lr=LEARNING_RATE, weight_decay=WEIGHT_DECAY, last_batch="keep",
+            stop=window_rule(EARLY_STOP_WINDOW, higher_is_better=True), n_threads=self.n_threads, device=dev)
+        return float(max(run.history))

@@ -96,6 +96,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..nas.training.training import count_correct, train_module
 from ..spaces import Categorical, Continuous, GraphVariable, Ordinal, Space
 from .base import Benchmark
 from .nas_binary import FLOPS_WEIGHT, _load_data
@@ -138,6 +139,7 @@ STEM_CHANNELS = 16
 BLOCK_CHANNELS = (8, 16, 32)
 N_CLASSES = 10
 BATCH_SIZE = 32
+VALID_BATCH = 1000  # images per forward pass when validating
 
 #: supp. Table 4: name -> (low, high, log scale)
 HYPERPARAMETERS = {
@@ -648,58 +650,25 @@ class NASSGD(Benchmark):
         return self._data
 
     def _train_once(self, block: Block, hp: Mapping[str, float], epochs: int, repeat: int) -> tuple[float, bool]:
+        """Validation error of the final model of one training run (graphbo.nas.training's loop) and
+        whether it diverged (a non-finite loss ends the run; it then scores the majority-class error)."""
         x_tr, y_tr, x_va, y_va = self._tensors()
         run_seed = int(np.random.SeedSequence([self.seed, repeat]).generate_state(1, np.uint64)[0] >> 1)
         dev = torch.device(self.device)
-        old_threads = torch.get_num_threads()
-        torch.set_num_threads(self.n_threads)
-        diverged = False
-        try:
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(run_seed)
-                gen = torch.Generator().manual_seed(run_seed)
-                model = _Network(block, self.shape, self.pool_padding).to(dev)
-                opt = torch.optim.SGD(model.parameters(), lr=hp["lr"], momentum=hp["momentum"],
-                                      weight_decay=hp["weight_decay"])
-                loss_fn = nn.CrossEntropyLoss()
-                n = x_tr.shape[0]
-                for epoch in range(epochs):
-                    rate = scheduled_lr(epoch, hp["lr"], hp["lr_gamma"], hp["milestone1_ratio"],
-                                        hp["milestone2_ratio"], self.epochs)
-                    for group in opt.param_groups:
-                        group["lr"] = rate
-                    model.train()
-                    order = torch.randperm(n, generator=gen)
-                    for start in range(0, n, BATCH_SIZE):
-                        idx = order[start:start + BATCH_SIZE]
-                        if idx.numel() < 2:  # batch norm needs two samples in training mode
-                            continue
-                        xb = x_tr[idx]
-                        if self.augment:
-                            xb = _augment(xb, gen, 4, self._fill)
-                        xb, yb = xb.to(dev), y_tr[idx].to(dev)
-                        opt.zero_grad(set_to_none=True)
-                        loss = loss_fn(model(xb), yb)
-                        if not torch.isfinite(loss):
-                            diverged = True
-                            break
-                        loss.backward()
-                        opt.step()
-                    if diverged:
-                        break
-                if diverged:
-                    return 1.0 - _majority_fraction(y_va), True
-                model.eval()
-                correct = 0
-                with torch.no_grad():
-                    for start in range(0, x_va.shape[0], 1000):
-                        logits = model(x_va[start:start + 1000].to(dev))
-                        pred = logits.argmax(1).cpu()
-                        ok = (pred == y_va[start:start + 1000]) & torch.isfinite(logits).all(1).cpu()
-                        correct += int(ok.sum())
-        finally:
-            torch.set_num_threads(old_threads)
-        return 1.0 - correct / x_va.shape[0], False
+        run = train_module(
+            lambda: _Network(block, self.shape, self.pool_padding), x_tr, y_tr,
+            validate=lambda model: 1.0 - count_correct(model, x_va, y_va, batch_size=VALID_BATCH, device=dev,
+                                                       finite_only=True) / x_va.shape[0],
+            loss_fn=nn.CrossEntropyLoss(), epochs=epochs, batch_size=BATCH_SIZE, seed=run_seed,
+            optimizer="sgd", lr=hp["lr"], momentum=hp["momentum"], weight_decay=hp["weight_decay"],
+            lr_at_epoch=lambda epoch: scheduled_lr(epoch, hp["lr"], hp["lr_gamma"], hp["milestone1_ratio"],
+                                                   hp["milestone2_ratio"], self.epochs),
+            transform=(lambda xb, gen: _augment(xb, gen, 4, self._fill)) if self.augment else None,
+            last_batch="skip",  # batch norm needs two samples in training mode
+            validate_every_epoch=False, stop_on_nonfinite_loss=True, n_threads=self.n_threads, device=dev)
+        if run.stopped == "diverged":
+            return 1.0 - _majority_fraction(y_va), True
+        return run.history[-1], False
 
 
 def _majority_fraction(y: torch.Tensor) -> float:

@@ -144,7 +144,7 @@ def _plot_convergence(bench: str, runs: dict[str, list[dict]], path: str) -> Non
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7.5, 4))
-    palette = plt.get_cmap("tab10").colors
+    palette = getattr(plt.get_cmap("tab10"), "colors")  # a ListedColormap: its ten colours
     drawn = 0
     for method, rs in sorted(runs.items()):
         done = [r["best_so_far"] for r in rs if r["finished"]]

@@ -75,7 +75,7 @@ class Optimizer:
 
     def _initial_design(self, rows: list[np.ndarray], n_initial: int) -> list[np.ndarray]:
         """The rows asked first: those of ``initial_configs``, then distinct random ones up to ``n_initial``."""
-        n_random = max(0, min(n_initial, self.space.size) - len(rows))
+        n_random = int(max(0, min(n_initial, self.space.size) - len(rows)))
         return rows + self._distinct_random_rows(n_random, {r.tobytes() for r in rows})
 
     def _distinct_random_rows(self, n: int, taken: set[bytes]) -> list[np.ndarray]:
@@ -238,5 +238,5 @@ class Optimizer:
 def signature_without(cls: type, name: str) -> inspect.Signature:
     """The signature of ``cls.__init__`` without the option ``name``: for a subclass whose
     ``__init__(self, space, **options)`` fixes that option (``bofm-modlap``, ``cocabo-0.5``)."""
-    sig = inspect.signature(cls.__init__)
+    sig = inspect.signature(getattr(cls, "__init__"))
     return sig.replace(parameters=[p for p in sig.parameters.values() if p.name != name])

@@ -102,5 +102,5 @@ def bofm_variant(kernel: str) -> type:
             raise TypeError(f"bofm-{kernel} fixes the kernel; use method 'bofm' to choose it")
         BOFM.__init__(self, space, kernel=kernel, **options)
 
-    __init__.__signature__ = signature_without(BOFM, "kernel")
+    setattr(__init__, "__signature__", signature_without(BOFM, "kernel"))
     return type(f"BOFM_{kernel}", (BOFM,), {"__init__": __init__, "__doc__": f"BO-FM with the {kernel} kernel."})

@@ -454,7 +454,7 @@ def cocabo_variant(mix: float | str, class_name: str | None = None) -> type[CoCa
         options["mix"] = mix
         CoCaBO.__init__(self, space, **options)
 
-    __init__.__signature__ = signature_without(CoCaBO, "mix")
+    setattr(__init__, "__signature__", signature_without(CoCaBO, "mix"))
 
     name = class_name or f"CoCaBO_{label}".replace(".", "_")
     cls = type(name, (CoCaBO,), {"__init__": __init__, "name": f"cocabo-{label}",

@@ -206,12 +206,12 @@ def _variable(spec: Any, where: str) -> Variable | Continuous:
         raise SpaceFileError(f"{where}: {exc}") from None
 
 
-def space_from_dict(d: Mapping[str, Any], source: str | None = None) -> Space:
+def space_from_dict(d: Any, source: str | None = None) -> Space:
     """The :class:`~graphbo.Space` a dict describes (the schema in the module docstring).
 
     Parameters
     ----------
-    d : mapping
+    d : mapping (anything else is refused with a SpaceFileError)
         ``{"variables": {name: {"type": ..., ...}, ...}}``, optionally with ``"version": 1``.
     source : str, optional
         What to call the definition in error messages (a file name); default ``"space"``.

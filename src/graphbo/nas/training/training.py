@@ -21,6 +21,12 @@ have zero mean and unit variance"), so a constant predictor scores about 1.
 
 Training
 --------
+:func:`train_module` is the one training loop of graphbo's NAS code: the
+architecture objectives (:func:`train`, below) and the NAS benchmarks
+(:mod:`graphbo.benchmarks.nas_binary`, :mod:`graphbo.benchmarks.nas_sgd`)
+all train through it, each with its own network, data, optimiser settings,
+learning-rate schedule, augmentation, validation metric and stopping rule.
+
 :func:`train_and_evaluate` trains with Adam (default learning rate 1e-3) on
 mini-batches, evaluates the validation set after every epoch and returns the
 **minimum validation error over the epochs**, as the paper does ("computed the
@@ -41,18 +47,25 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import torch
 from torch import nn
 
+from ...threads import limit_threads
 from ..domain.architecture import Architecture
 from .torch_model import build_module, task_of
 
 __all__ = [
     "TrainValData",
     "TrainingResult",
+    "LoopResult",
+    "train_module",
+    "patience_rule",
+    "window_rule",
+    "count_correct",
+    "sum_squared_error",
     "train",
     "train_and_evaluate",
     "load_digits_data",
@@ -413,19 +426,204 @@ class TrainingResult:
     stopped: str
 
 
+#: what :func:`train_module` does with a last mini-batch of one sample (batch norm cannot train on one)
+LAST_BATCH = ("fold", "skip", "keep")
+
+
+@dataclass
+class LoopResult:
+    """Outcome of :func:`train_module`.
+
+    Attributes
+    ----------
+    model : nn.Module
+        The trained network (in evaluation mode if it was validated).
+    history : list of float
+        The validation values, one per epoch (or a single one, of the final
+        model, with ``validate_every_epoch=False``; none if training diverged).
+    stopped : str
+        ``"epochs"``, ``"early-stopping"``, ``"time"`` or ``"diverged"``.
+    """
+
+    model: nn.Module
+    history: list[float]
+    stopped: str
+
+
+def patience_rule(patience: int, higher_is_better: bool = False) -> Callable[[Sequence[float]], bool]:
+    """Early stopping: stop once the best value (its first occurrence) is ``patience`` epochs old."""
+
+    def stop(history: Sequence[float]) -> bool:
+        best = max(history) if higher_is_better else min(history)
+        return len(history) - 1 - list(history).index(best) >= patience
+
+    return stop
+
+
+def window_rule(window: int, higher_is_better: bool = False) -> Callable[[Sequence[float]], bool]:
+    """Early stopping: stop when the last ``window`` values are all strictly worse than the one before them."""
+
+    def stop(history: Sequence[float]) -> bool:
+        if len(history) <= window:
+            return False
+        ref = history[-window - 1]
+        last = history[-window:]
+        return all(v < ref for v in last) if higher_is_better else all(v > ref for v in last)
+
+    return stop
+
+
+def count_correct(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int = _EVAL_BATCH,
+                  device: str | torch.device | None = None, finite_only: bool = False) -> int:
+    """Inputs ``x`` whose arg-max output is the label ``y``, in chunks of ``batch_size`` (moved to
+    ``device``); with ``finite_only``, a row of outputs that is not finite counts as wrong.
+    Call it in evaluation mode without gradients (as :func:`train_module` does)."""
+    correct = 0
+    for s in range(0, x.shape[0], batch_size):
+        xb = x[s:s + batch_size]
+        out = model(xb if device is None else xb.to(device))
+        ok = out.argmax(1) == y[s:s + batch_size].to(out.device)
+        if finite_only:
+            ok &= torch.isfinite(out).all(1)
+        correct += int(ok.sum())
+    return correct
+
+
+def sum_squared_error(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int = _EVAL_BATCH) -> float:
+    """Sum over ``x`` of the squared errors of the outputs (in float64), in chunks of ``batch_size``."""
+    sse = 0.0
+    for s in range(0, x.shape[0], batch_size):
+        d = model(x[s:s + batch_size]) - y[s:s + batch_size]
+        sse += float((d.double() ** 2).sum())
+    return sse
+
+
+def _batches(n: int, batch_size: int, last_batch: str) -> list[tuple[int, int]]:
+    starts = list(range(0, n, batch_size))
+    if starts and n - starts[-1] == 1:
+        if last_batch == "fold" and len(starts) > 1:
+            starts.pop()  # the last sample joins the previous batch
+        elif last_batch == "skip":
+            return list(zip(starts[:-1], starts[1:]))
+    return list(zip(starts, starts[1:] + [n]))
+
+
+def train_module(build: Callable[[], nn.Module], x_train: torch.Tensor, y_train: torch.Tensor, *,
+                 validate: Callable[[nn.Module], float], loss_fn: nn.Module, epochs: int, batch_size: int,
+                 seed: int, shuffle_seed: int | None = None, optimizer: str = "adam", lr: float = DEFAULT_LR,
+                 weight_decay: float = 0.0, momentum: float = 0.0,
+                 lr_at_epoch: Callable[[int], float] | None = None,
+                 transform: Callable[[torch.Tensor, torch.Generator], torch.Tensor] | None = None,
+                 last_batch: str = "fold", validate_every_epoch: bool = True,
+                 stop: Callable[[Sequence[float]], bool] | None = None, stop_on_nonfinite_loss: bool = False,
+                 max_seconds: float | None = None, started_at: float | None = None,
+                 n_threads: int | None = 1, device: str | torch.device = "cpu") -> LoopResult:
+    """The training loop of every NAS network in graphbo: mini-batch training, then validation.
+
+    Inside :func:`torch.random.fork_rng` (the global torch RNG is restored afterwards)
+    and :func:`graphbo.threads.limit_threads`\ ``(n_threads)`` (restored too): seed
+    torch with ``seed``, ``build()`` the network (moved to ``device``) and an optimiser;
+    then for every epoch: set the learning rate to ``lr_at_epoch(epoch)`` (0-based)
+    if given, shuffle the training set (a ``torch.Generator`` seeded with
+    ``shuffle_seed``, default ``seed``), and for each mini-batch of ``batch_size``:
+    index the training tensors (on their own device), ``transform(x_batch,
+    generator)`` if given (e.g. augmentation), move the batch to ``device``, and
+    take one optimiser step on ``loss_fn``. After every epoch (or, with
+    ``validate_every_epoch=False``, once after the last) the network is put in
+    evaluation mode and ``validate(model)`` is recorded, without gradients.
+
+    Parameters
+    ----------
+    build : callable
+        Returns the untrained network; called once the RNG is seeded.
+    x_train, y_train : Tensor
+        The training set; the batches are moved to ``device`` one at a time.
+    validate : callable
+        ``validate(model) -> float``: the value recorded in :attr:`LoopResult.history`
+        (an error, an accuracy, ...).
+    optimizer : {"adam", "sgd"}
+        ``torch.optim.Adam(lr, weight_decay)`` or ``torch.optim.SGD(lr, momentum, weight_decay)``.
+    last_batch : {"fold", "skip", "keep"}
+        A last mini-batch of one sample joins the previous batch, is skipped, or is kept.
+    stop : callable, optional
+        Early stopping, asked after every validation (:func:`patience_rule`, :func:`window_rule`).
+    stop_on_nonfinite_loss : bool
+        End the training at the first non-finite loss (``stopped == "diverged"``,
+        nothing more is validated).
+    max_seconds, started_at : float, optional
+        A soft time limit: stop after the first epoch that ends more than
+        ``max_seconds`` after ``started_at`` (a :func:`time.perf_counter` time;
+        default: the start of this call).
+    n_threads : int or None
+        Torch and BLAS threads during the training (``None``: unchanged).
+    """
+    t0 = time.perf_counter() if started_at is None else started_at
+    if optimizer not in ("adam", "sgd"):
+        raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
+    if last_batch not in LAST_BATCH:
+        raise ValueError(f"last_batch must be one of {LAST_BATCH}, got {last_batch!r}")
+    dev = torch.device(device)
+    history: list[float] = []
+    stopped = "epochs"
+    with limit_threads(n_threads), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed))
+        model = build().to(dev)
+        gen = torch.Generator().manual_seed(int(seed if shuffle_seed is None else shuffle_seed))
+        opt: torch.optim.Optimizer
+        if optimizer == "adam":
+            opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+        else:
+            opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay)
+        n = x_train.shape[0]
+        batches = _batches(n, int(batch_size), last_batch)
+
+        def validated() -> float:
+            model.eval()
+            with torch.no_grad():
+                return float(validate(model))
+
+        for epoch in range(int(epochs)):
+            if lr_at_epoch is not None:
+                rate = lr_at_epoch(epoch)
+                for group in opt.param_groups:
+                    group["lr"] = rate
+            model.train()
+            order = torch.randperm(n, generator=gen).to(x_train.device)
+            for s, e in batches:
+                idx = order[s:e]
+                xb = x_train[idx]
+                if transform is not None:
+                    xb = transform(xb, gen)
+                xb, yb = xb.to(dev), y_train[idx].to(dev)
+                opt.zero_grad(set_to_none=True)
+                loss = loss_fn(model(xb), yb)
+                if stop_on_nonfinite_loss and not bool(torch.isfinite(loss)):
+                    stopped = "diverged"
+                    break
+                loss.backward()
+                opt.step()
+            if stopped == "diverged":
+                break
+            if validate_every_epoch:
+                history.append(validated())
+                if stop is not None and stop(history):
+                    stopped = "early-stopping"
+                    break
+            if max_seconds is not None and time.perf_counter() - t0 > max_seconds:
+                stopped = "time"
+                break
+        if not validate_every_epoch and stopped != "diverged":
+            history.append(validated())
+    return LoopResult(model=model, history=history, stopped=stopped)
+
+
 def _validation_error(model: nn.Module, x: torch.Tensor, y: torch.Tensor, task: str) -> float:
-    model.eval()
-    with torch.no_grad():
-        if task == "classification":
-            correct = 0
-            for s in range(0, x.shape[0], _EVAL_BATCH):
-                correct += int((model(x[s:s + _EVAL_BATCH]).argmax(1) == y[s:s + _EVAL_BATCH]).sum())
-            return 1.0 - correct / x.shape[0]
-        sse = 0.0
-        for s in range(0, x.shape[0], _EVAL_BATCH):
-            d = model(x[s:s + _EVAL_BATCH]) - y[s:s + _EVAL_BATCH]
-            sse += float((d.double() ** 2).sum())
-        return sse / y.numel()
+    """``1 - accuracy`` (classification) or the mean squared error (regression); ``inf`` if not finite."""
+    if task == "classification":
+        err = 1.0 - count_correct(model, x, y) / x.shape[0]
+    else:
+        err = sum_squared_error(model, x, y) / y.numel()
+    return err if math.isfinite(err) else math.inf
 
 
 def train(arch: Architecture | Mapping[str, Any], data: TrainValData, epochs: int | None = None,
@@ -456,60 +654,28 @@ def train(arch: Architecture | Mapping[str, Any], data: TrainValData, epochs: in
     if patience is not None and (int(patience) != patience or patience < 1):
         raise ValueError(f"patience must be a positive integer or None, got {patience!r}")
     dev = torch.device(device)
-    old_threads = torch.get_num_threads()
-    if n_threads is not None:
-        torch.set_num_threads(int(n_threads))
-    try:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(int(seed))
-            model = build_module(arch, data.input_shape, data.n_outputs).to(dev)
-            gen = torch.Generator().manual_seed(int(seed) + 1)
-            x_tr = torch.from_numpy(data.x_train).to(dev)
-            y_tr = torch.from_numpy(data.y_train).to(dev)
-            x_va = torch.from_numpy(data.x_valid).to(dev)
-            y_va = torch.from_numpy(data.y_valid).to(dev)
-            if data.task == "regression" and y_tr.dim() == 1:
-                y_tr, y_va = y_tr[:, None], y_va[:, None]
-            params = list(model.parameters())
-            if optimizer == "adam":
-                opt = torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
-            else:
-                opt = torch.optim.SGD(params, lr=lr, weight_decay=weight_decay)
-            loss_fn: nn.Module = nn.CrossEntropyLoss() if data.task == "classification" else nn.MSELoss()
-            n = x_tr.shape[0]
-            # a final batch of one sample would break batch norm; fold it into the previous batch
-            starts = list(range(0, n, int(batch_size)))
-            if len(starts) > 1 and n - starts[-1] == 1:
-                starts.pop()
-            ends = starts[1:] + [n]
-            history: list[float] = []
-            stopped = "epochs"
-            for _ in range(int(epochs)):
-                model.train()
-                order = torch.randperm(n, generator=gen).to(dev)
-                for s, e in zip(starts, ends):
-                    idx = order[s:e]
-                    opt.zero_grad(set_to_none=True)
-                    loss = loss_fn(model(x_tr[idx]), y_tr[idx])
-                    loss.backward()
-                    opt.step()
-                err = _validation_error(model, x_va, y_va, data.task)
-                history.append(err if math.isfinite(err) else math.inf)
-                best = min(history)
-                if patience is not None and len(history) - 1 - history.index(best) >= patience:
-                    stopped = "early-stopping"
-                    break
-                if max_seconds is not None and time.perf_counter() - t0 > max_seconds:
-                    stopped = "time"
-                    break
-    finally:
-        torch.set_num_threads(old_threads)
+    x_tr = torch.from_numpy(data.x_train).to(dev)
+    y_tr = torch.from_numpy(data.y_train).to(dev)
+    x_va = torch.from_numpy(data.x_valid).to(dev)
+    y_va = torch.from_numpy(data.y_valid).to(dev)
+    if data.task == "regression" and y_tr.dim() == 1:
+        y_tr, y_va = y_tr[:, None], y_va[:, None]
+    run = train_module(
+        lambda: build_module(arch, data.input_shape, data.n_outputs), x_tr, y_tr,
+        validate=lambda model: _validation_error(model, x_va, y_va, data.task),
+        loss_fn=nn.CrossEntropyLoss() if data.task == "classification" else nn.MSELoss(),
+        epochs=int(epochs), batch_size=int(batch_size), seed=int(seed), shuffle_seed=int(seed) + 1,
+        optimizer=optimizer, lr=lr, weight_decay=weight_decay, last_batch="fold",
+        stop=None if patience is None else patience_rule(int(patience)),
+        max_seconds=max_seconds, started_at=t0, n_threads=None if n_threads is None else int(n_threads),
+        device=dev)
+    history, model = run.history, run.model
     best = min(history)
     if not math.isfinite(best):
         raise FloatingPointError(f"training diverged: the validation error was never finite ({history})")
     return TrainingResult(error=float(best), history=history, best_epoch=history.index(best) + 1,
                           epochs_run=len(history), seconds=time.perf_counter() - t0,
-                          n_parameters=sum(p.numel() for p in model.parameters()), stopped=stopped)
+                          n_parameters=sum(p.numel() for p in model.parameters()), stopped=run.stopped)
 
 
 def train_and_evaluate(arch: Architecture | Mapping[str, Any], data: TrainValData, epochs: int | None = None,
