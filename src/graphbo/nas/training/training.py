@@ -521,7 +521,7 @@ def train_module(build: Callable[[], nn.Module], x_train: torch.Tensor, y_train:
     """The training loop of every NAS network in graphbo: mini-batch training, then validation.
 
     Inside :func:`torch.random.fork_rng` (the global torch RNG is restored afterwards)
-    and :func:`graphbo.threads.limit_threads`\ ``(n_threads)`` (restored too): seed
+    and ``graphbo.threads.limit_threads(n_threads)`` (restored too): seed
     torch with ``seed``, ``build()`` the network (moved to ``device``) and an optimiser;
     then for every epoch: set the learning rate to ``lr_at_epoch(epoch)`` (0-based)
     if given, shuffle the training set (a ``torch.Generator`` seeded with
