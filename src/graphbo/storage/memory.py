@@ -50,7 +50,13 @@ class InMemoryStorage(Storage):
 
     def user_attrs(self) -> dict[str, Any]:
         self._check_open()
-        return json.loads(self._meta.get("user_attrs", "{}"))
+        return json.loads(self._record().get("user_attrs", "{}"))
+
+    def _record(self) -> dict[str, str]:
+        """The meta of the study, which an open store has (it was opened by ``create`` or ``open``)."""
+        meta = self._meta
+        assert meta is not None, "an open store holds a study"
+        return meta
 
     # -- opening ----------------------------------------------------------------------------------
     def create(self, meta: Mapping[str, Any]) -> None:
@@ -101,7 +107,7 @@ class InMemoryStorage(Storage):
 
     def _save(self, state: Any) -> None:
         if state is not None:
-            self._meta["optimizer_state"] = dumps(state)
+            self._record()["optimizer_state"] = dumps(state)
 
     def save_state(self, state: Any) -> None:
         self._check_open()
@@ -109,6 +115,7 @@ class InMemoryStorage(Storage):
 
     def set_user_attr(self, key: str, value: Any) -> None:
         self._check_open()
-        attrs = json.loads(self._meta.get("user_attrs", "{}"))
+        meta = self._record()
+        attrs = json.loads(meta.get("user_attrs", "{}"))
         attrs[str(key)] = value
-        self._meta["user_attrs"] = dumps(attrs)
+        meta["user_attrs"] = dumps(attrs)

@@ -91,10 +91,10 @@ def read_run(path: str | os.PathLike) -> RunData:
         stored = SQLiteStorage(path).load()
     except StorageError as exc:
         raise TraceError(str(exc)) from None
-    head = None if stored is None else stored.meta.get("user_attrs", {}).get(RUN_ATTR)
-    if not isinstance(head, dict) or "spec" not in head:
+    run_head = None if stored is None else stored.meta.get("user_attrs", {}).get(RUN_ATTR)
+    if stored is None or not isinstance(run_head, dict) or "spec" not in run_head:
         raise TraceError(f"{path}: not a graphbo benchmark run (a study without a run description)")
-    return RunData(path, head, evaluations(stored.trials), stored.meta.get("optimizer_state"), legacy=False)
+    return RunData(path, run_head, evaluations(stored.trials), stored.meta.get("optimizer_state"), legacy=False)
 
 
 def evaluations(trials: Iterable[Trial]) -> list[dict[str, Any]]:

@@ -81,6 +81,8 @@ class SQLiteStorage(Storage):
     no ``-wal``/``-shm`` files beside it (files committed to a repository).
     """
 
+    path: str  # always a file (the base class allows None for a store in memory)
+
     def __init__(self, path: str | os.PathLike, *, trial_states: bool = True, keep_wal: bool = True):
         self.path = os.fspath(path)
         self.trial_states = trial_states
@@ -172,12 +174,18 @@ class SQLiteStorage(Storage):
         return out
 
     def trials(self) -> list[Trial]:
-        self._check_open()
-        return self._read_trials(self._conn, _tables(self._conn))
+        conn = self._open_connection()
+        return self._read_trials(conn, _tables(conn))
 
     def user_attrs(self) -> dict[str, Any]:
+        return self._user_attrs(self._open_connection())
+
+    def _open_connection(self) -> sqlite3.Connection:
+        """The connection of the open store; ``ValueError`` if it is closed (``_check_open``)."""
         self._check_open()
-        return self._user_attrs(self._conn)
+        conn = self._conn
+        assert conn is not None, "an open store has a connection"
+        return conn
 
     @staticmethod
     def _user_attrs(conn: sqlite3.Connection) -> dict[str, Any]:
@@ -234,8 +242,7 @@ class SQLiteStorage(Storage):
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         """One committed write transaction; rolled back if anything in it fails."""
-        self._check_open()
-        conn = self._conn
+        conn = self._open_connection()
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn
