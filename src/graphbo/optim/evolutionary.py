@@ -58,7 +58,7 @@ EA_MAX_EVALS = 500
 #: sigma = SIGMA_SCALE * std of the acquisition values (authors' code; the paper says 1).
 SIGMA_SCALE = 2.0
 
-Acquisition = Callable[[list[Architecture]], Sequence[float]]
+Acquisition = Callable[[list[Architecture]], Sequence[float] | np.ndarray]
 
 
 def n_ea_evaluations(t: int, lead_const: float = EA_LEAD_CONST,
@@ -75,7 +75,7 @@ def n_mutations_per_round(n_ea: int) -> int:
     return int(np.clip(3.0 * math.sqrt(max(n_ea, 0)), 5, 100))
 
 
-def selection_probabilities(values: Sequence[float], sigma_scale: float = SIGMA_SCALE) -> np.ndarray:
+def selection_probabilities(values: Sequence[float] | np.ndarray, sigma_scale: float = SIGMA_SCALE) -> np.ndarray:
     """``pi_i ~ exp((v_i - mean) / (sigma_scale * std))`` over the finite values;
     non-finite values get probability 0; uniform when all finite values are
     equal (or none is finite)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, overload
 
 import numpy as np
 
@@ -89,6 +89,11 @@ class Optimizer:
         return rows
 
     # -- protocol ---------------------------------------------------------------
+    @overload
+    def ask(self, n: None = None) -> dict[str, Any]: ...
+    @overload
+    def ask(self, n: int) -> list[dict[str, Any]]: ...
+
     def ask(self, n: int | None = None) -> dict[str, Any] | list[dict[str, Any]]:
         """The next configuration to evaluate; with ``n``, a list of ``n`` distinct ones.
 

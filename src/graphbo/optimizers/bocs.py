@@ -93,6 +93,7 @@ class HorseshoeGibbs:
             # b | rest ~ N(A^-1 X'y / sigma2, A^-1),  A = X'X / sigma2 + diag(1 / d),  d = sigma2 tau2 lam2
             d = np.clip(sigma2 * tau2 * lam2, tiny, huge)
             if p <= n:
+                assert XtX is not None  # computed for p <= n
                 A = XtX / sigma2
                 A[np.diag_indices(p)] += 1.0 / d
                 L_inv = np.linalg.inv(np.linalg.cholesky(A))
@@ -265,21 +266,22 @@ class BOCS(Optimizer):
         active = np.flatnonzero(np.any(F != 0, axis=0))
         coef = np.zeros(self.n_features)
         if active.size:
-            first = self._sampler is None
-            if first:
-                self._sampler = HorseshoeGibbs(self.n_features, self.rng)
+            sampler = self._sampler
+            first = sampler is None
+            if sampler is None:
+                sampler = self._sampler = HorseshoeGibbs(self.n_features, self.rng)
             sweeps = self.n_burn + self.n_gibbs if first else self.n_gibbs
             for _ in range(3):
                 with np.errstate(all="ignore"):
                     try:
-                        b = self._sampler.run(F[:, active], y - a0, sweeps, active)
-                        ok = self._sampler.finite
+                        b = sampler.run(F[:, active], y - a0, sweeps, active)
+                        ok = sampler.finite
                     except np.linalg.LinAlgError:
                         ok = False
                 if ok:
                     break
                 # numerical breakdown: restart the chain (BOCS re-runs its sampler likewise)
-                self._sampler.reset()
+                sampler.reset()
                 sweeps = self.n_burn + self.n_gibbs
             else:
                 raise RuntimeError("BOCS: the horseshoe Gibbs sampler failed three times")

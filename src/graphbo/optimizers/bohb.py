@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections import defaultdict
-from typing import Any, Mapping
+from typing import Any, Mapping, overload
 
 import numpy as np
 
@@ -194,7 +194,7 @@ class BOHB(SMACAdapter):
             processed ones, and its number of retries is the interrupted one's (a fresh generator adds
             the number of configurations in the run history to it)."""
 
-            def __init__(self):
+            def __init__(self) -> None:
                 super().__init__()
                 self.started = False
                 self.configs: list = []
@@ -267,6 +267,11 @@ class BOHB(SMACAdapter):
         return int(fidelity)
 
     # -- protocol -------------------------------------------------------------------
+    @overload
+    def ask(self, n: None = None) -> dict[str, Any]: ...
+    @overload
+    def ask(self, n: int) -> list[dict[str, Any]]: ...
+
     def ask(self, n: int | None = None) -> dict[str, Any] | list[dict[str, Any]]:
         """The next configuration; its fidelity is :attr:`last_fidelity` (``ask(n)``: :attr:`last_fidelities`).
 
@@ -276,6 +281,11 @@ class BOHB(SMACAdapter):
             pairs = self.ask_with_fidelity(n)
             return [c for c, _ in pairs]
         return self.ask_with_fidelity()[0]
+
+    @overload
+    def ask_with_fidelity(self, n: None = None) -> tuple[dict[str, Any], int]: ...
+    @overload
+    def ask_with_fidelity(self, n: int) -> list[tuple[dict[str, Any], int]]: ...
 
     def ask_with_fidelity(self, n: int | None = None) -> tuple[dict[str, Any], int] | list[tuple[dict[str, Any], int]]:
         """The next ``(configuration, fidelity)`` to evaluate; with ``n``, a list of ``n``.
@@ -328,7 +338,7 @@ class BOHB(SMACAdapter):
         return info
 
     def _pending_fidelity(self, row: np.ndarray, where: str) -> int:
-        ks = sorted({k for key, k in self._trials if key == row.tobytes()})
+        ks = sorted({k for key, k in self._trials if key == row.tobytes() and k is not None})  # BOHB's: all have one
         if len(ks) != 1:
             raise ValueError(f"{where}: give the fidelity of the evaluation (fidelity=...); "
                              f"{'no' if not ks else 'more than one'} pending trial of this configuration"
@@ -336,6 +346,7 @@ class BOHB(SMACAdapter):
         return ks[0]
 
     def _budget(self, fidelity: int | None) -> float | None:
+        assert fidelity is not None  # tell and mark_failed resolve it first
         return self._budget_of[fidelity]
 
     def tell(self, config: Mapping[str, Any], value: float, fidelity: int | None = None) -> None:
@@ -412,7 +423,7 @@ class BOHB(SMACAdapter):
             return
         from ConfigSpace import Configuration
 
-        known = {}
+        known: dict[bytes, Any] = {}
         for c in self.smac.runhistory.get_configs():
             known.setdefault(np.asarray(c.get_array(), dtype=float).tobytes(), c)
         arrays = [(np.frombuffer(key, dtype=float), c) for key, c in known.items()]

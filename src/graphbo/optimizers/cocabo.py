@@ -294,7 +294,7 @@ class CoCaBO(Optimizer):
 
     def _pop_pending(self, row: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]] | None:
         """The bandit draw behind a suggestion, matched exactly or (after a lossy round trip) within 1e-9."""
-        key = row.tobytes()
+        key: bytes | None = row.tobytes()
         if key not in self._bandit_pending:
             key = next((k for k, (r, _, _) in self._bandit_pending.items()
                         if np.allclose(r, row, rtol=0.0, atol=1e-9)), None)

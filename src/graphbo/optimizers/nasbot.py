@@ -92,8 +92,10 @@ class NASOptimizer(Optimizer):
                 space = ArchitectureSpace(space)
             except ValueError as exc:
                 raise ValueError(f"space must be a graphbo.nas.ArchitectureSpace or a domain name ({exc})") from None
-        super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
-        self.space: ArchitectureSpace = space
+        # Optimizer types its space as a Space; it takes any of space_types, here an ArchitectureSpace
+        super().__init__(space, seed=seed, n_initial=n_initial,  # type: ignore[arg-type]  # see space_types
+                         initial_configs=initial_configs)
+        self.space: ArchitectureSpace = space  # type: ignore[assignment]  # not a Space: see space_types
         self._archs: list[Architecture] = []
         self.last_ea: EAResult | None = None
 
@@ -176,7 +178,7 @@ class NASOptimizer(Optimizer):
         self._archs.append(self.space.architecture_at(row))
 
     @property
-    def X(self) -> list[np.ndarray]:
+    def X(self) -> list[np.ndarray]:  # type: ignore[override]  # not Optimizer's (n, d) array: rows differ in length
         """Rows of the told networks (they differ in length, so a list)."""
         return [r.copy() for r in self._X]
 
@@ -209,7 +211,7 @@ class NASOptimizer(Optimizer):
                 return r
         raise RuntimeError("could not find a network that was not evaluated yet in 1000 random draws")
 
-    def _run_ea(self, phi: Callable[[list[Architecture]], Sequence[float]], n_evaluations: int,
+    def _run_ea(self, phi: Callable[[list[Architecture]], Sequence[float] | np.ndarray], n_evaluations: int,
                 n_mutations: int | None = None, top_k: int = 5) -> np.ndarray:
         excluded = self._excluded_keys()
         try:
@@ -310,7 +312,9 @@ class NASBOT(NASOptimizer):
     def _method_state(self) -> dict[str, Any]:
         if not self.model.samples:
             return {}
-        return {"samples": [s.to_dict() for s in self.model.samples], "state": self.model.state.to_dict(),
+        state = self.model.state
+        assert state is not None  # sampled with the samples
+        return {"samples": [s.to_dict() for s in self.model.samples], "state": state.to_dict(),
                 "fitted_n": self._fitted_n}
 
     def _load_method_state(self, state: Mapping[str, Any]) -> None:

@@ -148,7 +148,8 @@ class RegularizedEvolution(Optimizer):
             return self._mutate_mixed(parent, exclude)
         if self._mutable.size == 0:
             return None
-        rows, probs = [], []
+        rows: list[np.ndarray] = []
+        weights: list[float] = []
         p_var = 1.0 / self._mutable.size
         for j in self._mutable:
             k = int(self.space.n_values[j])
@@ -158,8 +159,8 @@ class RegularizedEvolution(Optimizer):
                     child[j] = v
                     if child.tobytes() not in exclude:
                         rows.append(child)
-                        probs.append(p_var / (k - 1))
-        probs = np.asarray(probs, dtype=float)
+                        weights.append(p_var / (k - 1))
+        probs = np.asarray(weights, dtype=float)
         while rows:
             i = int(self.rng.choice(len(rows), p=probs / probs.sum()))
             if self._valid(rows[i]):
@@ -172,6 +173,7 @@ class RegularizedEvolution(Optimizer):
     def _gaussian_step(self, parent: np.ndarray, j: int) -> float:
         """New unit coordinate of continuous variable ``j``: Gaussian step, clipped, snapped."""
         var = self.space.variables[j]
+        assert isinstance(var, Continuous)  # j is one of the space's continuous_indices
         u = float(parent[j])
         noise = float(self.rng.normal(0.0, self.mutation_std))
         new = float(var.snap(np.array([min(max(u + noise, 0.0), 1.0)]))[0])

@@ -90,6 +90,7 @@ class SimulatedAnnealing(Optimizer):
         """The chain's current state as ``(config, value)``, or ``None`` before the first tell."""
         if self._current_row is None:
             return None
+        assert self._current_value is not None  # set with the row
         return self.space.from_index(self._current_row), float(self._current_value)
 
     def _suggest(self) -> np.ndarray:
@@ -114,10 +115,12 @@ class SimulatedAnnealing(Optimizer):
             self._proposed.discard(key)
             self._current_row, self._current_value = row.copy(), value
             return
+        current_value = self._current_value
+        assert current_value is not None  # set with the row
         if key in self._proposed:
             self._proposed.discard(key)
             self.temperature *= self.cooling
-            delta = value - self._current_value
+            delta = value - current_value
             if delta <= 0:
                 accept = True
             else:
@@ -125,7 +128,7 @@ class SimulatedAnnealing(Optimizer):
                 u = self.rng.random()
                 accept = self.temperature > 0 and u < math.exp(-delta / self.temperature)
         else:
-            accept = value < self._current_value
+            accept = value < current_value
         if accept:
             self._current_row, self._current_value = row.copy(), value
 

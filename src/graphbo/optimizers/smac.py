@@ -125,7 +125,7 @@ class SMACAdapter(ExternalOptimizer):
         self.configspace = index_configspace(lib.ConfigSpace, space, self.library_seed)
         self._trial_seed: int | None = None  # the deterministic intensifier's one seed
 
-    def _start_smac(self, facade: type, n_trees: int, maximizer_options: Mapping[str, Any],
+    def _start_smac(self, facade: type[Any], n_trees: int, maximizer_options: Mapping[str, Any],
                     components: Callable[[Any], Mapping[str, Any]], **scenario_options: Any):
         """Create ``self.smac``, a ``facade`` over a deterministic scenario; return its acquisition maximiser.
 
@@ -143,7 +143,8 @@ class SMACAdapter(ExternalOptimizer):
             maximizer = facade.get_acquisition_maximizer(scenario, **maximizer_options)
             local_search = getattr(maximizer, "_local_search", None)
             if type(local_search) is lib.LocalSearch:  # SMAC internals as of 2.4.1; see _sorted_start_local_search
-                local_search.__class__ = _sorted_start_local_search(lib.LocalSearch)
+                local_search.__class__ = _sorted_start_local_search(
+                    lib.LocalSearch)  # type: ignore[arg-type]  # a class is hashable; mypy checks its instances
             parts = dict(components(scenario))
             self.smac = facade(
                 scenario,
