@@ -66,11 +66,11 @@ class MinimizeResult:
 
     @property
     def best_config(self) -> dict[str, Any]:
-        return self.best.config
+        return self.best.config  # type: ignore[union-attr]  # AttributeError when every evaluation failed
 
     @property
     def best_value(self) -> float:
-        return self.best.value
+        return self.best.value  # type: ignore[union-attr]  # AttributeError when every evaluation failed
 
     @property
     def failed_trials(self) -> list[Trial]:
@@ -297,7 +297,8 @@ def _check_picklable(objective: Callable) -> None:
 
 
 def _result(study: Study, wall: float) -> MinimizeResult:
-    complete = sorted((t for t in study._trials if t.status == "complete"), key=lambda t: t.tell_order)
+    complete = sorted((t for t in study._trials if t.status == "complete"),
+                      key=lambda t: t.tell_order)  # type: ignore[arg-type, return-value]  # set by Study._finish
     return MinimizeResult(
         best=study.best,
         history=study.history,
@@ -313,10 +314,12 @@ def _result(study: Study, wall: float) -> MinimizeResult:
 def _record(study: Study, trial: Trial, ok: bool, value: float | None, error: str | None, seconds: float,
             failure_value: float | None, callback: Callable | None) -> None:
     if ok:
+        assert value is not None  # _evaluate returns a number with ok
         done = study.tell(trial, value, seconds=seconds)
         if callback is not None:
             callback(done.number, done.config, done.value, study.optimizer, (done.suggest_seconds or 0.0) + seconds)
     else:
+        assert error is not None  # every failure comes with its message
         study.fail(trial, error, value=failure_value, seconds=seconds)
         logger.warning("graphbo: trial %d failed (%s) at %s", trial.number, error, trial.config)
 
@@ -333,7 +336,7 @@ def _run_async(study: Study, objective: Callable, budget: int, n_workers: int, e
                timeout: float | None, failure_value: float | None, callback: Callable | None) -> None:
     """Keep ``n_workers`` evaluations in flight; ask for a new one as soon as any finishes."""
     own = executor is None
-    pool = cf.ProcessPoolExecutor(max_workers=n_workers) if own else executor
+    pool: cf.Executor = cf.ProcessPoolExecutor(max_workers=n_workers) if executor is None else executor
     in_flight: dict[cf.Future, tuple[Trial, float]] = {}
     zombies: set[cf.Future] = set()  # timed out but still running: they occupy a worker
     try:
@@ -410,7 +413,7 @@ def _outcome(fut: cf.Future, t0: float) -> tuple[tuple[bool, float | None, str |
         return (False, None, f"{type(exc).__name__}: {exc}", time.monotonic() - t0), broken
 
 
-def _terminate(pool: cf.ProcessPoolExecutor) -> None:
+def _terminate(pool: cf.Executor) -> None:
     """Stop a process pool now, its running evaluations included (they could not be cancelled)."""
     processes = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)

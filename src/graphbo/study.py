@@ -39,13 +39,14 @@ import math
 import os
 import secrets
 import time
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, overload
 
 import numpy as np
 
 from .optimizers import METHODS
 from .optimizers.base import Observation, Optimizer
 from .spaces.space import Space
+from .spaces.variables import Variable
 from .storage import Storage, as_storage
 from .storage.base import FORMAT_VERSION, STATUSES, StorageError, StoredStudy, Trial, now
 from .storage.jsonio import plain
@@ -142,6 +143,12 @@ def _check_number(value: Any, what: str) -> float:
 def _fidelity(t: Trial) -> dict[str, int]:
     """``fidelity=`` for the optimizer's tell and mark_failed: a multi-fidelity trial's, else nothing."""
     return {"fidelity": int(t.attrs["fidelity"])} if "fidelity" in t.attrs else {}
+
+
+def _complete_value(t: Trial) -> float:
+    """The value of a complete trial of a study, a finite number (told through the optimizer's checks)."""
+    assert t.value is not None, f"complete trial {t.number} has no value"
+    return t.value
 
 
 def read_study_info(path: str | os.PathLike) -> dict[str, Any]:
@@ -279,6 +286,7 @@ class Study:
         out = {}
         for j, (name, var) in enumerate(zip(self.space.names, self.space.variables)):
             if self.space.n_values[j] > 0:
+                assert isinstance(var, Variable)  # a continuous variable has no values (n_values 0)
                 out[name] = var.value_at(int(row[j]))
             else:
                 out[name] = stored[name]
@@ -295,7 +303,7 @@ class Study:
                                      key=lambda t: (t.tell_order is None, t.tell_order, t.number))
             for t in finished_trials:
                 if t.status == "complete":
-                    self.optimizer.tell(t.config, t.value, **_fidelity(t))
+                    self.optimizer.tell(t.config, t.value, **_fidelity(t))  # type: ignore[arg-type]  # None: ValueError
                 elif t.penalty is not None:
                     self.optimizer.tell(t.config, t.penalty, **_fidelity(t))
                 else:
@@ -351,8 +359,15 @@ class Study:
         """``k`` new configurations with their trial attributes (a multi-fidelity method's fidelity)."""
         with limit_threads(self.n_threads):
             if self._multi_fidelity:
-                return [(c, {"fidelity": int(f)}) for c, f in self.optimizer.ask_with_fidelity(k)]
+                ask_with_fidelity: Callable[[int], list[tuple[dict[str, Any], int]]] = \
+                    getattr(self.optimizer, "ask_with_fidelity")  # what a multi-fidelity optimizer (BOHB) adds
+                return [(c, {"fidelity": int(f)}) for c, f in ask_with_fidelity(k)]
             return [(c, {}) for c in self.optimizer.ask(k)]
+
+    @overload
+    def ask(self, n: None = None) -> Trial: ...
+    @overload
+    def ask(self, n: int) -> list[Trial]: ...
 
     def ask(self, n: int | None = None) -> Trial | list[Trial]:
         """The next trial to evaluate (``n``: a list of ``n``), recorded as ``running`` before returning.
@@ -429,7 +444,11 @@ class Study:
         self._check_open()
         t = self._resolve(trial, "tell")
         v = _check_number(value, "tell: value")
-        cfg = t.config if t is not None else self.space.from_index(self.space.to_index(trial))
+        if t is not None:
+            cfg = t.config
+        else:
+            assert not isinstance(trial, (Trial, int, np.integer))  # _resolve returns None for a configuration only
+            cfg = self.space.from_index(self.space.to_index(trial))
         self.optimizer.tell(cfg, v, **(_fidelity(t) if t is not None else {}))
         return self._finish(t, cfg, "complete", v, None, None, seconds)
 
@@ -445,7 +464,11 @@ class Study:
         if isinstance(error, BaseException):
             error = f"{type(error).__name__}: {error}"
         penalty = None if value is None else _check_number(value, "fail: penalty value")
-        cfg = t.config if t is not None else self.space.from_index(self.space.to_index(trial))
+        if t is not None:
+            cfg = t.config
+        else:
+            assert not isinstance(trial, (Trial, int, np.integer))  # _resolve returns None for a configuration only
+            cfg = self.space.from_index(self.space.to_index(trial))
         fidelity = _fidelity(t) if t is not None else {}
         if penalty is None:
             self.optimizer.mark_failed(cfg, **fidelity)
@@ -459,7 +482,7 @@ class Study:
         state = self.optimizer.get_state()
         stamp = now()
         new = t is None
-        if new:
+        if t is None:
             t = Trial(len(self._trials), cfg, status, started=stamp, row=self.space.to_index(cfg))
         if seconds is None:
             seconds = t_done - self._t_ask.get(t.number, t_done)
@@ -505,8 +528,9 @@ class Study:
     @property
     def history(self) -> list[Observation]:
         """The complete evaluations, in the order the optimizer was told them."""
-        done = sorted((t for t in self._trials if t.status == "complete"), key=lambda t: t.tell_order)
-        return [Observation(dict(t.config), float(t.value)) for t in done]
+        done = sorted((t for t in self._trials if t.status == "complete"),
+                      key=lambda t: t.tell_order)  # type: ignore[arg-type, return-value]  # set by _finish
+        return [Observation(dict(t.config), float(_complete_value(t))) for t in done]
 
     @property
     def best_trial(self) -> Trial | None:
@@ -517,7 +541,7 @@ class Study:
     @property
     def best(self) -> Observation | None:
         t = self.best_trial
-        return None if t is None else Observation(t.config, t.value)
+        return None if t is None else Observation(t.config, _complete_value(t))
 
     # -- free attributes ------------------------------------------------------------------
     @property

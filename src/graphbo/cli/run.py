@@ -120,13 +120,16 @@ def run(args: argparse.Namespace) -> int:
             value = float(bench(config))
             t2 = time.perf_counter()
             opt.tell(config, value)
-            rec = {"type": "eval", "i": i, "config": config, "value": value, "best": opt.best.value,
+            best = opt.best
+            assert best is not None  # told one at least
+            rec = {"type": "eval", "i": i, "config": config, "value": value, "best": best.value,
                    "suggest_seconds": round(t1 - t0, 6), "evaluate_seconds": round(t2 - t1, 6)}
             trace.write(json.dumps(rec, default=str) + "\n")
             trace.flush()
             if not args.quiet:
-                print(f"{i + 1:>6} {value:>12.5g} {opt.best.value:>12.5g} {t2 - t0:>8.2f}", flush=True)
+                print(f"{i + 1:>6} {value:>12.5g} {best.value:>12.5g} {t2 - t0:>8.2f}", flush=True)
     best = opt.best
+    assert best is not None  # budget >= 1 told
     print(f"best value {best.value:.6g} at {json.dumps(best.config, default=str)}")
     print(f"trace written to {trace_path}")
     return 0

@@ -286,10 +286,10 @@ def _evaluate_to_budget(spec: RunSpec, bench, study: Study, log: Callable[[str],
         n = study.n_finished
         if log and (n % 10 == 0 or used >= target):
             best = study.optimizer.best
-            best = best.value if best else math.nan
+            best_value = best.value if best else math.nan
             where = (f"{n}/{spec.budget}" if top is None else
                      f"{used / top:.4g}/{spec.budget} full evaluations ({n} at fidelities)")
-            log(f"{spec.benchmark} {spec.method} seed {spec.seed}: {where} best {best:.5g}")
+            log(f"{spec.benchmark} {spec.method} seed {spec.seed}: {where} best {best_value:.5g}")
 
 
 def _summary(spec: RunSpec, data: RunData, resumed_from: int) -> dict[str, Any]:

@@ -85,7 +85,7 @@ import math
 import threading
 import zlib
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, cast
 
 import numpy as np
 try:
@@ -140,7 +140,9 @@ class _Param:
                 return Ordinal(list(range(self.n)))
             return IntegerRange(0, self.n - 1)
         if self.kind == "int":
+            assert isinstance(d, IntDistribution)  # as GraphboSampler._param makes them
             return IntegerRange(d.low, d.high, log=d.log)
+        assert isinstance(d, (IntDistribution, FloatDistribution))
         return Continuous(d.low, d.high, log=d.log)
 
     def to_graphbo(self, value: Any) -> Any:
@@ -149,9 +151,11 @@ class _Param:
         if self.kind == "categorical":
             return int(d.to_internal_repr(value))
         x = float(value)
+        assert isinstance(d, (IntDistribution, FloatDistribution))  # as GraphboSampler._param makes them
         if not d.low <= x <= d.high:
             raise ValueError(f"{value!r} is outside [{d.low}, {d.high}]")
         if self.kind == "grid":
+            assert d.step is not None  # a grid has a step
             return min(max(int(round((x - d.low) / d.step)), 0), self.n - 1)
         if self.kind == "int":
             return int(round(x))
@@ -161,8 +165,11 @@ class _Param:
         """Optuna parameter value of a graphbo value (contained in the distribution)."""
         d = self.distribution
         if self.kind == "categorical":
+            assert isinstance(d, CategoricalDistribution)  # as GraphboSampler._param makes them
             return d.choices[int(value)]
+        assert isinstance(d, (IntDistribution, FloatDistribution))
         if self.kind == "grid":
+            assert d.step is not None  # a grid has a step
             x = d.low + int(value) * d.step
             if isinstance(d, IntDistribution):
                 return int(min(max(x, d.low), d.high))
@@ -201,7 +208,8 @@ class GraphboSampler(BaseSampler):
         self.n_startup_trials = check_int("n_startup_trials", n_startup_trials, minimum=0)
         self.optimizer_kwargs = self._check_optimizer_kwargs(optimizer_kwargs)
         self.exclude_failed = check_bool("exclude_failed", exclude_failed)
-        self._entropy = int(np.random.SeedSequence().entropy if self.seed is None else self.seed)
+        # a fresh SeedSequence's entropy is an int (NumPy types it as any entropy it may be given)
+        self._entropy = int(cast(int, np.random.SeedSequence().entropy) if self.seed is None else self.seed)
         self._intersection = IntersectionSearchSpace()
         self._study_key: Any = None  # the study the search space and the cache belong to
         self._cache: tuple[Any, Optimizer, set[int], set[int]] | None = None  # key, optimizer, told, failed
@@ -310,7 +318,7 @@ class GraphboSampler(BaseSampler):
                 self._intersection = IntersectionSearchSpace()
                 self._cache = None
             intersection = self._intersection.calculate(study)
-        space = {}
+        space: dict[str, BaseDistribution] = {}
         for name, d in intersection.items():
             if d.single() or not isinstance(d, (CategoricalDistribution, IntDistribution, FloatDistribution)):
                 continue
@@ -396,6 +404,7 @@ class GraphboSampler(BaseSampler):
             if not any(space.to_index(c).tobytes() == key for c in others):
                 break
             config = propose(others)  # another worker holds it: ask again with it pending
+        assert config is not None  # the last round breaks the loop
         return {p.name: p.to_optuna(config[p.name]) for p in params}
 
     # -- helpers ------------------------------------------------------------------------
