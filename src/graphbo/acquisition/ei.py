@@ -9,6 +9,11 @@ posterior samples of its hyper-parameters (Alg. 1, line 9).
 through the scaled complementary error function,
 ``h(z) = phi(z) (1 - |z| sqrt(pi/2) erfcx(|z| / sqrt 2))``, and for very
 negative ``z`` through the asymptote ``log phi(z) - 2 log |z|``.
+
+Precision: the erfcx branch loses ``eps * z**2`` relative accuracy to cancellation
+(``1 - r`` is about ``1 / z**2``), which float32 (``eps ~ 1e-7``) cannot afford for
+``|z|`` beyond a few hundred, and a float32 variance floor of ``1e-300`` is 0. So
+log-EI is always evaluated in float64 and returned in the inputs' dtype.
 """
 
 from __future__ import annotations
@@ -27,7 +32,9 @@ _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
 def log_h(z: torch.Tensor) -> torch.Tensor:
-    """``log(phi(z) + z Phi(z))``, accurate for all ``z``."""
+    """``log(phi(z) + z Phi(z))``, accurate for all ``z`` (evaluated in float64, returned in ``z``'s dtype)."""
+    if z.dtype != torch.float64:
+        return log_h(z.to(torch.float64)).to(z.dtype)
     out = torch.empty_like(z)
     log_phi = -0.5 * z * z - _LOG_SQRT_2PI
     upper = z > -1.0
@@ -43,9 +50,11 @@ def log_h(z: torch.Tensor) -> torch.Tensor:
 
 
 def log_expected_improvement(mean: torch.Tensor, var: torch.Tensor, best: float) -> torch.Tensor:
-    """Elementwise ``log EI`` for minimisation below ``best``."""
+    """Elementwise ``log EI`` for minimisation below ``best`` (in float64, returned in ``mean``'s dtype)."""
+    dtype = mean.dtype
+    mean, var = mean.to(torch.float64), var.to(torch.float64)
     sd = var.clamp_min(1e-300).sqrt()
-    return torch.log(sd) + log_h((best - mean) / sd)
+    return (torch.log(sd) + log_h((best - mean) / sd)).to(dtype)
 
 
 def log_mean_expected_improvement(mean: torch.Tensor, var: torch.Tensor, best: float) -> torch.Tensor:

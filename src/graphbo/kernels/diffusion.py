@@ -27,9 +27,21 @@ from .._validation import check_device, check_dtype
 from ..spaces.variables import GraphSpectrum
 from ._checks import check_spectra
 
-__all__ = ["GraphDiffusionKernel"]
+__all__ = ["GraphDiffusionKernel", "log_floor"]
 
-_TINY = 1e-300  # floor for table entries before the logarithm (exp(-beta L) is entrywise positive)
+_TINY = 1e-300  # floor for float64 table entries before the logarithm (exp(-beta L) is entrywise positive)
+
+
+def log_floor(dtype: torch.dtype) -> float:
+    """The floor for factor-table entries before their logarithm, in ``dtype``.
+
+    ``exp(-beta L)`` is entrywise positive, but entries far below the largest one are
+    rounding noise (and can come out zero or negative), so they are floored before the
+    logarithm. The floor must be representable: ``1e-300`` in float64 (kept for identical
+    results), the smallest normal number (about ``1.2e-38``) in float32, where ``1e-300``
+    would round to 0 and ``log 0 = -inf`` would turn the one-hot products into ``0 * -inf = NaN``.
+    """
+    return max(_TINY, float(torch.finfo(dtype).tiny))
 
 
 class _Group(TypedDict):
@@ -107,12 +119,13 @@ class GraphDiffusionKernel:
         log_beta = torch.as_tensor(log_beta, dtype=self.dtype, device=self.device)
         S = log_beta.shape[0]
         W = torch.zeros(S, self.D * self.D, dtype=self.dtype, device=self.device)
+        floor = log_floor(self.dtype)
         for g in self._groups:
             beta = torch.exp(log_beta[:, g["members"]])  # (S, g)
             w = torch.exp(-beta[..., None] * g["lam"])  # (S, g, k)
             w = w / w.mean(dim=-1, keepdim=True)
             table = torch.einsum("gak,sgk,gbk->sgab", g["u"], w, g["u"])  # (S, g, k, k)
-            W[:, g["flat"]] = torch.log(table.clamp_min(_TINY)).reshape(S, -1)
+            W[:, g["flat"]] = torch.log(table.clamp_min(floor)).reshape(S, -1)
         return W.reshape(S, self.D, self.D)
 
     # -- encodings ----------------------------------------------------------

@@ -1,0 +1,64 @@
+"""Kernels and log-EI in float32 and float64 (issue 16, item 1).
+
+Before the fix the diffusion kernel's table floor (1e-300) rounded to 0 in float32, so
+``log 0 = -inf`` met a one-hot zero and the Gram matrix had NaNs; log-EI floored the
+variance the same way and lost its erfcx branch to cancellation.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from graphbo import Categorical, Ordinal
+from graphbo.acquisition.ei import log_expected_improvement, log_h
+from graphbo.kernels.diffusion import GraphDiffusionKernel, log_floor
+
+VARIABLES = [Ordinal(list(range(40))), Categorical(list("abcde")), Ordinal(list(range(40)))]
+
+
+def _kernel(dtype):
+    return GraphDiffusionKernel([v.spectrum for v in VARIABLES], dtype=dtype)
+
+
+@pytest.mark.parametrize("log_beta", [math.log(1e-3), math.log(0.3), math.log(50.0)])
+def test_diffusion_gram_float32_is_finite_and_matches_float64(log_beta):
+    rng = np.random.default_rng(0)
+    X = torch.as_tensor(np.stack([rng.integers(0, v.n_values, 30) for v in VARIABLES], axis=1))
+    lb = torch.full((2, len(VARIABLES)), log_beta)
+    K64 = _kernel(torch.float64).gram(lb.double(), X)
+    K32 = _kernel(torch.float32).gram(lb.float(), X)
+    assert K32.dtype == torch.float32
+    assert torch.isfinite(K32).all()
+    # entries agree to float32 precision relative to the largest entry (the diagonal)
+    assert torch.allclose(K32.double(), K64, rtol=1e-4, atol=1e-5 * float(K64.abs().max()))
+
+
+def test_log_floor_is_representable_and_keeps_float64_unchanged():
+    assert log_floor(torch.float64) == 1e-300
+    f32 = log_floor(torch.float32)
+    assert torch.tensor(f32, dtype=torch.float32) > 0 and math.isfinite(math.log(f32))
+
+
+@pytest.mark.parametrize("z", [3.0, 0.0, -0.9, -2.0, -30.0, -300.0, -3000.0, -5e4])
+def test_log_h_float32_matches_float64(z):
+    want = float(log_h(torch.tensor([z], dtype=torch.float64)))
+    got = log_h(torch.tensor([z], dtype=torch.float32))
+    assert got.dtype == torch.float32
+    assert math.isfinite(float(got))
+    assert float(got) == pytest.approx(want, rel=1e-6, abs=1e-5)
+
+
+def test_log_ei_float32_tiny_variance_and_far_incumbent():
+    mean = torch.tensor([0.0, 0.0, 5.0, 1.0], dtype=torch.float32)
+    var = torch.tensor([1e-40, 0.0, 1e-6, 1.0], dtype=torch.float32)  # below float32's normal range, zero
+    got = log_expected_improvement(mean, var, best=-0.5)
+    want = log_expected_improvement(mean.double(), var.double(), best=-0.5)
+    assert got.dtype == torch.float32 and not torch.isnan(got).any()
+    # where log EI is representable in float32 the values agree; below float32's range it is -inf
+    finite = want.abs() < torch.finfo(torch.float32).max
+    assert torch.allclose(got.double()[finite], want[finite], rtol=1e-6)
+    assert torch.equal(torch.isfinite(got), finite)
