@@ -33,6 +33,7 @@ from .priors import (
     log_horseshoe_upper,
     log_prior_log_signal_variance,
     log_prior_mean,
+    log_signal_variance_support,
 )
 from .slice_sampling import slice_sample
 
@@ -287,9 +288,12 @@ class _Sweeper:
             return lp if lp == -math.inf else lp + self._loglik(st.mean, math.exp(a), math.exp(st.log_noise), K)
 
         if log_prior_log_signal_variance(st.log_amp, self.y_var, k_min, k_max) == -math.inf:
-            lo = math.log(max(self.y_var, 1e-12)) - math.log(max(k_max, 1e-100))
-            hi = math.log(max(self.y_var, 1e-12)) - math.log(max(k_min, 1e-100))
-            st.log_amp = 0.5 * (lo + hi)
+            # The support moved past the chain (the betas changed K): restart at the data's scale,
+            # sigma_f^2 * mean(diag K) = var(y), clipped into the support. The support's middle is
+            # no restart point: with K_min near its 1e-100 floor it lies ~115 nats above the data.
+            lo, hi = log_signal_variance_support(self.y_var, k_min, k_max)
+            data_scale = math.log(max(self.y_var, 1e-12)) - math.log(float(np.mean(np.diagonal(K))))
+            st.log_amp = min(max(data_scale, lo), hi)
         st.log_amp, _ = slice_sample(logp_amp, st.log_amp, self.rng)
         amp = math.exp(st.log_amp)
 

@@ -16,6 +16,7 @@ __all__ = [
     "LOG_NOISE_UPPER",
     "log_prior_mean",
     "log_prior_log_signal_variance",
+    "log_signal_variance_support",
     "log_horseshoe_upper",
 ]
 
@@ -36,6 +37,20 @@ def log_prior_mean(m: float, y_mean: float, y_min: float, y_max: float) -> float
     return -0.5 * ((m - y_mean) / sd) ** 2
 
 
+def log_signal_variance_support(y_var: float, k_min: float, k_max: float) -> tuple[float, float]:
+    """The support ``[log(sigma_y^2 / K_max), log(sigma_y^2 / K_min)]`` of Eq. (10) on ``log sigma_f^2``.
+
+    A (numerically) constant Gram matrix gives an empty interval; it is widened by one unit
+    either side.
+    """
+    y_var = max(y_var, 1e-12)
+    lo = math.log(y_var) - math.log(max(k_max, 1e-100))
+    hi = math.log(y_var) - math.log(max(k_min, 1e-100))
+    if hi - lo < 1e-8:
+        lo, hi = lo - 1.0, hi + 1.0
+    return lo, hi
+
+
 def log_prior_log_signal_variance(log_amp: float, y_var: float, k_min: float, k_max: float) -> float:
     """Truncated log-normal on the signal variance, supplement Eq. (10).
 
@@ -44,11 +59,7 @@ def log_prior_log_signal_variance(log_amp: float, y_var: float, k_min: float, k_
     on ``log sigma_f^2`` is centred in that interval with a standard deviation
     of a quarter of its width, so that ~95 % of the untruncated mass lies inside.
     """
-    y_var = max(y_var, 1e-12)
-    lo = math.log(y_var) - math.log(max(k_max, 1e-100))
-    hi = math.log(y_var) - math.log(max(k_min, 1e-100))
-    if hi - lo < 1e-8:  # a constant Gram matrix: allow one unit either side
-        lo, hi = lo - 1.0, hi + 1.0
+    lo, hi = log_signal_variance_support(y_var, k_min, k_max)
     if log_amp < lo or log_amp > hi:
         return -math.inf
     mid, sd = 0.5 * (lo + hi), 0.25 * (hi - lo)
