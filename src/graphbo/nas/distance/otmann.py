@@ -26,7 +26,7 @@ infinite costs (paper, App. A.1).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -64,6 +64,7 @@ class LabelMismatch:
 
     labels: tuple[str, ...]
     matrix: np.ndarray
+    _index: dict[str, int] = field(init=False, repr=False, compare=False)  # label -> row, set below
 
     def __post_init__(self) -> None:
         m = np.array(self.matrix, dtype=float)
@@ -333,15 +334,15 @@ class OTMANN:
         """
         nus = tuple(float(v) for v in nu_strs)
         sym = archs2 is None
-        archs2 = archs1 if sym else archs2
-        n1, n2, k = len(archs1), len(archs2), len(nus)
+        others = archs1 if archs2 is None else archs2
+        n1, n2, k = len(archs1), len(others), len(nus)
         D = np.zeros((k, n1, n2))
         Db = np.zeros((k, n1, n2))
-        for a in list(archs1) + ([] if sym else list(archs2)):
+        for a in list(archs1) + ([] if sym else list(others)):
             self.features(a)  # validate / cache once, up front
         for i in range(n1):
             for j in range(i + 1 if sym else 0, n2):
-                res = self._solve(archs1[i], archs2[j], nus, False)
+                res = self._solve(archs1[i], others[j], nus, False)
                 for t, r in enumerate(res):
                     D[t, i, j] = r.d
                     Db[t, i, j] = r.d_bar

@@ -68,7 +68,8 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Sequence
+from types import ModuleType
+from typing import Any, Sequence
 
 import numpy as np
 from scipy.spatial.distance import cdist
@@ -187,7 +188,7 @@ class BatchOTMANN:
         if n_jobs is None:
             n_jobs = min(2, os.cpu_count() or 1)
         self.n_jobs = max(1, int(n_jobs))
-        self._jit = None
+        self._jit: ModuleType | None = None  # transport_jit when the compiled solver is in use
         self.solver = solver
         self.otmann = otmann
         self.kind = otmann.kind
@@ -205,7 +206,7 @@ class BatchOTMANN:
         for s in range(n):  # connected components of the finite-cost graph
             if comp[s] >= 0:
                 continue
-            stack = [s]
+            stack: list[int | np.integer[Any]] = [s]
             comp[s] = c
             while stack:
                 u = stack.pop()
@@ -311,7 +312,7 @@ class BatchOTMANN:
         icpt = [0.0] * m
         slope = [0.0] * m
         emd = _EMD
-        todo = (0, m - 1) if m > 1 else (0,)
+        todo: tuple[int, ...] = (0, m - 1) if m > 1 else (0,)
         stack = [(0, m - 1)] if m > 2 else []
         n_solved = 0
         while True:
@@ -358,16 +359,17 @@ class BatchOTMANN:
         each ``archs2[j]``, solved with ``archs1[i]`` as the rows of the program.
         ``archs2`` may be a :meth:`stack` of the networks."""
         ref = archs2 if isinstance(archs2, _Stack) else None
+        seq: Sequence[Architecture] = [] if isinstance(archs2, _Stack) else archs2
         n1, m = len(archs1), len(self.nu_strs)
-        n2 = ref.n if ref is not None else len(archs2)
+        n2 = ref.n if ref is not None else len(seq)
         D = np.zeros((m, n1, n2))
         Db = np.zeros((m, n1, n2))
         if n1 == 0 or n2 == 0:
             return D, Db
         if _EMD is None:  # pragma: no cover - no POT
-            return self.otmann.pairwise(archs1, archs2 if ref is None else [], self.nu_strs)
+            return self.otmann.pairwise(archs1, seq, self.nu_strs)
         if ref is None:
-            ref = self.stack(archs2)
+            ref = self.stack(seq)
         jobs = min(self.n_jobs, n1)
         if jobs <= 1:
             self.solves += self._rows(archs1, 0, n1, ref, D, Db)

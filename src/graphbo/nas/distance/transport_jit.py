@@ -52,9 +52,9 @@ import numpy as np
 try:  # numba is optional
     from numba import njit
 except Exception:  # pragma: no cover - numba missing or broken
-    njit = None
-
-AVAILABLE = njit is not None
+    AVAILABLE = False  # njit stays undefined; it is used under ``if AVAILABLE:`` only
+else:
+    AVAILABLE = True
 
 __all__ = ["AVAILABLE", "OPTIMAL", "ITERATION_LIMIT", "Basis", "transport"] + (["transport_rows"] if AVAILABLE else [])
 
@@ -637,7 +637,7 @@ def transport(a, b, C, basis: Basis | None = None, max_iter: int | None = None):
     Cc = np.ascontiguousarray(C[np.ix_(rows, cols)])
     n1, n2 = rows.size, cols.size
     warm = basis is not None
-    if warm:
+    if basis is not None:
         if not (np.array_equal(basis.rows, rows) and np.array_equal(basis.cols, cols)):
             raise ValueError("the warm-start basis belongs to other masses")
         bi, bj, fl = basis.bi.copy(), basis.bj.copy(), basis.flow.copy()

@@ -28,7 +28,7 @@ from __future__ import annotations
 import heapq
 import json
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
 import numpy as np
 
@@ -114,8 +114,14 @@ class InvalidArchitectureError(ValueError):
     """An architecture is not a valid network (or violates the search-space constraints)."""
 
 
-def _is_int(x: Any) -> bool:
+def _is_int(x: Any) -> TypeGuard[int | np.integer[Any]]:
     return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+def _known(x: int | None) -> int:
+    """``x``, which the caller knows is set (a count on a validated network)."""
+    assert x is not None
+    return x
 
 
 def _has_units(kind: str, label: str) -> bool:
@@ -155,23 +161,26 @@ class Architecture:
         self._children = self._parents = None
         self._cache.clear()
 
-    def _adjacency(self) -> None:
+    def _adjacency(self) -> tuple[list[list[int]], list[list[int]]]:
         ch: list[list[int]] = [[] for _ in range(self.n_layers)]
         pa: list[list[int]] = [[] for _ in range(self.n_layers)]
         for a, b in self.edges:
             ch[a].append(b)
             pa[b].append(a)
         self._children, self._parents = ch, pa
+        return ch, pa
 
     def children(self, i: int) -> list[int]:
-        if self._children is None:
-            self._adjacency()
-        return self._children[i]
+        ch = self._children
+        if ch is None:
+            ch, _ = self._adjacency()
+        return ch[i]
 
     def parents(self, i: int) -> list[int]:
-        if self._parents is None:
-            self._adjacency()
-        return self._parents[i]
+        pa = self._parents
+        if pa is None:
+            _, pa = self._adjacency()
+        return pa[i]
 
     # -- simple queries ------------------------------------------------------------
     @property
@@ -352,19 +361,21 @@ class Architecture:
                 raise E(f"the output layer's parent {self._layer(p)} is not a decision layer")
         # units
         for i, l in enumerate(self.labels):
-            u = self.units[i]
+            nu = self.units[i]
             if _has_units(self.kind, l):
-                if not _is_int(u) or u <= 0:
-                    raise E(f"{self._layer(i)} needs a positive number of units, got {u!r}")
-            elif u is not None:
-                raise E(f"{self._layer(i)} has no units of its own; units must be None, got {u!r}")
+                if not _is_int(nu) or nu <= 0:
+                    raise E(f"{self._layer(i)} needs a positive number of units, got {nu!r}")
+            elif nu is not None:
+                raise E(f"{self._layer(i)} has no units of its own; units must be None, got {nu!r}")
         if self.kind == "cnn":
             self._check_cnn()
 
     def _check_cnn(self) -> None:
         E = InvalidArchitectureError
+        strides = self.strides
+        assert strides is not None  # _check_structure_uncached checked that a CNN has strides
         for i, l in enumerate(self.labels):
-            s = self.strides[i]
+            s = strides[i]
             if l in CNN_CONV_LABELS:
                 if not _is_int(s) or s not in (1, 2):
                     raise E(f"{self._layer(i)} needs stride 1 or 2, got {s!r}")
@@ -384,6 +395,8 @@ class Architecture:
         if "img" in self._cache:
             return self._cache["img"]
         E = InvalidArchitectureError
+        strides = self.strides
+        assert strides is not None  # a CNN (checked before its image sizes are asked for)
         n = self.n_layers
         pre: list[int | None] = [None] * n
         post: list[int | None] = [None] * n
@@ -402,7 +415,7 @@ class Architecture:
             if l in CNN_CONV_LABELS or l in CNN_POOL_LABELS:
                 if s is None:
                     raise E(f"{self._layer(u)} comes after an fc layer flattened the image")
-                halves = l in CNN_POOL_LABELS or self.strides[u] == 2
+                halves = l in CNN_POOL_LABELS or strides[u] == 2
                 post[u] = 2 * s if halves else s
             else:  # fc, softmax, op: flat outputs
                 post[u] = None
@@ -439,7 +452,8 @@ class Architecture:
                     continue
                 if l == "op":
                     continue
-                c = sum(cout[p] for p in self.parents(u))
+                # a parent is ip or a processing layer (decision layers feed op only): it emits channels
+                c = sum(_known(cout[p]) for p in self.parents(u))
                 cin[u] = c
                 if l in DECISION_LABELS:
                     cout[u] = None
@@ -471,7 +485,7 @@ class Architecture:
                 if l in CNN_POOL_LABELS:
                     m[u] = cin[u]
                     continue
-                m[u] = float(cin[u]) * float(self.units[u])
+                m[u] = float(_known(cin[u])) * float(_known(self.units[u]))
                 if l.startswith("res"):
                     m[u] *= RES_MASS_FACTOR
                 elif l == "fc":

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -257,12 +257,17 @@ def _scaled_units(u: int, up: bool) -> int:
     return min(u - 1, _round_half_up(u * (1 - CHANGE_FRAC)))
 
 
+def _units_of(arch: Architecture, layers: Iterable[int]) -> list[int]:
+    """The unit counts of those of ``layers`` that have units, in order."""
+    return [n for n in (arch.units[i] for i in layers) if n is not None]
+
+
 def _nearby_units(arch: Architecture, u: int, v: int | None = None) -> int:
     """Units for a new layer between ``u`` and ``v``: the mean of their units
     (Table 6, wedge_layer); failing that, of the nearest unit-carrying ancestors
     of ``u``, then descendants of ``v`` (the authors' code looks up the same way);
     else ``_FALLBACK_UNITS``."""
-    vals = [arch.units[i] for i in (u, v) if i is not None and arch.units[i] is not None]
+    vals = _units_of(arch, (i for i in (u, v) if i is not None))
     if vals:
         return _round_half_up(sum(vals) / len(vals))
     for start, nbrs in ((u, arch.parents), (v if v is not None else u, arch.children)):
@@ -271,7 +276,7 @@ def _nearby_units(arch: Architecture, u: int, v: int | None = None) -> int:
         while frontier:
             nxt = sorted({j for i in frontier for j in nbrs(i)} - seen)
             seen.update(nxt)
-            vals = [arch.units[j] for j in nxt if arch.units[j] is not None]
+            vals = _units_of(arch, nxt)
             if vals:
                 return _round_half_up(sum(vals) / len(vals))
             frontier = nxt
@@ -567,7 +572,7 @@ def dup_path(arch: Architecture, rng: np.random.Generator,
         return None
     ip = arch.ip
 
-    def build():
+    def build() -> Architecture | None:
         start = int(rng.choice(arch.n_layers, p=weights / weights.sum()))
         weights[start] *= 0.9  # as in the code: less likely to start here again
         path = [start]
@@ -645,7 +650,8 @@ def skip(arch: Architecture, rng: np.random.Generator,
                 continue
             if sizes is not None:
                 pre, post = sizes
-                if post[u] is None or pre[v] is None or post[u] > pre[v]:
+                out_u, in_v = post[u], pre[v]
+                if out_u is None or in_v is None or out_u > in_v:
                     continue
                 if lab == "fc" and not all(_is_pool(arch.labels[p]) or _is_conv(arch.labels[p])
                                            for p in arch.parents(v)):

@@ -20,7 +20,7 @@ Domains
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any, Mapping, TypedDict
 
 from ..domain.architecture import Architecture
 from .torch_model import _as_arch, decision_layers, layer_output_shapes, task_of, topological_order
@@ -43,6 +43,21 @@ DOMAINS: dict[str, tuple[str, str, tuple[int, ...], int]] = {
     "mlp-class": ("mlp", "classification", (64,), 10),
     "cnn": ("cnn", "classification", (1, 8, 8), 10),
 }
+
+
+class _TrainSettings(TypedDict):
+    """The keyword arguments a :class:`NASObjective` passes to :func:`~graphbo.nas.training.training.train`."""
+
+    epochs: int
+    batch_size: int
+    lr: float
+    seed: int
+    optimizer: str
+    weight_decay: float
+    patience: int | None
+    max_seconds: float | None
+    n_threads: int | None
+    device: str
 
 
 #: trainings on the bundled data, shared by the objectives of one process: (settings, network) -> result
@@ -118,9 +133,9 @@ class NASObjective:
         self._data = data
         self.epochs = DEFAULT_EPOCHS[self.kind] if epochs is None else int(epochs)
         self.seed = int(seed)
-        self.train_kwargs = dict(epochs=self.epochs, batch_size=batch_size, lr=lr, seed=self.seed,
-                                 optimizer=optimizer, weight_decay=weight_decay, patience=patience,
-                                 max_seconds=max_seconds, n_threads=n_threads, device=device)
+        self.train_kwargs = _TrainSettings(epochs=self.epochs, batch_size=batch_size, lr=lr, seed=self.seed,
+                                           optimizer=optimizer, weight_decay=weight_decay, patience=patience,
+                                           max_seconds=max_seconds, n_threads=n_threads, device=device)
         self.cache = bool(cache)
         self._cache: dict[str, TrainingResult] = {}
         # the bundled data sets are a function of the seed: trainings on them are shared by all
@@ -204,9 +219,9 @@ def architecture_features(arch: Architecture | Mapping[str, Any]) -> dict[str, f
     dec = decision_layers(arch)
     proc = [i for i in range(arch.n_layers) if i not in (ip, op) and i not in dec]
     lp = _longest_paths(arch, order, ip)
-    with_units = [i for i in proc if arch.units[i] is not None]
-    log_units = (sum(math.log2(max(float(arch.units[i]), 1.0)) for i in with_units) / len(with_units)
-                 if with_units else 0.0)
+    units = [u for u in (arch.units[i] for i in proc) if u is not None]
+    log_units = (sum(math.log2(max(float(u), 1.0)) for u in units) / len(units)
+                 if units else 0.0)
     counted = [i for i in proc if not arch.labels[i].endswith("pool")]
     good = _RECTIFIERS if arch.kind == "mlp" else _GOOD_CNN
     good_fraction = (sum(arch.labels[i] in good for i in counted) / len(counted)) if counted else 0.0

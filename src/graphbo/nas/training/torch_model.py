@@ -56,7 +56,7 @@ Parameters are float32 (the usual precision for training networks).
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 from torch import nn
@@ -79,7 +79,7 @@ MLP_LABELS = ("relu", "crelu", "leaky-relu", "softplus", "elu", "logistic", "tan
 CNN_LABELS = ("conv3", "conv5", "conv7", "res3", "res5", "res7", "max-pool", "avg-pool", "fc")
 DECISION_LABELS = ("softmax", "linear")
 
-_ACTIVATIONS = {
+_ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {
     "relu": nn.ReLU,
     "leaky-relu": lambda: nn.LeakyReLU(0.01),
     "softplus": nn.Softplus,
@@ -214,6 +214,19 @@ def _stride(arch: Architecture, i: int) -> int:
     return int(s)
 
 
+def _units(arch: Architecture, i: int) -> int:
+    """Layer ``i``'s unit count, which :func:`_check_structure` found to be a positive integer."""
+    u = arch.units[i]
+    assert u is not None
+    return int(u)
+
+
+def _shape(shape: tuple[int, ...] | None) -> tuple[int, ...]:
+    """A parent's output shape, set before its children's (topological order)."""
+    assert shape is not None
+    return shape
+
+
 def _half(h: int) -> int:
     return (h + 1) // 2
 
@@ -237,7 +250,7 @@ def layer_output_shapes(arch: Architecture | Mapping[str, Any],
         if i == ip:
             shapes[i] = in_shape
             continue
-        ps = [shapes[p] for p in sorted(arch.parents(i))]
+        ps = [_shape(shapes[p]) for p in sorted(arch.parents(i))]
         if i == op:
             shapes[i] = (int(n_outputs),)
             continue
@@ -245,22 +258,22 @@ def layer_output_shapes(arch: Architecture | Mapping[str, Any],
             if i in dec:
                 shapes[i] = (int(n_outputs),)
             else:
-                u = int(arch.units[i])
+                u = _units(arch, i)
                 shapes[i] = (2 * u,) if lab == "crelu" else (u,)
             continue
         # CNN
         images = [s for s in ps if len(s) == 3]
         sizes = sorted({s[1:] for s in images})
         if len(sizes) > 1:
-            detail = ", ".join(f"{p}: {shapes[p][1]}x{shapes[p][2]}" for p in sorted(arch.parents(i))
-                               if len(shapes[p]) == 3)
+            detail = ", ".join(f"{p}: {_shape(shapes[p])[1]}x{_shape(shapes[p])[2]}"
+                               for p in sorted(arch.parents(i)) if len(_shape(shapes[p])) == 3)
             raise ValueError(f"layer {i} ({lab}) concatenates parents with different image sizes ({detail}); "
                              "images can only be concatenated when their sizes agree")
         if lab in ("fc",) or i in dec:
-            shapes[i] = (int(n_outputs),) if i in dec else (int(arch.units[i]),)
+            shapes[i] = (int(n_outputs),) if i in dec else (_units(arch, i),)
             continue
         if len(images) != len(ps):
-            vec = [p for p in sorted(arch.parents(i)) if len(shapes[p]) == 1]
+            vec = [p for p in sorted(arch.parents(i)) if len(_shape(shapes[p])) == 1]
             raise ValueError(f"layer {i} ({lab}) needs images but parents {vec} output vectors (fc layers)")
         c_in = sum(s[0] for s in images)
         h, w = sizes[0]
@@ -270,8 +283,8 @@ def layer_output_shapes(arch: Architecture | Mapping[str, Any],
             s = _stride(arch, i)
             if s == 2:
                 h, w = _half(h), _half(w)
-            shapes[i] = (int(arch.units[i]), h, w)
-    return [s for s in shapes]  # type: ignore[misc]
+            shapes[i] = (_units(arch, i), h, w)
+    return [_shape(s) for s in shapes]  # every layer lies on a path from ip (checked): all are set
 
 
 def _input_shape(arch: Architecture, input_shape: int | Sequence[int]) -> tuple[int, ...]:
@@ -359,7 +372,7 @@ class ArchitectureModule(nn.Module):
     outputs for classification, the averaged outputs for regression.
     """
 
-    def __init__(self, arch: Architecture, input_shape: tuple[int, ...], n_outputs: int):
+    def __init__(self, arch: Architecture, input_shape: int | Sequence[int], n_outputs: int):
         super().__init__()
         self.arch = arch
         self.shapes = layer_output_shapes(arch, input_shape, n_outputs)
@@ -379,11 +392,11 @@ class ArchitectureModule(nn.Module):
                 if i in self.decision:
                     layers[str(i)] = nn.Linear(n_in, self.n_outputs)
                 elif lab == "fc":
-                    layers[str(i)] = _Dense(n_in, int(arch.units[i]), nn.ReLU())
+                    layers[str(i)] = _Dense(n_in, _units(arch, i), nn.ReLU())
                 elif lab == "crelu":
-                    layers[str(i)] = _Dense(n_in, int(arch.units[i]), _CReLU())
+                    layers[str(i)] = _Dense(n_in, _units(arch, i), _CReLU())
                 else:
-                    layers[str(i)] = _Dense(n_in, int(arch.units[i]), _ACTIVATIONS[lab]())
+                    layers[str(i)] = _Dense(n_in, _units(arch, i), _ACTIVATIONS[lab]())
                 continue
             c_in = sum(s[0] for s in ps)
             if lab == "max-pool":
@@ -391,9 +404,9 @@ class ArchitectureModule(nn.Module):
             elif lab == "avg-pool":
                 layers[str(i)] = nn.AvgPool2d(2, 2, ceil_mode=True)
             elif lab.startswith("conv"):
-                layers[str(i)] = _ConvBNReLU(c_in, int(arch.units[i]), int(lab[4:]), _stride(arch, i))
+                layers[str(i)] = _ConvBNReLU(c_in, _units(arch, i), int(lab[4:]), _stride(arch, i))
             elif lab.startswith("res"):
-                layers[str(i)] = _ResBlock(c_in, int(arch.units[i]), int(lab[3:]), _stride(arch, i))
+                layers[str(i)] = _ResBlock(c_in, _units(arch, i), int(lab[3:]), _stride(arch, i))
             else:  # pragma: no cover - labels were checked
                 raise ValueError(f"layer {i}: unknown label {lab!r}")
         self.layers = nn.ModuleDict(layers)

@@ -227,7 +227,7 @@ def load_diabetes_data(seed: int = 0, valid_fraction: float = DEFAULT_VALID_FRAC
     return _make(d.data, d.target, "regression", seed, valid_fraction, "diabetes")
 
 
-def _class_indices(y: Sequence[Any]) -> tuple[np.ndarray, list[Any]]:
+def _class_indices(y: Sequence[Any] | np.ndarray) -> tuple[np.ndarray, list[Any]]:
     classes, idx = np.unique(np.asarray(y), return_inverse=True)
     return idx.astype(np.int64).reshape(-1), [c.item() if hasattr(c, "item") else c for c in classes]
 
