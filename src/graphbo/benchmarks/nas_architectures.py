@@ -26,7 +26,7 @@ benchmarks with random instances.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..nas.domain.architecture import Architecture
 from ..nas.domain.space import ArchitectureSpace
@@ -40,6 +40,10 @@ class _ArchitectureBenchmark(Benchmark):
     default_method = "nasbot"  # what `graphbo run` uses without --method
     default_budget = 100
     default_n_initial = 10  # the initial pool (App. B.1)
+    # Benchmark types its space as a Space; a NAS benchmark's is an ArchitectureSpace, the space the NAS
+    # optimizers take (their space_types) and that graphbo run hands them
+    space: ArchitectureSpace  # type: ignore[assignment]  # not a Space: see Optimizer.space_types
+    objective: Callable[[Architecture], float]  # a NASObjective or SyntheticArchitectureObjective
 
     def __call__(self, config: Mapping[str, Any] | Architecture) -> float:
         arch = self.space.architecture(config)  # ValueError with the reason for an invalid network

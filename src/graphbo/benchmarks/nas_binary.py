@@ -53,7 +53,7 @@ import os
 import pickle
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, TypedDict
 
 import numpy as np
 import torch
@@ -102,11 +102,23 @@ N_VALID_LARGE = 10_000  # validation images for MNIST-like data and CIFAR-10
 
 # Per-data-set settings: channels, height, width, base width, number of cells,
 # normalisation mean/std (per channel), validation size.
-_DATA = {
-    "digits": dict(shape=(1, 8, 8), n_ch_base=8, n_cells=2, mean=(0.5,), std=(0.5,), n_valid=597),
-    "mnist": dict(shape=(1, 28, 28), n_ch_base=8, n_cells=2, mean=(0.5,), std=(0.5,), n_valid=N_VALID_LARGE),
-    "fashion-mnist": dict(shape=(1, 28, 28), n_ch_base=8, n_cells=2, mean=(0.5,), std=(0.5,), n_valid=N_VALID_LARGE),
-    "cifar10": dict(
+class _DataSettings(TypedDict):
+    """A data set's image shape, network width and depth, normalisation and validation size."""
+
+    shape: tuple[int, int, int]  # (channels, height, width)
+    n_ch_base: int
+    n_cells: int
+    mean: tuple[float, ...]  # per channel
+    std: tuple[float, ...]
+    n_valid: int
+
+
+_DATA: dict[str, _DataSettings] = {
+    "digits": _DataSettings(shape=(1, 8, 8), n_ch_base=8, n_cells=2, mean=(0.5,), std=(0.5,), n_valid=597),
+    "mnist": _DataSettings(shape=(1, 28, 28), n_ch_base=8, n_cells=2, mean=(0.5,), std=(0.5,), n_valid=N_VALID_LARGE),
+    "fashion-mnist": _DataSettings(shape=(1, 28, 28), n_ch_base=8, n_cells=2, mean=(0.5,), std=(0.5,),
+                                   n_valid=N_VALID_LARGE),
+    "cifar10": _DataSettings(
         shape=(3, 32, 32), n_ch_base=16, n_cells=3,
         mean=(0.4914, 0.4822, 0.4465), std=(0.2023, 0.1994, 0.2010), n_valid=N_VALID_LARGE,
     ),
@@ -227,7 +239,7 @@ class _Cell(nn.Module):
         super().__init__()
         self.order = _active(adj)
         self.inputs = {j: [int(i) for i in np.flatnonzero(adj[:, j])] for j in self.order}
-        layers = {}
+        layers: dict[str, nn.Module] = {}
         for j in self.order:
             if j == N_STATES - 1:
                 continue
@@ -250,7 +262,8 @@ class _Cell(nn.Module):
 
 
 class _Network(nn.Module):
-    def __init__(self, ops, adj, shape, n_ch_base, n_cells, n_classes=10):
+    def __init__(self, ops: Sequence[str], adj: np.ndarray, shape: tuple[int, int, int], n_ch_base: int,
+                 n_cells: int, n_classes: int = 10) -> None:
         super().__init__()
         c_in, h, w = shape
         c = n_ch_base

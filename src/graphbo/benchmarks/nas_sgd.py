@@ -90,7 +90,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, TypedDict
 
 import numpy as np
 import torch
@@ -156,11 +156,23 @@ PAPER_REPEATS = 4  # supp. D.2, "averaged over 4 validation errors"
 DIGITS_EPOCHS = 8
 DIGITS_REPEATS = 1
 
+class _DataLayout(TypedDict):
+    shape: tuple[int, int, int]  # (channels, height, width)
+    pool_padding: int  # of the down-sampling max-pools
+
+
+class _DataSettings(_DataLayout, total=False):
+    """A data set's layout and, where fixed, its normalisation (otherwise the training pixels' statistics)."""
+
+    mean: float
+    std: float
+
+
 # per data set: image shape, padding of the down-sampling max-pools, normalisation
-_DATA = {
-    "digits": dict(shape=(1, 8, 8), pool_padding=0),
+_DATA: dict[str, _DataSettings] = {
+    "digits": _DataSettings(shape=(1, 8, 8), pool_padding=0),
     # FashionMNIST: the authors' normalisation constants and padded down-sampling (28 -> 15 -> 8 -> 4)
-    "fashion-mnist": dict(shape=(1, 28, 28), pool_padding=1, mean=0.1307, std=0.3081),
+    "fashion-mnist": _DataSettings(shape=(1, 28, 28), pool_padding=1, mean=0.1307, std=0.3081),
 }
 
 
@@ -417,8 +429,10 @@ class _Network(nn.Module):
 # Data
 # ---------------------------------------------------------------------------
 
-_IDX_TYPES = {0x08: np.dtype(np.uint8), 0x09: np.dtype(np.int8), 0x0B: np.dtype(">i2"), 0x0C: np.dtype(">i4"),
-              0x0D: np.dtype(">f4"), 0x0E: np.dtype(">f8")}
+_IDX_TYPES: dict[int, np.dtype[Any]] = {
+    0x08: np.dtype(np.uint8), 0x09: np.dtype(np.int8), 0x0B: np.dtype(">i2"), 0x0C: np.dtype(">i4"),
+    0x0D: np.dtype(">f4"), 0x0E: np.dtype(">f8"),
+}
 
 
 def read_idx(path: str | os.PathLike) -> np.ndarray:

@@ -53,6 +53,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..spaces import Binary, Categorical, Continuous, Space
+from ..spaces.variables import AnyVariable
 from .base import Benchmark
 
 __all__ = ["SVM", "N_SPLITS", "TRAIN_FRACTION"]
@@ -101,14 +102,15 @@ class SVM(Benchmark):
             raise ValueError(f"SVM: seed must be a non-negative integer, got {seed!r}")
         self.seed = int(seed)
         self.standardize_target = bool(standardize_target)
-        self.space = Space({
+        variables: dict[str, AnyVariable] = {
             "kernel": Categorical(list(self.KERNELS)),
             "gamma": Categorical(list(self.GAMMAS)),
             "shrinking": Binary(),
             "C": Continuous(1e-4, 10.0, log=True),
             "tol": Continuous(1e-6, 1.0, log=True),
             "nu": Continuous(1e-6, 1.0, log=True),
-        })
+        }
+        self.space = Space(variables)
         X, y = _load_diabetes()
         n = X.shape[0]
         n_train = int(n * TRAIN_FRACTION)

@@ -57,6 +57,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..spaces import Categorical, Continuous, Ordinal, Space
+from ..spaces.variables import AnyVariable
 from .base import Benchmark
 
 __all__ = ["XGBoostHPO", "N_ROUNDS", "TRAIN_FRACTION", "stratified_split"]
@@ -124,7 +125,7 @@ class XGBoostHPO(Benchmark):
         if int(n_threads) != n_threads or n_threads < 1:
             raise ValueError(f"XGBoostHPO: n_threads must be a positive integer, got {n_threads!r}")
         self.seed, self.shuffle, self.n_threads = int(seed), bool(shuffle), int(n_threads)
-        self.space = Space({
+        variables: dict[str, AnyVariable] = {
             "max_depth": Ordinal(list(range(1, 11))),
             "booster": Categorical(list(self.BOOSTERS)),
             "grow_policy": Categorical(list(self.GROW_POLICIES)),
@@ -133,7 +134,8 @@ class XGBoostHPO(Benchmark):
             "gamma": Continuous(1e-4, 10.0, log=True),
             "subsample": Continuous(1e-3, 1.0, log=True),
             "lambda": Continuous(0.0, 5.0),
-        })
+        }
+        self.space = Space(variables)
         try:
             from sklearn.datasets import load_digits
         except ImportError as exc:  # pragma: no cover - exercised only without scikit-learn
@@ -141,7 +143,8 @@ class XGBoostHPO(Benchmark):
         X, y = load_digits(return_X_y=True)
         self.train_index, self.test_index = stratified_split(y, seed=self.seed if self.shuffle else None)
         self._X, self._y = X.astype(np.float32), y.astype(np.int64)
-        self._dmatrices = None  # built on the first evaluation (needs xgboost)
+        # (train, test) xgboost.DMatrix objects, built on the first evaluation (needs xgboost)
+        self._dmatrices: tuple[Any, Any] | None = None
 
     def params(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """XGBoost's parameter dict for a configuration."""
