@@ -3,9 +3,11 @@
 NASBOT (Kandasamy et al. 2018), Sec. 4.2 and App. B.2: start from a pool of
 networks and evaluate the acquisition ``phi`` on them; then repeatedly
 
-1. draw ``N_mut`` parents from everything evaluated so far with probability
-   ``pi(z_i) ~ exp(phi(z_i) / sigma)``, ``sigma`` a multiple of the standard
-   deviation of all acquisition values so far;
+1. draw ``N_mut`` parents, with replacement, from everything evaluated so far
+   with probability ``pi(z_i) ~ exp(phi(z_i) / sigma)``, ``sigma`` a multiple
+   of the standard deviation of all acquisition values so far (App. B.2,
+   "Sampling strategy"; for NASBOT ``phi`` is EI itself, not its logarithm:
+   see :func:`selection_probabilities` and ``log_acquisition``);
 2. mutate each parent with the compound k-step operator (k = 1..5 with
    probabilities 0.5, 0.25, 0.125, 0.075, 0.05);
 3. evaluate ``phi`` on the new networks (one batched call), add them to the
@@ -75,22 +77,45 @@ def n_mutations_per_round(n_ea: int) -> int:
     return int(np.clip(3.0 * math.sqrt(max(n_ea, 0)), 5, 100))
 
 
-def selection_probabilities(values: Sequence[float] | np.ndarray, sigma_scale: float = SIGMA_SCALE) -> np.ndarray:
-    """``pi_i ~ exp((v_i - mean) / (sigma_scale * std))`` over the finite values;
-    non-finite values get probability 0; uniform when all finite values are
-    equal (or none is finite)."""
-    v = np.asarray(values, dtype=float)
-    finite = np.isfinite(v)
+def selection_probabilities(values: Sequence[float] | np.ndarray, sigma_scale: float = SIGMA_SCALE, *,
+                            log_values: bool = False) -> np.ndarray:
+    """Parent-selection probabilities of the EA, NASBOT App. B.2 ("Sampling strategy"):
+    ``pi(z_i) ~ exp(g(z_i) / sigma)``, ``sigma = sigma_scale * std(g)`` over the evaluated points.
+
+    ``values`` are the acquisition values ``g(z_i)``, or, with ``log_values``, their
+    logarithms (NASBOT's acquisition is EI, which the library evaluates as log-EI:
+    the paper's ``g`` is then EI, not log-EI). The log values are exponentiated as
+    ``exp(v_i - max v)``, i.e. ``g_i / max g``: dividing ``g`` by a constant divides
+    ``sigma`` by the same constant, so ``pi`` is unchanged, and EI values far below
+    the float range (log-EI of -1000) neither underflow all to 0 nor overflow. A log
+    value of ``-inf`` is an EI of 0, a legitimate value.
+
+    The values are centred at their mean before exponentiating (no effect on
+    ``pi``). Values that are NaN (or ``+-inf`` without ``log_values``) get
+    probability 0; the rest are uniform when all are equal, or when none is usable.
+    """
+    v = np.asarray(values, dtype=float).reshape(-1)
+    if v.size == 0:
+        raise ValueError("values must not be empty")
+    if log_values:
+        usable = ~np.isnan(v) & (v < np.inf)
+        g = np.full(v.size, np.nan)
+        if usable.any():
+            top = v[usable].max()
+            g[usable] = np.exp(v[usable] - top) if np.isfinite(top) else 0.0
+    else:
+        usable = np.isfinite(v)
+        g = v
     p = np.zeros(v.size)
-    if not finite.any():
+    if not usable.any():
         return np.full(v.size, 1.0 / v.size)
-    f = v[finite]
+    f = g[usable]
     std = f.std()
     if std <= 0 or not np.isfinite(std):
-        p[finite] = 1.0
+        p[usable] = 1.0
     else:
         z = (f - f.mean()) / (sigma_scale * std)
-        p[finite] = np.exp(z - z.max())
+        p[usable] = np.exp(z - z.max())
     return p / p.sum()
 
 
@@ -103,7 +128,10 @@ class EAResult:
     ``n_evaluations``: acquisition evaluations on new (mutated) networks, not
     counting the start population. ``n_rounds``: mutation rounds.
     ``best_value_per_round``: best acquisition value seen after the start
-    population (index 0) and after each round.
+    population (index 0) and after each round. ``parents``: the parents drawn,
+    round after round, as indices into the population (the distinct start
+    networks in order, then each round's children in order), including parents
+    whose mutations gave no new network.
     """
 
     best: Architecture
@@ -113,6 +141,7 @@ class EAResult:
     n_evaluations: int
     n_rounds: int
     best_value_per_round: list[float] = field(default_factory=list)
+    parents: list[int] = field(default_factory=list)
 
 
 def optimize_acquisition_ea(
@@ -128,6 +157,7 @@ def optimize_acquisition_ea(
     step_probs: Sequence[float] = STEP_PROBS,
     modifier_weights: Mapping[str, float] = MODIFIER_WEIGHTS,
     sigma_scale: float = SIGMA_SCALE,
+    log_acquisition: bool = False,
     top_k: int = 1,
     max_mutation_tries: int = 5,
     max_idle_rounds: int = 3,
@@ -163,6 +193,11 @@ def optimize_acquisition_ea(
         The compound operator's k-step probabilities and the modifier weights.
     sigma_scale : float
         ``sigma = sigma_scale * std(phi values)`` in the selection probabilities.
+    log_acquisition : bool
+        ``phi`` returns the logarithm of the acquisition (NASBOT's log-EI). The
+        networks are still ranked by it, but parents are selected with
+        ``pi ~ exp(EI / sigma)``, ``EI = exp(phi)``, as App. B.2 prescribes for
+        ``phi_t`` = EI (:func:`selection_probabilities` with ``log_values``).
     top_k : int
         How many distinct networks to return (for batch suggestions).
     max_mutation_tries : int
@@ -218,11 +253,13 @@ def optimize_acquisition_ea(
         return max(vals) if vals else -math.inf
 
     history = [best_allowed()]
+    drawn: list[int] = []
     n_new = n_rounds = idle = 0
     while n_new < n_evaluations and idle < max_idle_rounds:
         n_round = min(n_mutations, n_evaluations - n_new)
-        probs = selection_probabilities(values, sigma_scale)
+        probs = selection_probabilities(values, sigma_scale, log_values=log_acquisition)
         parents = rng.choice(len(pop), size=n_round, replace=True, p=probs)
+        drawn.extend(int(i) for i in parents)
         children: list[Architecture] = []
         child_keys: list[str] = []
         for i in parents:
@@ -258,4 +295,5 @@ def optimize_acquisition_ea(
         raise RuntimeError("every network the EA scored is excluded (already evaluated or pending)")
     return EAResult(best=pop[chosen[0]], best_value=values[chosen[0]],
                     top=[pop[j] for j in chosen], top_values=[values[j] for j in chosen],
-                    n_evaluations=n_new, n_rounds=n_rounds, best_value_per_round=history)
+                    n_evaluations=n_new, n_rounds=n_rounds, best_value_per_round=history,
+                    parents=drawn)

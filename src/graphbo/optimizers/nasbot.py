@@ -9,7 +9,9 @@ the JSON dicts of :class:`~graphbo.nas.domain.architecture.Architecture`.
   (:class:`graphbo.models.otmann_gp.OTMANNGP`); the next network maximises EI
   averaged over the posterior samples (log-EI of
   :mod:`graphbo.acquisition.ei`), found by the evolutionary algorithm of
-  Sec. 4.2 / App. B.2 (:func:`graphbo.optim.evolutionary.optimize_acquisition_ea`)
+  Sec. 4.2 / App. B.2 (:func:`graphbo.optim.evolutionary.optimize_acquisition_ea`;
+  parents are selected with ``pi ~ exp(EI / sigma)``, App. B.2's rule for EI,
+  not for log-EI)
   with the paper's schedule: ``n_EA(t)`` acquisition evaluations growing like
   ``sqrt(t)`` and ``N_mut ~ sqrt(n_EA)`` mutations per round.
 * :class:`NASRandom` ("rand"): App. C.1's RAND, "exactly the same way as
@@ -212,12 +214,13 @@ class NASOptimizer(Optimizer):
         raise RuntimeError("could not find a network that was not evaluated yet in 1000 random draws")
 
     def _run_ea(self, phi: Callable[[list[Architecture]], Sequence[float] | np.ndarray], n_evaluations: int,
-                n_mutations: int | None = None, top_k: int = 5) -> np.ndarray:
+                n_mutations: int | None = None, top_k: int = 5, log_acquisition: bool = False) -> np.ndarray:
         excluded = self._excluded_keys()
         try:
             res = optimize_acquisition_ea(phi, self._ea_start(), self.rng, n_evaluations=n_evaluations,
                                           n_mutations=n_mutations, exclude=self._excluded_archs(),
-                                          is_valid=self.space.constraints, top_k=top_k)
+                                          is_valid=self.space.constraints, top_k=top_k,
+                                          log_acquisition=log_acquisition)
         except RuntimeError:  # everything the EA scored was excluded
             self.last_ea = None
             return self._random_row()
@@ -298,7 +301,8 @@ class NASBOT(NASOptimizer):
                 return acquisition(archs).numpy()
 
             n_ea = self.ea_evaluations if self.ea_evaluations is not None else n_ea_evaluations(self.step)
-            row = self._run_ea(phi, n_ea)
+            # phi is log-EI; the EA selects parents with pi ~ exp(EI / sigma) (App. B.2)
+            row = self._run_ea(phi, n_ea, log_acquisition=True)
             t2 = clock()
         chosen = self.space.architecture_at(row)
         self.model.cache.clear_memo(keep=pending + [chosen])
