@@ -140,7 +140,7 @@ def to_configspace(space: Space, seed: int | None = None) -> Any:
             hps.append(C.Constant(name, values[0]) if len(values) == 1 and not isinstance(var, Binary)
                        else C.CategoricalHyperparameter(name, values))
         elif isinstance(var, Ordinal):
-            if var.edge_weight != 1.0:
+            if not var.has_default_weight:
                 raise ValueError(f"to_configspace: variable {name!r} is an Ordinal with edge weight "
                                  f"{var.edge_weight:g}; ConfigSpace ordinals have no edge weights")
             bounds = _integer_range_of(var)

@@ -171,9 +171,11 @@ def _variable(spec: Any, where: str) -> Variable | Continuous:
         if kind == "categorical":
             return Categorical(_values(spec["choices"], where, "choices"))
         if kind == "ordinal":
-            weight = _number(spec.get("edge_weight", 1.0), where, "edge_weight")
-            if weight <= 0:
-                raise SpaceFileError(f"{where}: edge_weight must be positive, got {spec['edge_weight']!r}")
+            weight = None
+            if "edge_weight" in spec:  # absent: the default of the path's length (path_edge_weight)
+                weight = _number(spec["edge_weight"], where, "edge_weight")
+                if weight <= 0:
+                    raise SpaceFileError(f"{where}: edge_weight must be positive, got {spec['edge_weight']!r}")
             return Ordinal(_values(spec["values"], where, "values"), edge_weight=weight)
         if kind == "graph":
             values = _values(spec["values"], where, "values")
@@ -256,9 +258,9 @@ def _plain_value(v: Any, where: str) -> Any:
 
 
 def _integer_range_of(var: Ordinal) -> tuple[int, int] | None:
-    """``(low, high)`` if ``var`` is the path graph over ``low .. high`` (unit edges); else ``None``."""
+    """``(low, high)`` if ``var`` is the path graph over ``low .. high`` (default edges); else ``None``."""
     vals = var.values
-    if var.edge_weight != 1.0 or len(vals) < 2:
+    if not var.has_default_weight or len(vals) < 2:
         return None
     if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in vals):
         return None
@@ -288,7 +290,7 @@ def space_to_dict(space: Space) -> dict[str, Any]:
                     d["encoding"] = "ordinal"  # `auto` would read it back as a rounded range
             else:
                 d = {"type": "ordinal", "values": [_plain_value(v, where) for v in var.values]}
-                if var.edge_weight != 1.0:
+                if not var.has_default_weight:
                     d["edge_weight"] = var.edge_weight
         elif isinstance(var, GraphVariable):
             values = [_plain_value(v, where) for v in var.values]

@@ -22,7 +22,7 @@ import numpy as np
 from .._validation import check_bool, check_float, check_int
 
 __all__ = ["Variable", "Binary", "Categorical", "Ordinal", "GraphVariable", "GraphSpectrum", "Continuous",
-           "IntegerRange", "Integer", "AnyVariable"]
+           "IntegerRange", "Integer", "AnyVariable", "path_edge_weight", "SMOOTH_STEPS"]
 
 
 @dataclass(frozen=True)
@@ -157,6 +157,28 @@ class Binary(Categorical):
         return "Binary()"
 
 
+#: Paths of up to this many steps keep unit edges; longer ones are rescaled (:func:`path_edge_weight`).
+SMOOTH_STEPS = 10
+
+
+def path_edge_weight(n_values: int) -> float:
+    """Default edge weight of an ordinal path graph over ``n_values`` values.
+
+    On a path with edge weight ``w`` the Laplacian is ``w L_1`` (``L_1`` the unit path's), so the
+    diffusion kernel ``exp(-beta w L_1)`` behaves like a heat kernel run for time ``beta w``: values
+    ``s`` steps apart are correlated as ``exp(-s^2 / (4 beta w))`` (the continuum limit of the path,
+    COMBO Sec. 2.2 with ``L -> -d^2/dx^2``), a length of ``sqrt(2 beta w)`` steps. COMBO's sampler
+    caps ``beta`` at ``100 = SMOOTH_STEPS^2`` (supplement Sec. 2.3), so with unit edges no kernel is
+    smooth over more than about 14 steps, and a function on ``0 .. 199`` can only be modelled as
+    rough. The weight ``w = max(1, (k - 1)^2 / SMOOTH_STEPS^2)`` keeps unit edges for paths of at
+    most ``SMOOTH_STEPS`` steps (every result on such spaces is unchanged) and otherwise makes
+    ``beta w`` reach ``(k - 1)^2``: the smoothest kernel then spans ``sqrt(2)`` times the whole
+    range at any ``k``, and ``beta`` means the same fraction of the range on every long path.
+    """
+    steps = max(int(n_values) - 1, 1)
+    return max(1.0, (steps / SMOOTH_STEPS) ** 2)
+
+
 class Ordinal(Variable):
     """Ordered values on a path graph ``v0 - v1 - ... - v(k-1)``.
 
@@ -164,24 +186,35 @@ class Ordinal(Variable):
     ----------
     values : sequence
         The ordered values.
-    edge_weight : float, default 1.0
+    edge_weight : float, optional
         Weight of every path edge. It scales the Laplacian's eigenvalues and so
-        the effective diffusion rate; the COMBO reference code uses ``k - 1``
-        for its discretised continuous benchmarks.
+        the effective diffusion rate. By default :func:`path_edge_weight`: 1 for
+        paths of at most 10 steps, ``((k - 1) / 10)^2`` for longer ones, so that
+        the diffusion kernel can be smooth over the whole range. (graphbo 0.1
+        used 1 for every path; pass ``edge_weight=1.0`` for that. The COMBO
+        reference code uses ``k - 1`` for its discretised continuous benchmarks.)
     """
 
     kind = "ordinal"
 
-    def __init__(self, values: Sequence[Any], edge_weight: float = 1.0) -> None:
+    def __init__(self, values: Sequence[Any], edge_weight: float | None = None) -> None:
         values = _check_values(values, "Ordinal")
-        weight = check_float("edge_weight", edge_weight, minimum=0.0, strict_minimum=True)
         k = len(values)
+        if edge_weight is None:
+            weight = path_edge_weight(k)
+        else:
+            weight = check_float("edge_weight", edge_weight, minimum=0.0, strict_minimum=True)
         adj = np.zeros((k, k))
         idx = np.arange(k - 1)
         adj[idx, idx + 1] = weight
         adj[idx + 1, idx] = weight
         self.edge_weight = weight
         super().__init__(values, adj)
+
+    @property
+    def has_default_weight(self) -> bool:
+        """Whether the edge weight is the default :func:`path_edge_weight` of this length."""
+        return self.edge_weight == path_edge_weight(self.n_values)
 
 
 class GraphVariable(Variable):
