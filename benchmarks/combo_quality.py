@@ -51,7 +51,7 @@ def main() -> None:
                "best": float(min(ys)), "best_so_far": np.minimum.accumulate(ys).tolist(),
                "wall_seconds": time.time() - t0,
                "median_suggest_seconds": float(np.median(res.suggest_seconds[n_init:])),
-               "relevance": res.optimizer.relevance}
+               "beta": res.optimizer.beta, "relevance": res.optimizer.relevance}
         done["runs"].append(run)
         with open(args.out + ".tmp", "w") as fh:
             json.dump(done, fh, indent=1)

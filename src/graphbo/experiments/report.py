@@ -74,7 +74,8 @@ def collect(root: str | Sequence[str]) -> dict[str, dict[str, list[dict[str, Any
             "finished": trace_finished(head, evals, spec["budget"]),
             "best_so_far": best_so_far,
             "seconds": float(sum(e["suggest_seconds"] + e["evaluate_seconds"] for e in evals)),
-            "relevance": (last_state.get("method") or {}).get("relevance"),
+            # posterior mean beta_i of COMBO (stored as "relevance" by graphbo 0.1, with the same meaning)
+            "beta": _stored_beta(last_state.get("method") or {}),
             "best_config": evals[int(np.nanargmin(values))]["config"] if np.isfinite(values).any() else None,
             "best_value": float(np.nanmin(values)) if np.isfinite(values).any() else float("nan"),
         })
@@ -168,7 +169,14 @@ def _plot_convergence(bench: str, runs: dict[str, list[dict]], path: str) -> Non
     plt.close(fig)
 
 
-def _plot_relevance(bench: str, rel: list[dict[str, float]], path: str) -> None:
+def _stored_beta(method_state: dict[str, Any]) -> dict[str, float] | None:
+    """COMBO's posterior mean ``beta_i`` in a stored optimizer state: ``beta``, or ``relevance`` in
+    files of graphbo 0.1, where that name held the betas."""
+    beta = method_state.get("beta", method_state.get("relevance"))
+    return beta if isinstance(beta, dict) else None
+
+
+def _plot_beta(bench: str, rel: list[dict[str, float]], path: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -182,7 +190,7 @@ def _plot_relevance(bench: str, rel: list[dict[str, float]], path: str) -> None:
     ax.set_xticklabels(names, rotation=90, fontsize=7)
     ax.set_yscale("log")
     ax.set_ylabel("posterior mean β_i (small: strong effect)", fontsize=8)
-    ax.set_title(f"COMBO relevance, {bench}", fontsize=9)
+    ax.set_title(f"COMBO beta, {bench}", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -254,10 +262,10 @@ def write_report(root: str | Sequence[str], out: str | None = None, title: str =
         conv = os.path.join(img_dir, f"{slug}_convergence.png")
         _plot_convergence(bench, runs, conv)
         lines += ["", f"![convergence on {bench}]({os.path.relpath(conv, os.path.dirname(out) or '.')})", ""]
-        rel = [r["relevance"] for r in runs.get("combo", []) if r["finished"] and r["relevance"]]
+        rel = [r["beta"] for r in runs.get("combo", []) if r["finished"] and r["beta"]]
         if rel:
             rp = os.path.join(img_dir, f"{slug}_combo_beta.png")
-            _plot_relevance(bench, rel, rp)
+            _plot_beta(bench, rel, rp)
             lines += [f"![COMBO beta on {bench}]({os.path.relpath(rp, os.path.dirname(out) or '.')})", ""]
         lines += _best_network(bench, runs, img_dir, os.path.dirname(out) or ".", slug)
     with open(out, "w") as fh:

@@ -114,6 +114,21 @@ class GraphDiffusionKernel:
         table: np.ndarray = (u * (w / w.mean())) @ u.T
         return table
 
+    def mean_correlation(self, i: int, log_beta_i: float) -> float:
+        """Mean correlation ``k_i(a, b) / sqrt(k_i(a, a) k_i(b, b))`` over pairs of distinct values ``a != b``.
+
+        1 when the factor is constant (``beta_i -> inf``: the variable does not matter), 0 when
+        distinct values are uncorrelated (``beta_i -> 0``: every change of the variable matters).
+        Not defined for a one-value variable (returns 1: it cannot matter).
+        """
+        k = int(self.n_values[i])
+        if k < 2:
+            return 1.0
+        table = self.factor_table(i, log_beta_i)
+        d = np.sqrt(np.clip(np.diagonal(table), 1e-300, None))
+        corr = table / d[:, None] / d[None, :]
+        return float((corr.sum() - np.trace(corr)) / (k * (k - 1)))
+
     def log_block_diagonal(self, log_beta: torch.Tensor) -> torch.Tensor:
         """``W``: block-diagonal ``(S, D, D)`` matrix of log factor tables (zeros off the blocks)."""
         log_beta = torch.as_tensor(log_beta, dtype=self.dtype, device=self.device)

@@ -223,6 +223,18 @@ class DiffusionGP(Surrogate):
         """Mean of ``beta_i`` over the kept samples (which variables the model finds smooth)."""
         return np.mean([np.exp(s.log_beta) for s in self.samples], axis=0)
 
+    @property
+    def relevance_posterior_mean(self) -> np.ndarray:
+        """Posterior mean of each variable's relevance ``1 - rho_i`` (0: no effect, 1: all values differ).
+
+        ``rho_i`` is the mean correlation between distinct values of variable ``i`` under its
+        kernel factor (:meth:`GraphDiffusionKernel.mean_correlation`): unlike ``beta_i``, it grows
+        with the variable's importance and reads the same for graphs of any size.
+        """
+        d = self.kernel.d
+        return np.mean([[1.0 - self.kernel.mean_correlation(i, float(s.log_beta[i])) for i in range(d)]
+                        for s in self.samples], axis=0)
+
 
 class _Sweeper:
     """One Gibbs-style sweep of univariate slice sampling over all hyper-parameters.

@@ -109,7 +109,7 @@ class COMBO(Optimizer):
         if st is None:
             return {}
         return {"mean": st.mean, "log_amp": st.log_amp, "log_noise": st.log_noise, "log_beta": st.log_beta.tolist(),
-                "relevance": self.relevance}
+                "beta": self.beta}
 
     def _load_method_state(self, state: Mapping[str, Any]) -> None:
         if "log_beta" in state:
@@ -120,7 +120,25 @@ class COMBO(Optimizer):
 
     @property
     def relevance(self) -> dict[str, float]:
-        """Posterior mean of each ``beta_i`` at the last fit (empty before the first fit)."""
+        """How much each variable matters to the model at the last fit, from 0 (no effect) to 1.
+
+        ``1 -`` the mean correlation between distinct values of the variable under its kernel
+        factor, averaged over the posterior samples
+        (:attr:`~graphbo.models.DiffusionGP.relevance_posterior_mean`); it grows with importance.
+        Empty before the first fit.
+        """
+        if not self.model.samples:
+            return {}
+        return dict(zip(self.space.names, map(float, self.model.relevance_posterior_mean)))
+
+    @property
+    def beta(self) -> dict[str, float]:
+        """Posterior mean of each diffusion parameter ``beta_i`` at the last fit (empty before it).
+
+        The kernel's own parameter (Eq. 5), which reads the opposite way to :attr:`relevance`:
+        a large ``beta_i`` makes the variable's kernel factor constant (the variable has little
+        effect), a small one makes only equal values correlate.
+        """
         if not self.model.samples:
             return {}
         return dict(zip(self.space.names, map(float, self.model.beta_posterior_mean)))
