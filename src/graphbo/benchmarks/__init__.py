@@ -76,6 +76,16 @@ REGISTRY: dict[str, BenchmarkInfo] = {
         "over 50 rounds on a stratified 7:3 split of sklearn's digits (needs xgboost-cpu); budget 100, 10 initial",
     ),
     "nas-sgd": BenchmarkInfo("nas-sgd", "graphbo.benchmarks.nas_sgd:NASSGD", "NASNet-style block (8 ops x 4 states, input-pair graphs, 3 stacked) + 6 SGD hyper-parameters, val. error + 0.02 FLOPs ratio, CPU training on sklearn digits or FashionMNIST idx files (BO-FM supp. D.2); budget 200, 10 initial"),
+    "int-rosenbrock": BenchmarkInfo(
+        "int-rosenbrock", "graphbo.benchmarks.integer_synthetic:IntRosenbrock",
+        "Rosenbrock on [-2, 2]^3 over 3 ordinal integers of 200 levels each (not from the papers; long "
+        "ordinal paths); budget 100, 10 initial",
+    ),
+    "int-styblinski": BenchmarkInfo(
+        "int-styblinski", "graphbo.benchmarks.integer_synthetic:IntStyblinskiTang",
+        "Styblinski-Tang on [-5, 5]^3 over 3 ordinal integers of 200 levels each (not from the papers; long "
+        "ordinal paths); budget 100, 10 initial",
+    ),
     "nas-mlp": BenchmarkInfo(
         "nas-mlp", "graphbo.benchmarks.nas_architectures:NASMLP",
         "NASBOT domain: MLP architectures (labelled DAGs) for regression on sklearn's diabetes, val. MSE of the "
