@@ -33,7 +33,16 @@ discrete entry is an integer index in range and raise ``ValueError`` otherwise.
 With a custom ``covar_module`` BoTorch only checks the inputs for NaNs, so
 index rows raise no unit-cube warning. ``Standardize`` on the outcomes (BoTorch's
 default) is fine. The signal variance is not part of these kernels: wrap them
-in ``gpytorch.kernels.ScaleKernel``.
+in ``gpytorch.kernels.ScaleKernel``. float32 inputs give float32 values that
+agree with float64 to float32 precision (:class:`FrequencyModulatedKernel`
+computes in float64 and casts its result).
+
+Batches
+-------
+``batch_shape`` gives each batch member its own hyper-parameters. Batched kernels
+can be indexed (``kernel[j]``) and expanded (``kernel.expand_batch``) as GPyTorch's
+own kernels, which GPyTorch also does inside batched multi-output models;
+``active_dims`` and the space's column indices are not batched and stay whole.
 
 Hyper-parameters
 ----------------
@@ -179,11 +188,40 @@ class _SpaceKernel(Kernel):
         self.space = space
         disc = np.asarray(space.discrete_indices, dtype=np.int64)
         cont = np.asarray(space.continuous_indices, dtype=np.int64)
-        # integer buffers follow .to(device) but not .to(dtype); not part of the state dict
-        self.register_buffer("_disc_cols", torch.as_tensor(disc), persistent=False)
-        self.register_buffer("_cont_cols", torch.as_tensor(cont), persistent=False)
-        self.register_buffer("_disc_sizes", torch.as_tensor(np.asarray(space.n_values)[disc]), persistent=False)
+        # Column indices are plain CPU tensors, not buffers: GPyTorch's Kernel.__getitem__ and
+        # expand_batch treat every buffer as batched (``buffer[index]``), which would index these
+        # per-variable vectors by the batch index. They are moved to the inputs' device per call.
+        self._disc_cols = torch.as_tensor(disc)
+        self._cont_cols = torch.as_tensor(cont)
+        self._disc_sizes = torch.as_tensor(np.asarray(space.n_values)[disc])
         self._cache: dict = {}  # graphbo kernel objects per (dtype, device)
+
+    # -- batches --------------------------------------------------------------------------------------
+    def _batch_op(self, method: Callable[..., Kernel], *args) -> Kernel:
+        """``method(*args)`` (GPyTorch's ``__getitem__`` / ``expand_batch``) with ``active_dims`` left whole.
+
+        GPyTorch applies the batch index (or expansion) to every buffer, ``active_dims`` included,
+        although it has no batch dimension: ``kernel[0]`` of a batched kernel with
+        ``active_dims=[0, 2, 4]`` would read column 0 only. The buffer is hidden for the call and
+        given back to the original and to the new kernel.
+        """
+        active = self._buffers.get("active_dims")
+        self._buffers["active_dims"] = None
+        try:
+            new = method(*args)
+        finally:
+            self._buffers["active_dims"] = active
+        if new is not self:
+            new._buffers["active_dims"] = None if active is None else active.clone()
+        return new
+
+    def __getitem__(self, index) -> Kernel:
+        """The kernel of the batch members ``index`` (hyper-parameters indexed, the space unchanged)."""
+        return self._batch_op(super().__getitem__, index)
+
+    def expand_batch(self, *sizes) -> Kernel:
+        """The kernel with its hyper-parameters expanded to a larger batch shape."""
+        return self._batch_op(super().expand_batch, *sizes)
 
     def _check_width(self, x: torch.Tensor) -> None:
         if x.shape[-1] != len(self.space):
@@ -524,7 +562,12 @@ class FrequencyModulatedKernel(_SpaceKernel):
         self._check_width(x1)
         self._check_width(x2)
         device = x1.device
-        dtype = x1.dtype if x1.is_floating_point() else torch.float64
+        # Computed in float64 whatever the inputs' dtype, and returned in that dtype: in float32
+        # graphbo's FMKernel floors ``alpha r^2`` at 1e-300 (which rounds to 0) before raising it to
+        # ``tau / 2``, so the general family's gradients at r = 0 come out NaN. The tables are
+        # built on the CPU, where float64 costs about what float32 does.
+        out_dtype = x1.dtype if x1.is_floating_point() else torch.float64
+        dtype = torch.float64
         k = self.graph_kernel(dtype)
         cpu = torch.device("cpu")
         V1, C1 = self._indices(x1).to(cpu), self._continuous(x1).to(cpu, dtype)
@@ -549,7 +592,7 @@ class FrequencyModulatedKernel(_SpaceKernel):
                     out = torch.stack([k.diag(th[b], v1[b], c1[b]) for b in range(B)])
             else:  # k(x1_j, x2_j) for different points: diagonal of the cross Gram matrix
                 out = torch.stack([torch.diagonal(k(th[b], v1[b], c1[b], v2[b], c2[b])) for b in range(B)])
-            return out.reshape(*batch, n1).to(device)
+            return out.reshape(*batch, n1).to(device, out_dtype)
         if B == 1:
             out = k(th[0], v1[0], c1[0], v2[0], c2[0])
         elif shared_theta and _all_equal(v2) and _all_equal(c2):  # e.g. candidates against the training data
@@ -559,7 +602,7 @@ class FrequencyModulatedKernel(_SpaceKernel):
             out = out.reshape(n1, B, n2).transpose(0, 1)
         else:
             out = torch.stack([k(th[b], v1[b], c1[b], v2[b], c2[b]) for b in range(B)])
-        return out.reshape(*batch, n1, n2).to(device)
+        return out.reshape(*batch, n1, n2).to(device, out_dtype)
 
 
 _FM_NAMES = frozenset(v[0] for v in _FM_BLOCKS.values())
