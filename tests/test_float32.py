@@ -62,3 +62,25 @@ def test_log_ei_float32_tiny_variance_and_far_incumbent():
     finite = want.abs() < torch.finfo(torch.float32).max
     assert torch.allclose(got.double()[finite], want[finite], rtol=1e-6)
     assert torch.equal(torch.isfinite(got), finite)
+
+
+def test_fm_general_kernel_float32_gradients_are_finite():
+    """The general FM family raised ``alpha r^2`` to ``tau / 2`` from a floor of 1e-300, which is 0 in
+    float32: the gradient at pairs with equal continuous parts was NaN."""
+    from graphbo.kernels.frequency_modulated import FMKernel
+
+    spectra = [v.spectrum for v in VARIABLES[:2]]
+    rng = np.random.default_rng(1)
+    V = torch.as_tensor(np.stack([rng.integers(0, v.n_values, 12) for v in VARIABLES[:2]], axis=1))
+    C = torch.as_tensor(rng.random((12, 2)))
+    C[1] = C[0]  # a pair at continuous distance 0
+    grams = {}
+    for dtype in (torch.float32, torch.float64):
+        kernel = FMKernel("general", spectra, 2, dtype=dtype)
+        params = torch.as_tensor(np.random.default_rng(2).normal(0, 0.5, kernel.size), dtype=dtype)
+        params.requires_grad_(True)
+        K = kernel(params, V, C.to(dtype))
+        K.sum().backward()
+        assert torch.isfinite(K).all() and torch.isfinite(params.grad).all(), dtype
+        grams[dtype] = K.detach().double()
+    assert torch.allclose(grams[torch.float32], grams[torch.float64], rtol=1e-4, atol=1e-5)

@@ -43,6 +43,7 @@ import torch
 from .._validation import check_dtype, check_int
 from ..spaces.variables import GraphSpectrum
 from ._checks import check_spectra
+from .diffusion import log_floor
 
 __all__ = ["FMKernel", "KernelPairs", "KERNELS"]
 
@@ -405,7 +406,7 @@ class FMKernel:
             return torch.exp(-(1.0 + ar2) * bl)
         # general family, Prop. 1: sum_n w_n (1 + beta lambda + (alpha r^2)^(tau/2))^-n
         tau = 2.0 * torch.sigmoid(p["logit_tau"][0])
-        a_tau = torch.where(ar2 > 0, ar2.clamp_min(1e-300) ** (tau / 2.0), torch.zeros_like(ar2))
+        a_tau = torch.where(ar2 > 0, ar2.clamp_min(log_floor(ar2.dtype)) ** (tau / 2.0), torch.zeros_like(ar2))
         inv = 1.0 / (1.0 + bl + a_tau)
         w = torch.exp(p["log_w"])
         out, power = w[0] * inv, inv * inv  # n_terms >= 1
