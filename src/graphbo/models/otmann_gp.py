@@ -44,7 +44,16 @@ authors' GP does (``project_first``). The noise variance is added after the
 repair.
 
 **Prediction**: posterior mean and variance of the latent function at a batch
-of networks, for all posterior samples at once (``(S, k)`` arrays).
+of networks, for all posterior samples at once (``(S, k)`` arrays), by the GP
+equations with the prior variance ``k(G, G) = alpha + alpha_bar`` of Eq. 4
+(``d_i(G, G) = 0``). The variance is floored at ``1e-12 (alpha + alpha_bar)``.
+The joint covariance has exactly these variances on its diagonal and is PSD.
+When the training Gram matrix was repaired, the cross-covariances of the
+unrepaired Eq. 4 no longer fit it, and ``k(X*, X*) - k*^T (K + eta^2 I)^{-1} k*``
+can have negative eigenvalues and a negative diagonal (the variance, floored,
+then differed from it); such a matrix is replaced by the PSD covariance with the
+floored variances and the nearest-PSD correlations
+(:func:`_covariance_with_variances`). A PSD one is kept as it is.
 """
 
 from __future__ import annotations
@@ -132,6 +141,38 @@ def _psd_repair(K: np.ndarray) -> np.ndarray:
     if info == 0:
         return K
     return np.array(project_psd(K), dtype=float)  # a new array even when project_psd keeps K
+
+
+def _covariance_with_variances(cov: torch.Tensor, var: torch.Tensor) -> torch.Tensor:
+    """``cov`` (``(S, k, k)``) itself when it is PSD and its diagonal is not below ``var`` (``(S, k)``,
+    > 0; the posterior variances, computed separately); otherwise a PSD covariance whose diagonal
+    is exactly ``var``.
+
+    The repair: the correlations ``cov_ij / sqrt(var_i var_j)`` (unit diagonal, clipped to
+    [-1, 1]) are projected on the PSD cone (:func:`~graphbo.nas.distance.kernel.project_psd`,
+    which keeps a PSD matrix as it is) and rescaled to a unit diagonal, then scaled back by
+    the standard deviations. A covariance that disagrees with ``var`` by more than round-off
+    while PSD is returned as it is, so that the disagreement stays visible.
+    """
+    sym = 0.5 * (cov + cov.transpose(-1, -2))
+    diag = torch.diagonal(sym, dim1=-2, dim2=-1)
+    if bool((diag >= var * (1 - 1e-9)).all()):
+        lam = torch.linalg.eigvalsh(sym)
+        if bool((lam[..., 0] >= -1e-10 * lam.abs().amax(dim=-1).clamp_min(1e-300)).all()):
+            return cov
+    d = var.sqrt()
+    outer = d.unsqueeze(-1) * d.unsqueeze(-2)
+    R = sym / outer
+    eye = torch.eye(R.shape[-1], dtype=R.dtype, device=R.device).expand_as(R).bool()
+    R = torch.where(eye, torch.ones_like(R), R.clamp(-1.0, 1.0))
+    R = project_psd(R)
+    s = torch.diagonal(R, dim1=-2, dim2=-1).clamp_min(0).sqrt()
+    lost = s < 1e-8  # a row the projection emptied: uncorrelated with the rest (keeps R PSD)
+    s = torch.where(lost, torch.ones_like(s), s)
+    R = R / (s.unsqueeze(-1) * s.unsqueeze(-2))
+    R = torch.where(lost.unsqueeze(-1) | lost.unsqueeze(-2), torch.zeros_like(R), R)
+    R = torch.where(eye, torch.ones_like(R), 0.5 * (R + R.transpose(-1, -2)))
+    return R * outer
 
 
 class OTMANNGP(Surrogate):
@@ -407,9 +448,10 @@ class OTMANNGP(Surrogate):
             Dxx, Dbxx = self.batch.pairwise(archs)
             prior = torch.from_numpy(self._kernel(Dxx, Dbxx, self.samples))  # (S, k, k)
             V = torch.linalg.solve_triangular(self._L, Ks.transpose(1, 2), upper=False)  # (S, N, k)
-            return prior - V.transpose(1, 2) @ V
+            return _covariance_with_variances(prior - V.transpose(1, 2) @ V, var_t)
 
-        return Posterior(torch.from_numpy(mean), torch.from_numpy(var), covariance)
+        var_t = torch.from_numpy(var)
+        return Posterior(torch.from_numpy(mean), var_t, covariance)
 
     def _predict(self, archs: list[Architecture]) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and variance (of the latent function, no noise) at ``archs`` for
