@@ -46,6 +46,15 @@ def _as_tensor(x: Any, device: torch.device | None = None) -> torch.Tensor:
     return torch.as_tensor(np.asarray(x, dtype=float), dtype=torch.float64, device=device)
 
 
+def _as_arrays(*xs: Any) -> tuple[Any, ...]:
+    """All of ``xs`` as float64 tensors on the first one's device when any is a tensor, else as
+    float64 NumPy arrays."""
+    if _is_torch(*xs):
+        first = _as_tensor(xs[0])
+        return (first,) + tuple(_as_tensor(x, first.device) for x in xs[1:])
+    return tuple(np.asarray(x, dtype=float) for x in xs)
+
+
 def powered(D: Any, p: float) -> Any:
     """``D ** p`` (negative round-off clipped to 0 first); ``D`` itself when ``p == 1``."""
     if p == 1:
@@ -63,16 +72,9 @@ def kernel_exponents(D: Any, D_bar: Any, beta: Any, beta_bar: Any, p: float = 1.
     Each exponent is ``(n1, n2)``, or ``(S, n1, n2)`` for batched weights. Pass
     ``p = p_bar = 1`` for distances already raised to their powers (:func:`powered`).
     """
-    b: Any
-    bb: Any
-    if _is_torch(D, D_bar):
-        D = _as_tensor(D)
-        dev = D.device
-        D_bar = _as_tensor(D_bar, dev)
-        b, bb = _as_tensor(beta, dev), _as_tensor(beta_bar, dev)
-    else:
-        D, D_bar = np.asarray(D, dtype=float), np.asarray(D_bar, dtype=float)
-        b, bb = np.asarray(beta, dtype=float), np.asarray(beta_bar, dtype=float)
+    torch_in = _is_torch(D, D_bar)  # the weights follow the distances' type
+    D, D_bar, b, bb = (_as_arrays(D, D_bar, beta, beta_bar) if torch_in
+                       else _as_arrays(D, D_bar) + _as_arrays(beta, beta_bar))
     if D.ndim != 3 or D.shape != D_bar.shape:
         raise ValueError(f"D and D_bar must both be (m, n1, n2); got {tuple(D.shape)} and {tuple(D_bar.shape)}")
     m = D.shape[0]
@@ -102,18 +104,14 @@ def kernel_from_exponents(S: Any, S_bar: Any, alpha: Any, alpha_bar: Any) -> Any
     ``alpha, alpha_bar`` are scalars or ``(S,)`` (then the result is ``(S, n1, n2)``).
     The inputs are not modified.
     """
-    a: Any
-    ab: Any
     E: Any
     Eb: Any
-    if _is_torch(S, S_bar):
-        S = _as_tensor(S)
-        dev = S.device
-        S_bar = _as_tensor(S_bar, dev)
-        a, ab = _as_tensor(alpha, dev), _as_tensor(alpha_bar, dev)
+    torch_in = _is_torch(S, S_bar)  # the weights follow the exponents' type
+    S, S_bar, a, ab = (_as_arrays(S, S_bar, alpha, alpha_bar) if torch_in
+                       else _as_arrays(S, S_bar) + _as_arrays(alpha, alpha_bar))
+    if torch_in:
         E, Eb = torch.neg(S).exp_(), torch.neg(S_bar).exp_()
     else:
-        a, ab = np.asarray(alpha, dtype=float), np.asarray(alpha_bar, dtype=float)
         E, Eb = np.negative(S), np.negative(S_bar)
         np.exp(E, out=E)
         np.exp(Eb, out=Eb)

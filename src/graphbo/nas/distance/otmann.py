@@ -27,7 +27,7 @@ infinite costs (paper, App. A.1).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from scipy.spatial.distance import cdist
@@ -119,26 +119,19 @@ def cnn_label_mismatch(conv_costs: dict[tuple[int, int], float] | None = None,
     """
     cc = dict(_PAPER_CONV_COSTS if conv_costs is None else conv_costs)
     cc.update({(b, a): v for (a, b), v in list(cc.items())})
-    labels = CNN_LABELS
-    n = len(labels)
-    m = np.full((n, n), np.inf)
-    np.fill_diagonal(m, 0.0)
-    for i, a in enumerate(labels):
-        for j, b in enumerate(labels):
-            if i == j:
-                continue
-            ka = a[:4] if a.startswith("conv") else a[:3]
-            kb = b[:4] if b.startswith("conv") else b[:3]
-            if ka in ("conv", "res") and kb in ("conv", "res"):
-                sa, sb = int(a[len(ka):]), int(b[len(kb):])
-                base = 0.0 if sa == sb else cc[(sa, sb)]
-                if ka == kb:
-                    m[i, j] = base
-                else:
-                    m[i, j] = res_conv_fraction * base + (1 - res_conv_fraction) * _NON_ASSIGNMENT
-            elif a.endswith("pool") and b.endswith("pool"):
-                m[i, j] = pool_cost
-    return LabelMismatch(tuple(labels), m)
+
+    def cost(a: str, b: str) -> float:
+        ka = a[:4] if a.startswith("conv") else a[:3]
+        kb = b[:4] if b.startswith("conv") else b[:3]
+        if ka in ("conv", "res") and kb in ("conv", "res"):
+            sa, sb = int(a[len(ka):]), int(b[len(kb):])
+            base = 0.0 if sa == sb else cc[(sa, sb)]
+            return base if ka == kb else res_conv_fraction * base + (1 - res_conv_fraction) * _NON_ASSIGNMENT
+        if a.endswith("pool") and b.endswith("pool"):
+            return pool_cost
+        return np.inf
+
+    return _mismatch_of(CNN_LABELS, cost)
 
 
 def mlp_label_mismatch(rectifier_cost: float = 0.1, sigmoid_cost: float = 0.1,
@@ -149,20 +142,21 @@ def mlp_label_mismatch(rectifier_cost: float = 0.1, sigmoid_cost: float = 0.1,
     sigmoids (logistic, tanh) 0.1 among themselves, a rectifier vs a sigmoid 0.25;
     ``linear``, ``softmax``, ``ip`` and ``op`` match only themselves.
     """
-    labels = MLP_LABELS
-    n = len(labels)
-    m = np.full((n, n), np.inf)
-    np.fill_diagonal(m, 0.0)
-    for i, a in enumerate(labels):
-        for j, b in enumerate(labels):
-            if i == j:
-                continue
-            if a in MLP_RECTIFIERS and b in MLP_RECTIFIERS:
-                m[i, j] = rectifier_cost
-            elif a in MLP_SIGMOIDS and b in MLP_SIGMOIDS:
-                m[i, j] = sigmoid_cost
-            elif (a in MLP_RECTIFIERS + MLP_SIGMOIDS) and (b in MLP_RECTIFIERS + MLP_SIGMOIDS):
-                m[i, j] = cross_cost
+    def cost(a: str, b: str) -> float:
+        if a in MLP_RECTIFIERS and b in MLP_RECTIFIERS:
+            return rectifier_cost
+        if a in MLP_SIGMOIDS and b in MLP_SIGMOIDS:
+            return sigmoid_cost
+        if (a in MLP_RECTIFIERS + MLP_SIGMOIDS) and (b in MLP_RECTIFIERS + MLP_SIGMOIDS):
+            return cross_cost
+        return np.inf
+
+    return _mismatch_of(MLP_LABELS, cost)
+
+
+def _mismatch_of(labels: Sequence[str], cost: Callable[[str, str], float]) -> LabelMismatch:
+    """The mismatch matrix with ``cost(a, b)`` between distinct labels and 0 on the diagonal."""
+    m = np.array([[0.0 if a == b else cost(a, b) for b in labels] for a in labels])
     return LabelMismatch(tuple(labels), m)
 
 

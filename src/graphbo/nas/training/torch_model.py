@@ -99,37 +99,22 @@ def _as_arch(arch: Architecture | Mapping[str, Any]) -> Architecture:
 
 
 def topological_order(arch: Architecture) -> list[int]:
-    """Layer indices in a topological order (Kahn's algorithm, smallest index first).
+    """Layer indices in a topological order (:meth:`Architecture.topological_order`: Kahn's
+    algorithm, smallest index first), after checking the edges name layers that exist.
 
     Raises
     ------
     ValueError
-        If an edge names a layer that does not exist, or the graph has a cycle.
+        If an edge names a layer that does not exist or is a self-loop, or the graph has a
+        cycle (:class:`InvalidArchitectureError`, a ``ValueError``).
     """
     n = arch.n_layers
-    indeg = [0] * n
     for a, b in arch.edges:
         if not (0 <= a < n and 0 <= b < n):
             raise ValueError(f"edge ({a}, {b}) names a layer outside 0..{n - 1}")
         if a == b:
             raise ValueError(f"edge ({a}, {b}) is a self-loop")
-        indeg[b] += 1
-    import heapq
-
-    ready = [i for i in range(n) if indeg[i] == 0]
-    heapq.heapify(ready)
-    order: list[int] = []
-    while ready:
-        v = heapq.heappop(ready)
-        order.append(v)
-        for c in arch.children(v):
-            indeg[c] -= 1
-            if indeg[c] == 0:
-                heapq.heappush(ready, c)
-    if len(order) != n:
-        cyc = sorted(i for i in range(n) if indeg[i] > 0)
-        raise ValueError(f"the architecture has a cycle through layers {cyc}")
-    return order
+    return arch.topological_order()
 
 
 def decision_layers(arch: Architecture) -> list[int]:
