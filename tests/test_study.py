@@ -457,3 +457,16 @@ def test_threads_are_set_for_suggestions_and_restored(tmp_path):
     finally:
         METHODS.pop("recording-rs", None)
         torch.set_num_threads(old)
+
+
+def test_a_run_where_everything_failed_says_so():
+    space = gb.Space({f"x{i}": gb.Binary() for i in range(3)})
+
+    def always_fails(c):
+        raise RuntimeError("broken objective")
+
+    result = minimize(always_fails, space, "rs", budget=4, seed=0)
+    assert result.best is None and result.n_failed == 4
+    for attribute in ("best_config", "best_value"):
+        with pytest.raises(ValueError, match="all 4 trials failed"):
+            getattr(result, attribute)

@@ -64,13 +64,21 @@ class MinimizeResult:
     storage: str | None = None
     wall_seconds: float | None = None
 
+    def _completed_best(self) -> Observation:
+        if self.best is None:
+            raise ValueError(f"no evaluation completed: all {len(self.trials)} trials failed "
+                             "(their errors are in result.failed_trials)")
+        return self.best
+
     @property
     def best_config(self) -> dict[str, Any]:
-        return self.best.config  # type: ignore[union-attr]  # AttributeError when every evaluation failed
+        """The best configuration; ``ValueError`` if every evaluation failed."""
+        return self._completed_best().config
 
     @property
     def best_value(self) -> float:
-        return self.best.value  # type: ignore[union-attr]  # AttributeError when every evaluation failed
+        """The best value; ``ValueError`` if every evaluation failed."""
+        return self._completed_best().value
 
     @property
     def failed_trials(self) -> list[Trial]:
