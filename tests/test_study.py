@@ -470,3 +470,19 @@ def test_a_run_where_everything_failed_says_so():
     for attribute in ("best_config", "best_value"):
         with pytest.raises(ValueError, match="all 4 trials failed"):
             getattr(result, attribute)
+
+
+def test_a_store_without_tell_order_replays_by_trial_number():
+    """A custom store may keep no tell order: history, best and resume fall back on trial numbers."""
+    import dataclasses
+
+    from graphbo.storage import InMemoryStorage
+
+    store = InMemoryStorage()
+    study = Study(make_space(), "rs", storage=store, seed=0)
+    for value in (3.0, 1.0, 2.0):
+        study.tell(study.ask(), value)
+    store._trials = {n: dataclasses.replace(t, tell_order=None) for n, t in store._trials.items()}
+    again = Study(make_space(), "rs", storage=store, seed=0)
+    assert [o.value for o in again.history] == [3.0, 1.0, 2.0]
+    assert again.best.value == 1.0

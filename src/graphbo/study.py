@@ -174,6 +174,11 @@ def read_study_info(path: str | os.PathLike) -> dict[str, Any]:
 
 
 # -- the study ------------------------------------------------------------------------------------
+def _told_first(t: Trial) -> tuple[bool, int, int]:
+    """Sort key: trials in the order they were told, then (a store that keeps no tell order) by number."""
+    return (t.tell_order is None, t.tell_order if t.tell_order is not None else 0, t.number)
+
+
 class Study:
     """An optimisation whose trials are kept in a store: an SQLite file, memory, or any :class:`Storage`.
 
@@ -299,8 +304,7 @@ class Study:
             for t in stored.trials:
                 cfg = self._config_of(np.asarray(t.row, dtype=self.space.row_dtype), t.config)
                 self._trials.append(dataclasses.replace(t, config=cfg, row=self.space.to_index(cfg)))
-            finished_trials = sorted((t for t in self._trials if t.status != "running"),
-                                     key=lambda t: (t.tell_order is None, t.tell_order, t.number))
+            finished_trials = sorted((t for t in self._trials if t.status != "running"), key=_told_first)
             for t in finished_trials:
                 if t.status == "complete":
                     self.optimizer.tell(t.config, t.value, **_fidelity(t))  # type: ignore[arg-type]  # None: ValueError
@@ -528,15 +532,14 @@ class Study:
     @property
     def history(self) -> list[Observation]:
         """The complete evaluations, in the order the optimizer was told them."""
-        done = sorted((t for t in self._trials if t.status == "complete"),
-                      key=lambda t: t.tell_order)  # type: ignore[arg-type, return-value]  # set by _finish
+        done = sorted((t for t in self._trials if t.status == "complete"), key=_told_first)
         return [Observation(dict(t.config), float(_complete_value(t))) for t in done]
 
     @property
     def best_trial(self) -> Trial | None:
         """The complete trial with the lowest value (the first of equals), or ``None``."""
         done = [t for t in self._trials if t.status == "complete"]
-        return dataclasses.replace(min(done, key=lambda t: (t.value, t.tell_order))) if done else None
+        return dataclasses.replace(min(done, key=lambda t: (t.value,) + _told_first(t))) if done else None
 
     @property
     def best(self) -> Observation | None:
