@@ -1,11 +1,12 @@
 """Optimizers: COMBO and baselines, all with one ask/tell protocol.
 
-TPE and SMAC (and BOHB) wrap Optuna and SMAC3, imported only when used
-(``pip install "graphbo[tpe]"`` / ``"graphbo[smac]"``).
+TPE and SMAC (and BOHB) wrap Optuna and SMAC3, and BOCS-SDP solves its relaxations with cvxpy,
+imported only when used (``pip install "graphbo[tpe]"`` / ``"graphbo[smac]"`` / ``"graphbo[bocs]"``).
 """
 
 from .base import Observation, Optimizer
 from .bocs import BOCS
+from .bocs_sdp import BOCSSDP
 from .bohb import BOHB
 from .bofm import BOFM, bofm_variant
 from .cocabo import CoCaBO, CoCaBOLearnedMix, CoCaBOMix0, CoCaBOMix05, CoCaBOMix1
@@ -25,6 +26,8 @@ METHODS = {
     "sa": SimulatedAnnealing,
     "re": RegularizedEvolution,
     "bocs": BOCS,
+    # BOCS with the SDP-relaxation acquisition (COMBO's "BOCS-SDP"); `bocs` is BOCS-SA
+    "bocs-sdp": BOCSSDP,
     "tpe": TPE,
     "smac": SMAC,
     # BOHB through SMAC3's multi-fidelity facade: asks come with a fidelity (epochs), see graphbo.benchmarks.fidelity
@@ -49,4 +52,4 @@ from ..kernels.frequency_modulated import KERNELS as _FM_KERNELS  # noqa: E402
 METHODS.update({f"bofm-{k}": bofm_variant(k) for k in _FM_KERNELS})
 
 __all__ = ["Optimizer", "Observation", "COMBO", "RandomSearch", "SimulatedAnnealing", "RegularizedEvolution",
-           "BOCS", "BOHB", "BOFM", "TPE", "SMAC", "CoCaBO", "NASBOT", "NASRandom", "NASEvolution", "METHODS"]
+           "BOCS", "BOCSSDP", "BOHB", "BOFM", "TPE", "SMAC", "CoCaBO", "NASBOT", "NASRandom", "NASEvolution", "METHODS"]

@@ -229,7 +229,7 @@ class BOCS(Optimizer):
     Raises
     ------
     ValueError
-        If a variable of ``space`` is not Binary (the message names the first one).
+        If a variable of ``space`` is not Binary (the message names every such variable).
     """
 
     name = "bocs"
@@ -249,9 +249,10 @@ class BOCS(Optimizer):
                                                   strict_minimum=True)
         self.sa_cooling = check_float("sa_cooling", sa_cooling, minimum=0, strict_minimum=True, maximum=1)
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
-        for name, var in zip(space.names, space.variables):
-            if not isinstance(var, Binary):
-                raise ValueError(f"BOCS handles Binary variables only; variable {name!r} is {var!r}")
+        other = [f"{name!r} ({var!r})" for name, var in zip(space.names, space.variables)
+                 if not isinstance(var, Binary)]
+        if other:
+            raise ValueError(f"{type(self).__name__} handles Binary variables only; not Binary: {', '.join(other)}")
         d = len(space)
         self.n_features = d + d * (d - 1) // 2
         self._sampler: HorseshoeGibbs | None = None  # created at the first fit, so the initial design is COMBO's
@@ -301,14 +302,16 @@ class BOCS(Optimizer):
         i, j = np.triu_indices(d, k=1)
         Q[i, j] = self.alpha[d + 1 :]
         Q[j, i] = self.alpha[d + 1 :]
-        states, energies = anneal_binary_quadratic(
-            float(self.alpha[0]), lin, Q, self.rng, self.sa_restarts, self.sa_steps,
-            self.sa_initial_temperature, self.sa_cooling,
-        )
-        for k in np.argsort(energies, kind="stable"):
-            if states[k].tobytes() not in exclude:
-                return states[k].copy()
+        for row in self._ranked_candidates(float(self.alpha[0]), lin, Q):
+            if row.tobytes() not in exclude:
+                return row.copy()
         return self._distinct_random_rows(1, exclude)[0]
+
+    def _ranked_candidates(self, c: float, b: np.ndarray, Q: np.ndarray) -> np.ndarray:
+        """Int64 rows minimising the sampled model ``c + b.x + x'Qx/2``, best first: the annealing's states."""
+        states, energies = anneal_binary_quadratic(c, b, Q, self.rng, self.sa_restarts, self.sa_steps,
+                                                   self.sa_initial_temperature, self.sa_cooling)
+        return states[np.argsort(energies, kind="stable")]
 
     def _method_state(self) -> dict[str, Any]:
         s = self._sampler
