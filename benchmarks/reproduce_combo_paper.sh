@@ -36,7 +36,7 @@ binary() { case "$1" in branin|pestcontrol) return 1 ;; *) return 0 ;; esac; }
 for pass in "combo,rs,sa,re" "tpe,smac"; do
   for b in $ONLY; do
     methods=$pass
-    if [ "$pass" = "combo,rs,sa,re" ] && binary "$b"; then methods="$methods,bocs"; fi
+    if [ "$pass" = "combo,rs,sa,re" ] && binary "$b"; then methods="$methods,bocs,bocs-sdp"; fi
     # shellcheck disable=SC2046
     graphbo compare $(bench_args "$b") --methods "$methods" --seeds "$SEEDS" --workers "$WORKERS" --out "$OUT/$b"
   done

@@ -200,3 +200,9 @@ def test_a_missing_cvxpy_gives_the_extra_to_install(monkeypatch):
     with pytest.raises(ImportError) as info:
         BOCSSDP(binary_space(3), seed=0)
     assert str(info.value) == 'BOCS-SDP needs cvxpy: pip install "graphbo[bocs]"'
+
+
+@pytest.mark.parametrize("value, error", [(0, ValueError), (2.5, TypeError)])
+def test_a_wrong_number_of_roundings_names_itself(value, error):
+    with pytest.raises(error, match="n_roundings"):
+        BOCSSDP(binary_space(3), n_roundings=value)

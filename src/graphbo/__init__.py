@@ -46,6 +46,7 @@ _EXPORTS: dict[str, str] = {
     "SimulatedAnnealing": "graphbo.optimizers",
     "RegularizedEvolution": "graphbo.optimizers",
     "BOCS": "graphbo.optimizers",
+    "BOCSSDP": "graphbo.optimizers",
     "TPE": "graphbo.optimizers",
     "SMAC": "graphbo.optimizers",
     "BOHB": "graphbo.optimizers",

@@ -22,8 +22,8 @@ from .optim.evolutionary import optimize_acquisition_ea as optimize_acquisition_
 from .optim.graph_local_search import optimize_acquisition_on_graph as optimize_acquisition_on_graph
 from .optim.mixed import optimize_acquisition_mixed as optimize_acquisition_mixed
 from .optimizers import (
-    BOCS as BOCS, BOFM as BOFM, BOHB as BOHB, CoCaBO as CoCaBO, COMBO as COMBO, NASBOT as NASBOT,
-    NASEvolution as NASEvolution, NASRandom as NASRandom, Observation as Observation, Optimizer as Optimizer,
+    BOCS as BOCS, BOCSSDP as BOCSSDP, BOFM as BOFM, BOHB as BOHB, CoCaBO as CoCaBO, COMBO as COMBO,
+    NASBOT as NASBOT, NASEvolution as NASEvolution, NASRandom as NASRandom, Observation as Observation, Optimizer as Optimizer,
     RandomSearch as RandomSearch, RegularizedEvolution as RegularizedEvolution,
     SimulatedAnnealing as SimulatedAnnealing, SMAC as SMAC, TPE as TPE,
 )

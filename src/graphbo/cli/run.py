@@ -34,7 +34,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         "PYTHONPATH) or path/to/file.py:FUNCTION")
     p.add_argument("--method", default=None,
                    help="combo (default; with --space: combo for discrete spaces, bofm for mixed ones), bofm, rs, "
-                        "sa, re, bocs, tpe, smac")
+                        "sa, re, bocs, bocs-sdp, tpe, smac")
     p.add_argument("--budget", type=int, default=None,
                    help="evaluations, initial ones included (default: the paper's; required with --space)")
     p.add_argument("--n-initial", type=int, default=None,

@@ -7,6 +7,8 @@ acquisition function (BoTorch keeps ``acquisition/`` and ``optim/`` apart the sa
   discrete part and L-BFGS-B on the continuous part (BO-FM).
 * :func:`~graphbo.optim.evolutionary.optimize_acquisition_ea`: NASBOT's evolutionary algorithm
   over architectures.
+* :func:`~graphbo.optim.sdp_relaxation.minimize_binary_quadratic_sdp`: SDP relaxation and
+  random-hyperplane rounding of a binary quadratic (BOCS-SDP; needs cvxpy, imported on use).
 """
 
 from .evolutionary import EAResult, optimize_acquisition_ea
