@@ -67,11 +67,16 @@ With ``seed=`` set, every random choice is derived from the seed and the
 trial number (independent parameters, startup draws, the optimizer's seed), so
 a sequential study (one worker) is reproducible, and a trial's random draws do
 not depend on which worker runs it. Parallel studies are not reproducible: the
-data each suggestion sees depends on timing.
+data each suggestion sees depends on timing. :meth:`GraphboSampler.reseed_rng`
+(which ``study.optimize(n_jobs>1)`` calls in each thread) replaces the seed by
+fresh entropy.
 
 Limitations
 -----------
-Single-objective studies only; pruned and failed trials are not told to the
+Single-objective studies only: with a multi-objective study every sampling method
+raises ``ValueError``, as Optuna's single-objective ``CmaEsSampler`` does. Once
+every configuration of a discrete space is complete, pending or failed, a
+suggestion is a repeat drawn at random. Pruned and failed trials are not told to the
 model (failed ones are never proposed again in a discrete space: graphbo's
 ``mark_failed``); constraints are ignored; a worker that crashed leaves its
 trial ``RUNNING`` (without a heartbeat), and its configuration stays pending.
@@ -109,7 +114,12 @@ __all__ = ["COMBOSampler", "BOFMSampler", "GraphboSampler"]
 #: system attribute of a trial holding the configuration the sampler is about to return
 PROPOSAL_ATTR = "graphbo:proposal"
 
-_INDEPENDENT, _STARTUP, _MODEL = 1, 2, 3  # streams of derived seeds
+_INDEPENDENT, _STARTUP, _MODEL, _REPEAT = 1, 2, 3, 4  # streams of derived seeds
+
+
+def _fresh_entropy() -> int:
+    """Entropy from the operating system (a fresh ``SeedSequence``'s, an int as NumPy makes it)."""
+    return int(cast(int, np.random.SeedSequence().entropy))
 
 
 def _derive_seed(entropy: int, *keys: int) -> int:
@@ -208,8 +218,7 @@ class GraphboSampler(BaseSampler):
         self.n_startup_trials = check_int("n_startup_trials", n_startup_trials, minimum=0)
         self.optimizer_kwargs = self._check_optimizer_kwargs(optimizer_kwargs)
         self.exclude_failed = check_bool("exclude_failed", exclude_failed)
-        # a fresh SeedSequence's entropy is an int (NumPy types it as any entropy it may be given)
-        self._entropy = int(cast(int, np.random.SeedSequence().entropy) if self.seed is None else self.seed)
+        self._entropy = _fresh_entropy() if self.seed is None else self.seed
         self._intersection = IntersectionSearchSpace()
         self._study_key: Any = None  # the study the search space and the cache belong to
         self._cache: tuple[Any, Optimizer, set[int], set[int]] | None = None  # key, optimizer, told, failed
@@ -308,9 +317,33 @@ class GraphboSampler(BaseSampler):
                     out.append(cfg)
         return out
 
+    def _check_single_objective(self, study: Study) -> None:
+        """``ValueError`` for a multi-objective study (as Optuna's single-objective ``CmaEsSampler`` does)."""
+        if len(study.directions) > 1:
+            raise ValueError(
+                f"{type(self).__name__} handles single-objective studies only, but the study has "
+                f"{len(study.directions)} directions ({[d.name.lower() for d in study.directions]}); "
+                "use a multi-objective Optuna sampler (e.g. TPESampler, GPSampler or NSGAIISampler)"
+            )
+
     # -- BaseSampler -------------------------------------------------------------------
+    def reseed_rng(self) -> None:
+        """Draw fresh entropy from the operating system for every later random choice.
+
+        Optuna calls this in each thread of ``study.optimize(n_jobs>1)``, so that copies of one
+        sampler do not repeat each other's draws. The seed given to the sampler is then no longer
+        used: the independent and startup draws of later trials, and the cached optimizer's
+        random stream (its slice sampler or ML-II restarts and its acquisition search), come
+        from the new entropy.
+        """
+        with self._lock:
+            self._entropy = _fresh_entropy()
+            if self._cache is not None:
+                rng = self._cache[1].rng
+                rng.bit_generator.state = type(rng.bit_generator)(_derive_seed(self._entropy, _MODEL)).state
+
     def infer_relative_search_space(self, study: Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
-        self._raise_error_if_multi_objective(study)
+        self._check_single_objective(study)
         with self._lock:
             key = (study._study_id, study.study_name)
             if key != self._study_key:  # another study (in-memory studies share one id): start afresh
@@ -328,6 +361,7 @@ class GraphboSampler(BaseSampler):
     def sample_independent(
         self, study: Study, trial: FrozenTrial, param_name: str, param_distribution: BaseDistribution
     ) -> Any:
+        self._check_single_objective(study)
         self._check_distribution(param_name, param_distribution)
         seed = _derive_seed(self._entropy, _INDEPENDENT, trial.number, zlib.crc32(param_name.encode()))
         return RandomSampler(seed=seed).sample_independent(study, trial, param_name, param_distribution)
@@ -335,6 +369,7 @@ class GraphboSampler(BaseSampler):
     def sample_relative(
         self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
     ) -> dict[str, Any]:
+        self._check_single_objective(study)
         with self._lock:
             return self._sample_relative(study, trial, search_space)
 
@@ -389,14 +424,15 @@ class GraphboSampler(BaseSampler):
 
         config = propose(pending)
         for round_ in range(self._max_rounds + 1):
-            if config is None:
-                return {}  # discrete space exhausted: Optuna samples independently (a repeat)
+            exhausted = config is None
+            if config is None:  # every configuration is complete, pending or failed: a repeat
+                config = self._repeat_config(space, trial.number, [c for _, c in failed])
             study._storage.set_trial_system_attr(
                 trial._trial_id,
                 PROPOSAL_ATTR,
                 {p.name: p.distribution.to_internal_repr(p.to_optuna(config[p.name])) for p in params},
             )
-            if round_ == self._max_rounds:
+            if exhausted or round_ == self._max_rounds:
                 break
             key = space.to_index(config).tobytes()
             # write, then read: of two workers proposing one configuration, at least one sees it
@@ -418,6 +454,18 @@ class GraphboSampler(BaseSampler):
                 if space.to_index(cfg).tobytes() not in exclude:
                     return cfg
         return None
+
+    def _repeat_config(self, space: Space, trial_number: int, failed: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        """A configuration drawn uniformly at random (seeded by the trial number), not a failed one
+        if any other is left.
+
+        For a discrete space that holds no configuration the study has not tried or is not trying:
+        every parameter of the relative search space still gets a value, as Optuna expects of
+        ``sample_relative``.
+        """
+        rng = np.random.default_rng(_derive_seed(self._entropy, _REPEAT, trial_number))
+        config = self._random_config(space, rng, {space.to_index(c).tobytes() for c in failed})
+        return space.from_index(space.sample_index(1, rng)[0]) if config is None else config
 
     def _optimizer(
         self,
