@@ -2,30 +2,47 @@
 
 ``y`` is standardised (optionally after a log transform, Sec. 5.3); the
 hyper-parameters (kernel parameters, log signal variance, log noise variance,
-constant mean) maximise the log marginal likelihood plus weak priors, by
-L-BFGS-B with autograd gradients from ``n_restarts`` starting points (the
-previous optimum and random draws), keeping the best. The kernel's
-hyper-parameter-free look-ups (:meth:`FMKernel.pairs`) are made once per fit.
-Pending points can be hallucinated at their posterior mean (kriging believer,
+constant mean) maximise the log marginal likelihood (``prior="none"``, as the
+paper's Sec. 5 states it) or the log marginal likelihood plus weak priors
+(``prior="weak"``, the default; docs/bofm_benchmarks.md gives the reason and
+the measured effect), by L-BFGS-B with autograd gradients from ``n_restarts``
+starting points (the previous optimum and random draws), keeping the best.
+
+A restart *fails* when its objective is non-finite or the penalty returned
+for a non-PD covariance (:data:`PENALTY`): it is replaced by a fresh random
+start (at most ``n_restarts`` replacements). If every restart fails, the fit
+falls back to the previous hyper-parameters, else the default ones, else the
+default ones with unit noise variance, and logs a warning on the ``graphbo``
+logger; it never keeps a penalty state. The kernel's hyper-parameter-free
+look-ups (:meth:`FMKernel.pairs`) are made once per fit. Pending points can be
+hallucinated at their posterior mean (kriging believer,
 :meth:`MixedGP.add_fantasies`).
 """
 
 from __future__ import annotations
 
+import logging
 import math
-from typing import Callable, Protocol
+from typing import Any, Callable, Protocol
 
 import numpy as np
 import scipy.optimize
 import torch
 
-from .._validation import check_bool, check_int
+from .._validation import check_bool, check_choice, check_int
 from ..kernels.frequency_modulated import FMKernel
 from ..spaces.space import Space
 from .base import Posterior, Surrogate
 from .gp import robust_cholesky
 
-__all__ = ["MixedGP", "MixedKernel"]
+__all__ = ["MixedGP", "MixedKernel", "PENALTY", "PRIORS"]
+
+logger = logging.getLogger("graphbo.models.mixed_gp")
+
+#: objective value L-BFGS-B sees where the covariance is not PD or the value/gradient is not finite
+PENALTY = 1e10
+#: ``prior`` choices of :class:`MixedGP`
+PRIORS = ("weak", "none")
 
 
 class MixedKernel(Protocol):
@@ -68,10 +85,16 @@ class MixedGP(Surrogate):
         Fit on ``log(y - min(y) + 1e-3 * range)``, for objectives spanning orders of magnitude.
     maxiter : int
         L-BFGS-B iterations per restart (``>= 1``).
+    prior : {"weak", "none"}, default "weak"
+        ``"none"``: plain type-II maximum likelihood, as BO-FM Sec. 5 states it.
+        ``"weak"``: add the weak priors of :meth:`log_prior` (maximum a posteriori).
+
+    After :meth:`fit`, ``fit_info`` says how many restarts ran and failed, and which
+    fallback (``None``, ``"previous"``, ``"default"``, ``"default-unit-noise"``) was used.
     """
 
     def __init__(self, kernel: MixedKernel, space: Space, n_restarts: int = 10, log_y: bool = False,
-                 maxiter: int = 100) -> None:
+                 maxiter: int = 100, prior: str = "weak") -> None:
         missing = [a for a in _KERNEL_ATTRIBUTES if not hasattr(kernel, a)] + ([] if callable(kernel) else ["__call__"])
         if missing:
             raise TypeError(f"kernel must be a graphbo.FMKernel or a kernel with its interface (missing {missing}), "
@@ -86,6 +109,8 @@ class MixedGP(Surrogate):
         self.n_restarts = check_int("n_restarts", n_restarts, minimum=1)
         self.log_y = check_bool("log_y", log_y)
         self.maxiter = check_int("maxiter", maxiter, minimum=1)
+        self.prior = check_choice("prior", prior, PRIORS)
+        self.fit_info: dict[str, Any] = {}
         self.params: torch.Tensor | None = None  # [kernel params, log_amp, log_noise, mean]
         self.dtype = kernel.dtype
         self._y_train = np.zeros(0)
@@ -100,19 +125,32 @@ class MixedGP(Surrogate):
         return rows[:, self.space.discrete_indices].long(), rows[:, self.space.continuous_indices]
 
     def transform_y(self, y: np.ndarray) -> np.ndarray:
+        """Standardised (after the log transform with ``log_y``) values; computed on ``y / max|y|``
+        so that values near the float range (1e300) neither overflow nor collapse to a constant."""
         y = np.asarray(y, dtype=float)
+        if not np.isfinite(y).all():
+            raise ValueError("y must be finite (got inf or nan values)")
+        peak = float(np.abs(y).max()) if y.size else 0.0
+        self._scale = peak if peak > 0 else 1.0
+        u = y / self._scale
         if self.log_y:
-            span = max(float(y.max() - y.min()), 1e-12)
-            self._shift = float(y.min()) - 1e-3 * span
-            y = np.log(y - self._shift)
-        self._mu, self._sd = float(y.mean()), float(y.std()) if y.size > 1 and y.std() > 0 else 1.0
-        return (y - self._mu) / self._sd
+            span = max(float(u.max() - u.min()), 1e-12)
+            self._ushift = float(u.min()) - 1e-3 * span
+            self._shift = self._ushift * self._scale
+            u = np.log(u - self._ushift)
+        mu, sd = float(u.mean()), float(u.std()) if u.size > 1 else 0.0
+        self._umu, self._usd = mu, (sd if sd > 1e-300 else 1.0)
+        # the same standardisation on the raw scale (for reports; not used for computing)
+        self._mu, self._sd = ((mu + math.log(self._scale), self._usd) if self.log_y
+                               else (mu * self._scale, self._usd * self._scale))
+        return (u - self._umu) / self._usd
 
     def transform_outcome(self, v: float) -> float:
         """A raw objective value on the model's standardised scale."""
+        u = v / self._scale
         if self.log_y:
-            v = math.log(max(v - self._shift, 1e-300))
-        return (v - self._mu) / self._sd
+            u = math.log(max(u - self._ushift, 1e-300))
+        return (u - self._umu) / self._usd
 
     # -- likelihood -------------------------------------------------------------------
     def _neg_log_posterior(self, theta: torch.Tensor, gram: Callable[[torch.Tensor], torch.Tensor], y) -> torch.Tensor:
@@ -124,11 +162,18 @@ class MixedGP(Surrogate):
         r = (y - mean)[:, None]
         z = torch.linalg.solve_triangular(L, r, upper=False)
         nll = 0.5 * z.square().sum() + torch.log(torch.diagonal(L)).sum() + 0.5 * n * math.log(2 * math.pi)
-        # weak priors: kernel N(0, 3^2) in its unconstrained coordinates, log amp N(0, 2^2),
-        # log noise N(-4, 3^2) (standardised y), mean N(0, 1)
-        prior = (self.kernel.log_prior(kp) - 0.5 * (log_amp / 2.0) ** 2 - 0.5 * ((log_noise + 4.0) / 3.0) ** 2
-                 - 0.5 * mean**2)
-        return nll - prior
+        if self.prior == "none":
+            return nll
+        return nll - self.log_prior(theta)
+
+    def log_prior(self, theta: torch.Tensor) -> torch.Tensor:
+        """The weak priors of ``prior="weak"`` (not in the BO-FM paper, whose Sec. 5 fits by marginal
+        likelihood alone): the kernel's :meth:`log_prior` (``N(0, 3^2)`` on its unconstrained
+        coordinates), log signal variance ``N(0, 2^2)``, log noise variance ``N(-4, 3^2)`` and
+        constant mean ``N(0, 1)`` on the standardised scale; up to an additive constant."""
+        kp, log_amp, log_noise, mean = theta[:-3], theta[-3], theta[-2], theta[-1]
+        return (self.kernel.log_prior(kp) - 0.5 * (log_amp / 2.0) ** 2 - 0.5 * ((log_noise + 4.0) / 3.0) ** 2
+                - 0.5 * mean**2)
 
     @property
     def train_targets(self) -> np.ndarray:
@@ -149,37 +194,82 @@ class MixedGP(Surrogate):
             def gram(kp: torch.Tensor) -> torch.Tensor:
                 return self.kernel(kp, V, C)
 
-        def fun(x: np.ndarray):
+        def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
             t = torch.tensor(x, dtype=self.dtype, requires_grad=True)
             try:
                 val = self._neg_log_posterior(t, gram, ys)
-            except RuntimeError:  # non-PD covariance even with jitter
-                return 1e10, np.zeros_like(x)
-            (g,) = torch.autograd.grad(val, t)
+                (g,) = torch.autograd.grad(val, t)
+            except RuntimeError:  # non-PD covariance even with jitter (CholeskyError), or a failed solve
+                return PENALTY, np.zeros_like(x)
             if not torch.isfinite(val) or not torch.isfinite(g).all():
-                return 1e10, np.zeros_like(x)
+                return PENALTY, np.zeros_like(x)
             return float(val.detach()), g.numpy()
 
-        extra = np.array([0.0, -4.0, 0.0])
-        starts = []
-        if self.params is not None:
-            starts.append(self.params.numpy())
-        else:
-            starts.append(np.concatenate([self.kernel.default_params().numpy(), extra]))
-        while len(starts) < self.n_restarts:
-            starts.append(np.concatenate([self.kernel.random_params(rng).numpy(),
-                                          extra + rng.normal(0, [1.0, 1.0, 0.3])]))
-        bounds = [(-8.0, 8.0)] * self.kernel.size + [(-6.0, 6.0), (-14.0, 2.0), (-3.0, 3.0)]
-        best_x, best_f = None, math.inf
-        for x0 in starts:
-            res = scipy.optimize.minimize(fun, np.clip(x0, [b[0] for b in bounds], [b[1] for b in bounds]),
-                                          jac=True, method="L-BFGS-B", bounds=bounds,
-                                          options={"maxiter": self.maxiter})
-            if res.fun < best_f:
-                best_x, best_f = res.x, float(res.fun)
-        self.params = torch.tensor(best_x, dtype=self.dtype)
+        def value(x: np.ndarray) -> float:  # the objective alone, for the fallback chain
+            with torch.no_grad():
+                try:
+                    val = float(self._neg_log_posterior(torch.tensor(x, dtype=self.dtype), gram, ys))
+                except RuntimeError:
+                    return math.inf
+            return val if math.isfinite(val) and val < PENALTY else math.inf
+
+        self.params = self._optimise(fun, value, rng)
         self._condition(V, C, ys)
         return self
+
+    def _random_start(self, rng: np.random.Generator) -> np.ndarray:
+        extra = np.array([0.0, -4.0, 0.0])
+        return np.concatenate([self.kernel.random_params(rng).numpy(), extra + rng.normal(0, [1.0, 1.0, 0.3])])
+
+    def _optimise(self, fun: Callable[[np.ndarray], tuple[float, np.ndarray]], value: Callable[[np.ndarray], float],
+                  rng: np.random.Generator) -> torch.Tensor:
+        """Best L-BFGS-B result over the restarts; failed restarts (non-finite or penalty value) are
+        replaced by fresh random starts, and if all fail the first candidate of the fallback chain
+        (module docstring) whose objective ``value`` is finite is kept."""
+        bounds = [(-8.0, 8.0)] * self.kernel.size + [(-6.0, 6.0), (-14.0, 2.0), (-3.0, 3.0)]
+        lo, hi = np.array([b[0] for b in bounds]), np.array([b[1] for b in bounds])
+        default = np.concatenate([self.kernel.default_params().numpy(), np.array([0.0, -4.0, 0.0])])
+        previous = None
+        if self.params is not None and self.params.numel() == default.size:
+            previous = self.params.detach().numpy().astype(float)
+        queue = [previous if previous is not None and np.isfinite(previous).all() else default]
+        queue += [self._random_start(rng) for _ in range(self.n_restarts - 1)]
+        best_x, best_f, n_failed, n_run, replacements = None, math.inf, 0, 0, 0
+        while queue:
+            x0 = np.clip(np.nan_to_num(queue.pop(0), nan=0.0), lo, hi)
+            n_run += 1
+            try:
+                res = scipy.optimize.minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+                                              options={"maxiter": self.maxiter})
+                x, f = np.asarray(res.x, dtype=float), float(res.fun)
+            except (ValueError, RuntimeError, FloatingPointError):
+                x, f = x0, math.inf
+            if not (math.isfinite(f) and f < PENALTY and np.isfinite(x).all()):
+                n_failed += 1
+                if replacements < self.n_restarts:  # a fresh random point instead of the failed restart
+                    replacements += 1
+                    queue.append(self._random_start(rng))
+                continue
+            if f < best_f:
+                best_x, best_f = x, f
+        fallback: str | None = None
+        if best_x is None:
+            unit_noise = default.copy()
+            unit_noise[-2] = 0.0
+            for name, cand in (("previous", previous), ("default", default), ("default-unit-noise", unit_noise)):
+                if cand is None or not np.isfinite(cand).all():
+                    continue
+                f = value(np.clip(cand, lo, hi))
+                if math.isfinite(f):
+                    best_x, best_f, fallback = np.clip(cand, lo, hi), f, name
+                    break
+            if best_x is None or fallback is None:
+                best_x, fallback, best_f = unit_noise, "default-unit-noise", math.nan
+            logger.warning("MixedGP: all %d ML-II restarts failed (non-finite or penalty objective); "
+                           "falling back to the %s hyper-parameters (objective %s)",
+                           n_run, fallback.replace("-", " "), f"{best_f:.6g}")
+        self.fit_info = {"n_run": n_run, "n_failed": n_failed, "fallback": fallback, "objective": best_f}
+        return torch.tensor(best_x, dtype=self.dtype)
 
     def condition(self, X: np.ndarray, y: np.ndarray) -> "MixedGP":
         """Condition on data ``(X, y)`` under the current hyper-parameters, without refitting them."""
