@@ -1,16 +1,31 @@
 """Acquisition optimisation on a mixed space (BO-FM supplement D.1).
 
-Score ``n_random`` uniformly random points and ``n_spray`` spray points near
-the best evaluation; from the best ``n_starts``, alternate one hill-climbing
-step on the discrete part (move to the best graph neighbour) and one
-L-BFGS-B run on the continuous part (gradients by autograd, discrete part
-fixed) until neither improves. All starts move together: the discrete step
-scores every start's neighbours in one batch, and the continuous step runs
-one L-BFGS-B on the sum of the starts' (independent) objectives.
+Both methods score ``n_random`` uniformly random points and ``n_spray`` spray
+points near the best evaluation and start from the best ``n_starts`` (D.1's
+"50 spray points and 100000 randomly sampled points ... the highest 40"), then
+alternate a hill-climbing step on the discrete part (move to the best graph
+neighbour) with L-BFGS-B on the continuous part (gradients by autograd,
+discrete part fixed).
+
+* ``method="batched"``: all starts move together; the discrete step scores
+  every start's neighbours in one batch, and the continuous step runs one
+  L-BFGS-B (up to 50 iterations) on the sum of the starts' objectives, until
+  no start improves (at most ``max_rounds`` rounds).
+* ``method="supplement"``: D.1's procedure. Every start alternates on its
+  own one hill-climbing step and one ``scipy.optimize.minimize(method=
+  "L-BFGS-B", maxiter=1)`` call until convergence: the round changed its
+  acquisition value by at most ``rel_tol`` relatively (the stopping rule of
+  the authors' code, 1e-6). At that point the continuous part is polished by
+  L-BFGS-B run to its own convergence and the discrete neighbours are checked
+  again; the start stops only when none is better, so its result is a local
+  maximum for one-variable discrete moves whose continuous part is a
+  stationary point (or at a bound). Neighbour scores are batched over the
+  starts; the L-BFGS-B calls run start by start.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Callable
 
 import numpy as np
@@ -20,7 +35,10 @@ import torch
 from ..spaces.space import Space
 from .utils import as_scores, best_per_owner
 
-__all__ = ["optimize_acquisition_mixed"]
+__all__ = ["optimize_acquisition_mixed", "METHODS"]
+
+#: ``method`` choices of :func:`optimize_acquisition_mixed`
+METHODS = ("batched", "supplement")
 
 
 def optimize_acquisition_mixed(
@@ -33,16 +51,21 @@ def optimize_acquisition_mixed(
     n_spray: int = 50,
     n_starts: int = 40,
     spray_sd: float = 0.05,
-    max_rounds: int = 20,
+    max_rounds: int | None = None,
     chunk: int = 2000,
+    method: str = "batched",
+    rel_tol: float = 1e-6,
 ) -> tuple[np.ndarray, float]:
     """Maximise ``acquisition`` over the mixed rows of ``space``.
 
     ``acquisition`` is any acquisition function (:class:`graphbo.acquisition.AcquisitionFunction`)
     or callable mapping a float64 tensor of rows ``(m, d)`` (discrete columns hold indices,
     continuous columns lie in [0, 1]) to ``m`` scores, differentiable in the continuous columns.
-    Returns the best row not in ``exclude`` and its acquisition value.
+    Returns the best row not in ``exclude`` and its acquisition value. ``max_rounds`` caps the
+    alternation rounds (default 20 for ``"batched"``, 1000 per start for ``"supplement"``).
     """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     disc, cont = space.discrete_indices, space.continuous_indices
 
     def score_rows(rows: np.ndarray) -> np.ndarray:
@@ -67,7 +90,12 @@ def optimize_acquisition_mixed(
     top = np.argsort(-scores, kind="stable")[:n_starts]
     cur, cur_val = pool[top].copy(), scores[top].copy()
 
-    for _ in range(max_rounds):
+    if method == "supplement":
+        cur, cur_val = _alternate_per_start(acquisition, space, cur, cur_val, score_rows,
+                                            1000 if max_rounds is None else max_rounds, rel_tol)
+        cur = snap(cur)  # integer-valued continuous variables: the nearest integers, rescored
+        cur_val = score_rows(cur)
+    for _ in range(0 if method == "supplement" else 20 if max_rounds is None else max_rounds):
         improved = False
         # 2a. one hill-climbing step on the discrete part
         if disc.size:
@@ -110,3 +138,130 @@ def optimize_acquisition_mixed(
         if rows[i].tobytes() not in exclude:
             return rows[i].copy(), float(vals[i])
     raise RuntimeError("no unevaluated point among the acquisition candidates")
+
+
+class _Lockstep:
+    """Runs one L-BFGS-B call per start, each in its own thread, and answers their objective
+    requests in one batched acquisition evaluation per step: the calls are exactly independent
+    per-start runs (as D.1 has them), at the cost of batched evaluations."""
+
+    def __init__(self, acquisition: Callable[[torch.Tensor], torch.Tensor], cont: np.ndarray) -> None:
+        self.acquisition, self.cont = acquisition, torch.as_tensor(cont, dtype=torch.long)
+        self.cv = threading.Condition()
+
+    def run(self, rows: np.ndarray, maxiter: int) -> tuple[np.ndarray, np.ndarray]:
+        """L-BFGS-B (``maxiter`` iterations, bounds [0, 1]) on each row's continuous part, the
+        discrete part fixed. Returns the new continuous parts and acquisition values."""
+        n, dc = rows.shape[0], self.cont.numel()
+        requests: dict[int, np.ndarray] = {}
+        answers: dict[int, tuple[float, np.ndarray]] = {}
+        results: dict[int, tuple[np.ndarray, float]] = {}
+        errors: list[BaseException] = []
+        cv = self.cv
+
+        def worker(i: int) -> None:
+            def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
+                with cv:
+                    requests[i] = np.array(x, dtype=float)
+                    cv.notify_all()
+                    cv.wait_for(lambda: i in answers or bool(errors))
+                    if errors:
+                        raise RuntimeError("another start failed")
+                    return answers.pop(i)
+            try:
+                res = scipy.optimize.minimize(fun, rows[i, self.cont.numpy()], jac=True, method="L-BFGS-B",
+                                              bounds=[(0.0, 1.0)] * dc, options={"maxiter": maxiter})
+                out = (np.asarray(res.x, dtype=float), -float(res.fun))
+            except BaseException as e:  # noqa: BLE001 - handed to the main thread
+                with cv:
+                    errors.append(e)
+                    cv.notify_all()
+                return
+            with cv:
+                results[i] = out
+                cv.notify_all()
+
+        threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(n)]
+        for t in threads:
+            t.start()
+        fixed = torch.as_tensor(rows, dtype=torch.float64)
+        while True:
+            with cv:
+                cv.wait_for(lambda: len(requests) + len(results) == n or bool(errors))
+                if errors or len(results) == n:
+                    break
+                batch = dict(requests)
+                requests.clear()
+            ids = np.fromiter(batch, dtype=int)
+            c = torch.tensor(np.stack([batch[i] for i in ids]), dtype=torch.float64, requires_grad=True)
+            full = fixed[torch.as_tensor(ids)].clone()
+            full[:, self.cont] = c
+            try:
+                vals = -self.acquisition(full).reshape(-1)
+                (g,) = torch.autograd.grad(vals.sum(), c)
+            except BaseException as e:  # noqa: BLE001
+                with cv:
+                    errors.append(e)
+                    cv.notify_all()
+                break
+            with cv:
+                for k, i in enumerate(ids):
+                    answers[int(i)] = (float(vals[k].detach()), g[k].numpy().astype(float))
+                cv.notify_all()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+        x = np.stack([results[i][0] for i in range(n)]).reshape(n, dc)
+        return x, np.array([results[i][1] for i in range(n)])
+
+
+def _alternate_per_start(acquisition: Callable[[torch.Tensor], torch.Tensor], space: Space, cur: np.ndarray,
+                         cur_val: np.ndarray, score_rows: Callable[[np.ndarray], np.ndarray], max_rounds: int,
+                         rel_tol: float) -> tuple[np.ndarray, np.ndarray]:
+    """BO-FM supplement D.1: per start, one hill-climbing step then one L-BFGS-B iteration
+    (``maxiter=1``), until a round changes the value by at most ``rel_tol`` relatively; then the
+    continuous part is polished to L-BFGS-B's convergence and the start stops unless a discrete
+    neighbour is better (module docstring)."""
+    disc, cont = space.discrete_indices, space.continuous_indices
+    cur, cur_val = cur.copy(), cur_val.copy()
+    lockstep = _Lockstep(acquisition, cont) if cont.size else None
+    active = np.ones(cur.shape[0], dtype=bool)
+    for _ in range(max_rounds):
+        idx = np.flatnonzero(active)
+        if idx.size == 0:
+            break
+        before = cur_val[idx].copy()
+        moved = np.zeros(idx.size, dtype=bool)
+        if disc.size:  # one hill-climbing step, neighbours of every active start in one batch
+            nbrs, owner = space.neighbor_index_batch(cur[idx])
+            if nbrs.shape[0]:
+                vals = score_rows(nbrs.astype(float))
+                best = best_per_owner(vals, owner)
+                better = vals[best] > cur_val[idx[owner[best]]]
+                who = owner[best[better]]
+                cur[idx[who]], cur_val[idx[who]] = nbrs[best[better]], vals[best[better]]
+                moved[who] = True
+        if lockstep is None:  # purely discrete: plain hill climbing
+            active[idx[~moved]] = False
+            continue
+        x, v = lockstep.run(cur[idx], maxiter=1)  # one L-BFGS-B iteration per start
+        up = v >= cur_val[idx]
+        cur[np.ix_(idx[up], cont)], cur_val[idx[up]] = x[up], v[up]
+        done = np.abs(cur_val[idx] - before) <= rel_tol * np.maximum(np.abs(cur_val[idx]), 1.0)
+        conv = idx[done]
+        if conv.size == 0:
+            continue
+        # converged: polish the continuous part, then stop unless a discrete neighbour is better
+        x, v = lockstep.run(cur[conv], maxiter=15000)
+        up = v >= cur_val[conv]
+        cur[np.ix_(conv[up], cont)], cur_val[conv[up]] = x[up], v[up]
+        stop = np.ones(conv.size, dtype=bool)
+        if disc.size:
+            nbrs, owner = space.neighbor_index_batch(cur[conv])
+            if nbrs.shape[0]:
+                vals = score_rows(nbrs.astype(float))
+                best = best_per_owner(vals, owner)
+                stop[owner[best[vals[best] > cur_val[conv[owner[best]]]]]] = False
+        active[conv[stop]] = False
+    return cur, cur_val

@@ -1,0 +1,115 @@
+"""BO-FM supplement D.1's acquisition optimisation (``method="supplement"``, issue 16.7b)."""
+
+import numpy as np
+import pytest
+import scipy.optimize
+import torch
+
+import graphbo as gb
+from graphbo.optim.mixed import optimize_acquisition_mixed
+
+
+def mixed_space():
+    return gb.Space({**{f"d{i}": gb.Ordinal(list(range(5))) for i in range(3)}, "b": gb.Categorical(list("pqr")),
+                     "x": gb.Continuous(0.0, 1.0), "z": gb.Continuous(0.0, 1.0)})
+
+
+def rugged(seed):
+    """A random table over the discrete part times a smooth, discrete-dependent continuous bump with
+    its own centre (some centres outside [0, 1], so that the optimum can sit on a bound)."""
+    space = mixed_space()
+    disc, cont = space.discrete_indices, space.continuous_indices
+    g = np.random.default_rng(seed)
+    n = 5**3 * 3
+    radix = torch.tensor([75, 15, 3, 1])
+    table = torch.as_tensor(g.normal(size=n))
+    centre = torch.as_tensor(g.uniform(-0.3, 1.3, size=(n, 2)))
+    width = torch.as_tensor(g.uniform(0.5, 3.0, size=(n, 2)))
+
+    def acquisition(rows):
+        k = rows[:, disc].round().long() @ radix
+        d = (rows[:, cont] - centre[k]) * width[k]
+        return table[k] - torch.log1p(d.square().sum(1)) + 0.3 * torch.sin(3 * rows[:, cont[0]] * rows[:, cont[1]])
+
+    return space, acquisition
+
+
+def projected_gradient(acquisition, space, row):
+    cont = space.continuous_indices
+    r = torch.as_tensor(row[None], dtype=torch.float64).clone()
+    c = r[:, cont].clone().requires_grad_(True)
+    r[:, cont] = c
+    (g,) = torch.autograd.grad(acquisition(r).sum(), c)
+    x, g = c.detach().numpy()[0], g.numpy()[0]
+    return np.clip(x + g, 0.0, 1.0) - x  # zero at a stationary point or where the ascent direction leaves [0, 1]
+
+
+@pytest.mark.parametrize("rel_tol", [1e-6, 0.5])  # 0.5: the alternation stops early, the polish moves far
+@pytest.mark.parametrize("seed", range(4))
+def test_supplement_returns_a_type_wise_local_maximum(seed, rel_tol):
+    space, acquisition = rugged(seed)
+    score = lambda rows: acquisition(torch.as_tensor(np.asarray(rows, dtype=float))).numpy()  # noqa: E731
+    row, value = optimize_acquisition_mixed(acquisition, space, np.random.default_rng(seed),
+                                            incumbent=space.sample_index(1, seed)[0], exclude=set(),
+                                            n_random=20, n_spray=5, n_starts=4, method="supplement",
+                                            rel_tol=rel_tol)
+    assert value == pytest.approx(float(score(row[None])[0]))
+    # discrete: no one-variable move (continuous part fixed) is better
+    nbrs, _ = space.neighbor_index_batch(row[None])
+    assert float(score(nbrs).max()) <= value + 1e-12
+    # continuous: a stationary point, or pushing against a bound
+    assert np.abs(projected_gradient(acquisition, space, row)).max() < 1e-4
+    # and a full L-BFGS-B from there gains nothing
+    cont = space.continuous_indices
+
+    def neg(x):
+        r = row.copy()
+        r[cont] = x
+        return -float(score(r[None])[0])
+
+    res = scipy.optimize.minimize(neg, row[cont], method="L-BFGS-B", bounds=[(0, 1)] * cont.size)
+    assert -res.fun <= value + 1e-7
+
+
+def test_supplement_finds_the_maximum_of_a_separable_acquisition():
+    space = mixed_space()
+    disc, cont = space.discrete_indices, space.continuous_indices
+    target = torch.tensor([4.0, 0.0, 2.0, 1.0], dtype=torch.float64)
+
+    def acquisition(rows):
+        return -(rows[:, disc] - target).abs().sum(1) - ((rows[:, cont] - torch.tensor([0.3, 1.4])) ** 2).sum(1)
+
+    for seed in range(3):
+        row, value = optimize_acquisition_mixed(acquisition, space, np.random.default_rng(seed),
+                                                incumbent=space.sample_index(1, seed)[0], exclude=set(),
+                                                n_random=2, n_spray=0, n_starts=2, method="supplement")
+        np.testing.assert_array_equal(row[disc], target.numpy())
+        np.testing.assert_allclose(row[cont], [0.3, 1.0], atol=1e-5)  # z's optimum 1.4 lies beyond its bound
+
+
+def test_supplement_respects_exclude_and_validates_method():
+    space, acquisition = rugged(3)
+    kw = dict(incumbent=space.sample_index(1, 0)[0], n_random=50, n_spray=5, n_starts=4, method="supplement")
+    best, _ = optimize_acquisition_mixed(acquisition, space, np.random.default_rng(0), exclude=set(), **kw)
+    other, _ = optimize_acquisition_mixed(acquisition, space, np.random.default_rng(0), exclude={best.tobytes()}, **kw)
+    assert other.tobytes() != best.tobytes()
+    with pytest.raises(ValueError, match="method"):
+        optimize_acquisition_mixed(acquisition, space, np.random.default_rng(0), exclude=set(),
+                                   **(kw | {"method": "anneal"}))
+
+
+def test_bofm_runs_with_the_supplement_optimizer_and_no_prior():
+    space = gb.Space({"a": gb.Categorical(["p", "q", "r"]), "x": gb.Continuous(-1, 1), "b": gb.Binary()})
+
+    def f(c):
+        return (c["x"] - {"p": 0.3, "q": -0.5, "r": 0.0}[c["a"]]) ** 2 + (0.5 if c["b"] else 0.0)
+
+    opt = gb.BOFM(space, seed=0, n_initial=5, n_restarts=2, n_random=500, n_spray=10, n_starts=6,
+                  acq_optimizer="supplement", prior="none")
+    for _ in range(14):
+        c = opt.ask()
+        opt.tell(c, f(c))
+    assert opt.model.prior == "none" and opt.acq_optimizer == "supplement"
+    assert opt.best.value < 0.1
+    with pytest.raises(ValueError, match="acq_optimizer"):
+        gb.BOFM(space, acq_optimizer="lbfgs")
