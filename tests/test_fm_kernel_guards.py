@@ -99,3 +99,18 @@ def test_without_discrete_variables_the_kernel_is_the_rbf_kernel():
     V = torch.zeros(7, 0, dtype=torch.long)
     expected = np.exp(-0.5 * (((rows.numpy()[:, None] - rows.numpy()[None]) / np.exp(log_theta.numpy())) ** 2).sum(-1))
     np.testing.assert_allclose(k(log_theta, V, rows).numpy(), expected, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("name", ["modlap", "general", "fnn", "prodlap", "adddif"])
+@pytest.mark.parametrize("variables", [
+    {"a": gb.Categorical(list("pqrs")), "x": gb.Continuous(0.0, 1.0)},  # one discrete variable
+    {"a": gb.Categorical(list("pqr")), "b": gb.Ordinal([1, 2, 3, 4])},  # no continuous variable
+])
+def test_diag_matches_the_gram_diagonal_with_one_discrete_or_no_continuous_variable(name, variables):
+    space = gb.Space(variables)
+    k = kernel(name, space)
+    params = k.random_params(np.random.default_rng(4))
+    V, C = split(space, space.sample_index(25, 5))
+    K = k(params, V, C)
+    assert torch.allclose(k.diag(params, V, C), torch.diagonal(K), rtol=1e-10)
+    assert not torch.allclose(K, torch.ones_like(K))  # the discrete part is not dropped
