@@ -63,8 +63,9 @@ def expm_reference(space, beta, X1, X2):
 # -- diffusion kernel ---------------------------------------------------------------------------------
 def test_diffusion_gram_equals_graphbo_kernel_and_the_expm_formula():
     space = discrete_space()
-    kern = DiffusionKernel(space).to(D)
-    graph = GraphDiffusionKernel([v.spectrum for v in space.variables])
+    kern = DiffusionKernel(space, unit_diagonal=False).to(D)  # supplement Eq. 8 as written
+    graph = GraphDiffusionKernel([v.spectrum for v in space.variables], unit_diagonal=False)
+    default, default_graph = DiffusionKernel(space).to(D), GraphDiffusionKernel([v.spectrum for v in space.variables])
     rng = np.random.default_rng(0)
     for seed in range(3):
         beta = rng.uniform(0.05, 3.0, size=len(space))
@@ -75,6 +76,10 @@ def test_diffusion_gram_equals_graphbo_kernel_and_the_expm_formula():
         ref = graph.gram(torch.log(torch.tensor(beta))[None], X1.long(), X2.long())[0]
         assert torch.allclose(K, ref, rtol=1e-12, atol=1e-14)
         assert torch.allclose(K, expm_reference(space, beta, X1, X2), rtol=1e-8, atol=1e-12)
+        default.beta = torch.tensor(beta)  # the default is COMBO's kernel, unit-diagonal factors on paths
+        assert torch.allclose(default(X1, X2).to_dense(),
+                              default_graph.gram(torch.log(torch.tensor(beta))[None], X1.long(), X2.long())[0],
+                              rtol=1e-12, atol=1e-14)
         # symmetric Gram matrix and its diagonal
         K11 = kern(X1).to_dense()
         assert torch.allclose(K11, K11.T, atol=1e-14)
@@ -165,7 +170,7 @@ def test_diffusion_inputs_are_checked():
 
 def test_diffusion_in_a_mixed_space_uses_the_discrete_columns_only():
     space = mixed_space()
-    kern = DiffusionKernel(space).to(D)
+    kern = DiffusionKernel(space, unit_diagonal=False).to(D)
     X = rows(space, 8, 0)
     moved = X.clone()
     moved[:, space.continuous_indices] = torch.rand(8, 2, dtype=D)
@@ -335,7 +340,7 @@ def test_fm_on_a_discrete_space_reduces_to_the_diffusion_kernel(name):
     """Without continuous variables r = 0, and ProdDif and ModDif are COMBO's normalised diffusion kernel."""
     space = discrete_space()
     beta = torch.tensor([0.3, 1.1, 0.6, 2.2, 0.9], dtype=D)
-    fm, dk = FrequencyModulatedKernel(space, name).to(D), DiffusionKernel(space).to(D)
+    fm, dk = FrequencyModulatedKernel(space, name).to(D), DiffusionKernel(space, unit_diagonal=False).to(D)
     fm.beta, dk.beta = beta, beta
     X1, X2 = rows(space, 15, 0), rows(space, 11, 1)
     assert torch.allclose(fm(X1, X2).to_dense(), dk(X1, X2).to_dense(), rtol=1e-9, atol=1e-12)

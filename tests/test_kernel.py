@@ -39,7 +39,7 @@ def all_rows(space):
 
 def test_product_of_factors_equals_explicit_product_graph_kernel():
     space = mixed_space()
-    kern = GraphDiffusionKernel([v.spectrum for v in space.variables])
+    kern = GraphDiffusionKernel([v.spectrum for v in space.variables], unit_diagonal=False)  # Eq. 8 as written
     rng = np.random.default_rng(0)
     log_beta = rng.normal(size=(1, len(space)))
     beta = np.exp(log_beta[0])
@@ -50,6 +50,13 @@ def test_product_of_factors_equals_explicit_product_graph_kernel():
     rows = all_rows(space)  # itertools.product is row-major, as np.kron
     ours = kern.gram(torch.tensor(log_beta), torch.tensor(rows))[0].numpy()
     assert np.allclose(ours, explicit, rtol=1e-8, atol=1e-12)
+    # the unit-diagonal factors (graphbo's default on paths and other non-walk-regular graphs): the
+    # diagonal of a product is the product of diagonals, so their product is the product graph's
+    # kernel scaled to unit diagonal
+    scaled = GraphDiffusionKernel([v.spectrum for v in space.variables], unit_diagonal=True)
+    d = np.sqrt(np.diagonal(explicit))
+    assert np.allclose(scaled.gram(torch.tensor(log_beta), torch.tensor(rows))[0].numpy(),
+                       explicit / d[:, None] / d[None, :], rtol=1e-8, atol=1e-12)
 
 
 def test_diagonal_and_cross_gram_are_consistent():

@@ -57,7 +57,8 @@ def _prediction_error(var: gb.Ordinal, n_train: int, seed: int) -> float:
     k = var.n_values
     rng = np.random.default_rng(seed)
     gp = DiffusionGP(GraphDiffusionKernel([var.spectrum]))
-    train = rng.choice(k, n_train, replace=False)
+    edges = np.linspace(0, k, n_train + 1).astype(int)  # one random value in each of n_train equal blocks
+    train = np.array([rng.integers(a, b) for a, b in zip(edges[:-1], edges[1:])])
     gp.fit(train[:, None], _smooth(train.astype(float), k), rng)
     rest = np.setdiff1d(np.arange(k), train)
     with torch.no_grad():
@@ -90,3 +91,51 @@ def test_space_files_keep_default_and_explicit_weights_apart():
     back = space_from_dict(d)
     assert back["a"].edge_weight == space["a"].edge_weight == path_edge_weight(43)
     assert back["b"].edge_weight == 1.0
+
+
+def _paper_factor(var, log_beta: float) -> np.ndarray:
+    """Supplement Eq. 8 as the paper writes it: ``U exp(-beta Lambda) U^T / Psi``."""
+    lam, u = var.spectrum.eigenvalues, var.spectrum.eigenvectors
+    w = np.exp(-math.exp(log_beta) * lam)
+    return (u * (w / w.mean())) @ u.T
+
+
+@pytest.mark.parametrize("log_beta", [-6.0, -2.0, 0.0, 2.0, math.log(100.0)])
+def test_path_factors_have_unit_prior_variance_and_complete_graphs_are_the_papers(log_beta):
+    """A path's end values had up to twice the prior variance of its middle ones, so EI went to
+    the corners of ordinal grids; its factor is now in unit-diagonal form. Complete graphs
+    (binary, categorical) already had a constant diagonal and keep the paper's factor exactly."""
+    path, cat, binary = gb.Ordinal(list(range(60))), gb.Categorical(list("abcde")), gb.Binary()
+    kernel = GraphDiffusionKernel([path.spectrum, cat.spectrum, binary.spectrum])
+    assert kernel.unit_diagonal.tolist() == [True, False, False]
+    table = kernel.factor_table(0, log_beta)
+    np.testing.assert_allclose(np.diagonal(table), 1.0, rtol=1e-12)
+    assert np.linalg.eigvalsh(table).min() > -1e-9  # still a kernel
+    paper = _paper_factor(path, log_beta)
+    d = np.sqrt(np.diagonal(paper))
+    np.testing.assert_allclose(table, paper / d[:, None] / d[None, :], rtol=1e-10, atol=1e-300)
+    for i, var in ((1, cat), (2, binary)):
+        assert np.array_equal(kernel.factor_table(i, log_beta), _paper_factor(var, log_beta))
+    # the torch path used for prediction agrees with the NumPy tables of the sampler
+    W = kernel.log_block_diagonal(torch.full((1, 3), log_beta, dtype=torch.float64))[0].numpy()
+    np.testing.assert_allclose(np.exp(W[:60, :60]), table, rtol=1e-9, atol=1e-12)  # tiny entries are rounding noise
+    np.testing.assert_allclose(np.exp(W[60:65, 60:65]), _paper_factor(cat, log_beta), rtol=1e-12)
+
+
+def test_first_model_suggestion_on_a_smooth_grid_is_not_a_corner():
+    """With data only inside the grid and equal prior variance everywhere, EI has no reason to
+    prefer the 8 corners of a 3-variable ordinal grid (before the fix every seed went there)."""
+    space = gb.Space({f"x{i}": gb.Ordinal(list(range(100))) for i in range(3)})
+
+    def bowl(c):
+        return sum((c[f"x{i}"] - 60) ** 2 for i in range(3)) / 100.0
+
+    corners = 0
+    for seed in range(3):
+        opt = gb.COMBO(space, seed=seed, n_initial=10, n_burn=30, n_samples=5, n_random=2000, n_starts=5)
+        for _ in range(12):
+            config = opt.ask()
+            opt.tell(config, bowl(config))
+        model_phase = [opt.X[i] for i in range(10, 12)]
+        corners += sum(bool(np.all((row == 0) | (row == 99))) for row in model_phase)
+    assert corners == 0

@@ -350,11 +350,19 @@ class DiffusionKernel(_SpaceKernel):
         Independent betas per batch (e.g. one per output of a batched multi-output model).
     active_dims : optional
         Columns of the model's inputs that hold the space's row, in order.
+    unit_diagonal : bool, optional
+        As :class:`graphbo.kernels.GraphDiffusionKernel`: by default the factors of ordinal
+        paths and other graphs with unequal heat diagonals are scaled to unit diagonal (as
+        graphbo's COMBO does); ``False`` gives supplement Eq. 8 as written for every variable.
     """
 
     def __init__(self, space: Space, beta_prior: Prior | None = None, beta_constraint: Interval | None = None,
-                 batch_shape: torch.Size | None = None, active_dims: tuple[int, ...] | None = None, **kwargs):
+                 batch_shape: torch.Size | None = None, active_dims: tuple[int, ...] | None = None,
+                 unit_diagonal: bool | None = None, **kwargs):
         space = _check_space(space, "DiffusionKernel")
+        if unit_diagonal is not None and not isinstance(unit_diagonal, bool):
+            raise TypeError(f"unit_diagonal must be None (automatic), True or False, got {unit_diagonal!r}")
+        self.unit_diagonal = unit_diagonal
         if space.discrete_indices.size == 0:
             raise ValueError("DiffusionKernel: the space has no discrete variables; use a continuous kernel")
         constraint = Positive() if beta_constraint is None else _check_constraint("beta_constraint", beta_constraint)
@@ -394,7 +402,8 @@ class DiffusionKernel(_SpaceKernel):
         device = torch.device(device)
         key = ("diffusion", dtype, device)
         if key not in self._cache:
-            self._cache[key] = GraphDiffusionKernel(self._spectra, dtype=dtype, device=device)
+            self._cache[key] = GraphDiffusionKernel(self._spectra, dtype=dtype, device=device,
+                                                    unit_diagonal=self.unit_diagonal)
         return self._cache[key]
 
     def _one_hot(self, g: GraphDiffusionKernel, v: torch.Tensor) -> torch.Tensor:

@@ -8,6 +8,17 @@ product graph (Eq. 5) factorises over variables (Eq. 8 of the supplement):
     k_i(a, b) = [U_i exp(-beta_i Lambda_i) U_i^T]_{ab} / Psi_i,
     Psi_i    = mean_j exp(-beta_i lambda_ij)          (remark under Eq. 8).
 
+On graphs whose heat-kernel diagonal is not constant (a path: an ordinal variable, and most
+user graphs) graphbo uses the factor's unit-diagonal form
+
+    k_i(a, b) / sqrt(k_i(a, a) k_i(b, b))                        (graphbo; Psi_i cancels)
+
+because the diagonal is the prior variance: on a path the two end values get up to twice the
+variance of the middle ones (heat is reflected at the ends), so with ``d`` ordinal variables a
+corner of the space has up to ``2^d`` times the prior variance and EI is drawn to corners.
+Binary and categorical variables (complete graphs) already have a constant diagonal and are
+left as the paper has them, bit for bit.
+
 Each factor is a look-up in a small ``|V_i| x |V_i|`` table, so the
 logarithm of a Gram matrix is a sum of look-ups. With one-hot encodings
 ``O`` (``n x D``, ``D = sum_i |V_i|``) and the block-diagonal matrix ``W`` whose
@@ -27,7 +38,7 @@ from .._validation import check_device, check_dtype
 from ..spaces.variables import GraphSpectrum
 from ._checks import check_spectra
 
-__all__ = ["GraphDiffusionKernel", "log_floor"]
+__all__ = ["GraphDiffusionKernel", "log_floor", "has_constant_heat_diagonal"]
 
 _TINY = 1e-300  # floor for float64 table entries before the logarithm (exp(-beta L) is entrywise positive)
 
@@ -44,6 +55,25 @@ def log_floor(dtype: torch.dtype) -> float:
     return max(_TINY, float(torch.finfo(dtype).tiny))
 
 
+def has_constant_heat_diagonal(spectrum: GraphSpectrum, tol: float = 1e-9) -> bool:
+    """Whether ``diag exp(-beta L)`` is the same for every vertex at every ``beta``.
+
+    It is exactly when each eigenspace's projector ``U_l U_l^T`` has a constant diagonal
+    (walk-regular graphs, e.g. complete graphs and cycles); a path's has not.
+    """
+    lam = np.asarray(spectrum.eigenvalues, dtype=float)
+    u = np.asarray(spectrum.eigenvectors, dtype=float)
+    scale = max(1.0, float(np.abs(lam).max()) if lam.size else 1.0)
+    start = 0
+    for end in range(1, lam.size + 1):
+        if end == lam.size or lam[end] - lam[end - 1] > 1e-8 * scale:
+            diag = np.square(u[:, start:end]).sum(axis=1)
+            if float(np.ptp(diag)) > tol:
+                return False
+            start = end
+    return True
+
+
 class _Group(TypedDict):
     """Variables with the same number of values, processed as one batch."""
 
@@ -51,6 +81,7 @@ class _Group(TypedDict):
     lam: torch.Tensor  # (g, k) eigenvalues
     u: torch.Tensor  # (g, k, k) eigenvectors
     flat: torch.Tensor  # (g * k * k,) flat positions of their blocks in the D x D matrix
+    unit: torch.Tensor  # (g,) bool: the member's factor is scaled to unit diagonal
 
 
 class GraphDiffusionKernel:
@@ -64,6 +95,10 @@ class GraphDiffusionKernel:
     spectra : sequence of GraphSpectrum
         One eigensystem per variable, in index-row order (at least one).
     dtype, device : torch dtype and device for all computations (float64, CPU by default).
+    unit_diagonal : bool, optional
+        Scale each factor to unit diagonal. By default, exactly the variables whose graph's
+        heat diagonal is not constant (paths and most user graphs); ``False`` gives supplement
+        Eq. 8 as the paper writes it for every variable (graphbo 0.1).
 
     Notes
     -----
@@ -77,8 +112,12 @@ class GraphDiffusionKernel:
         spectra: Sequence[GraphSpectrum],
         dtype: torch.dtype = torch.float64,
         device: torch.device | str | None = None,
+        unit_diagonal: bool | None = None,
     ) -> None:
         spectra = check_spectra("spectra", spectra, min_length=1)
+        if unit_diagonal is not None and not isinstance(unit_diagonal, bool):
+            raise TypeError(f"unit_diagonal must be None (automatic), True or False, got {unit_diagonal!r}")
+        unit = [(not has_constant_heat_diagonal(s)) if unit_diagonal is None else unit_diagonal for s in spectra]
         self.dtype: torch.dtype = check_dtype("dtype", dtype)
         checked = check_device("device", device)
         self.device: torch.device = checked if checked is not None else torch.device("cpu")
@@ -98,9 +137,12 @@ class GraphDiffusionKernel:
             rows = self.offsets[members][:, None, None] + np.arange(k)[None, :, None]
             cols = self.offsets[members][:, None, None] + np.arange(k)[None, None, :]
             flat = torch.as_tensor(rows * self.D + cols, device=self.device).reshape(-1)
-            self._groups.append(_Group(members=torch.as_tensor(members, device=self.device), lam=lam, u=u, flat=flat))
+            self._groups.append(_Group(members=torch.as_tensor(members, device=self.device), lam=lam, u=u, flat=flat,
+                                       unit=torch.tensor([unit[int(i)] for i in members], device=self.device)))
         self._lam = [np.asarray(s.eigenvalues, dtype=float) for s in spectra]
         self._u = [np.asarray(s.eigenvectors, dtype=float) for s in spectra]
+        #: per variable: its factor is scaled to unit diagonal (its graph's heat diagonal is not constant)
+        self.unit_diagonal = np.array(unit, dtype=bool)
 
     # -- per-variable tables ----------------------------------------------
     def factor_table(self, i: int, log_beta_i: float) -> np.ndarray:
@@ -112,6 +154,9 @@ class GraphDiffusionKernel:
         w = np.exp(-np.exp(log_beta_i) * self._lam[i])
         u = self._u[i]
         table: np.ndarray = (u * (w / w.mean())) @ u.T
+        if self.unit_diagonal[i]:
+            d = np.sqrt(np.clip(np.diagonal(table), _TINY, None))
+            table = table / d[:, None] / d[None, :]
         return table
 
     def mean_correlation(self, i: int, log_beta_i: float) -> float:
@@ -140,6 +185,10 @@ class GraphDiffusionKernel:
             w = torch.exp(-beta[..., None] * g["lam"])  # (S, g, k)
             w = w / w.mean(dim=-1, keepdim=True)
             table = torch.einsum("gak,sgk,gbk->sgab", g["u"], w, g["u"])  # (S, g, k, k)
+            if bool(g["unit"].any()):
+                d = torch.diagonal(table, dim1=-2, dim2=-1).clamp_min(floor).sqrt()  # (S, g, k)
+                scaled = table / d[..., :, None] / d[..., None, :]
+                table = torch.where(g["unit"][None, :, None, None], scaled, table)
             W[:, g["flat"]] = torch.log(table.clamp_min(floor)).reshape(S, -1)
         return W.reshape(S, self.D, self.D)
 

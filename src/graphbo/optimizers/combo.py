@@ -21,7 +21,7 @@ from ..kernels.diffusion import GraphDiffusionKernel
 from ..models.diffusion_gp import DiffusionGP, HyperSample
 from ..spaces.space import Space
 from ..spaces.variables import Variable
-from .._validation import check_device, check_int
+from .._validation import check_bool, check_device, check_int
 from .base import Configs, Optimizer
 
 __all__ = ["COMBO"]
@@ -48,6 +48,12 @@ class COMBO(Optimizer):
     n_random, n_spray, n_starts : int, defaults 20000, 20, 20
         Acquisition optimiser: random vertices, spray vertices within graph
         distance 2 of the best evaluation, and local-search starts (supplement Sec. 3).
+    paper_kernel : bool, default False
+        Use supplement Eq. 8 exactly for every variable. By default the factors of variables
+        whose graphs have unequal heat diagonals (ordinal paths, most user graphs) are scaled to
+        unit diagonal (equal prior variance at every value, see
+        :class:`~graphbo.kernels.GraphDiffusionKernel`); binary and categorical variables are
+        the paper's either way.
     device : str or torch.device, optional
         torch device for the GP algebra (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``; it must be
         available on this machine); CPU by default.
@@ -57,13 +63,15 @@ class COMBO(Optimizer):
 
     def __init__(self, space: Space, *, seed: int | None = None, n_initial: int = 10,
                  initial_configs: Configs | None = None, n_burn: int = 100, n_samples: int = 10,
-                 n_random: int = 20000, n_spray: int = 20, n_starts: int = 20, device: str | None = None):
+                 n_random: int = 20000, n_spray: int = 20, n_starts: int = 20, paper_kernel: bool = False,
+                 device: str | None = None):
         n_burn = check_int("n_burn", n_burn, minimum=0)
         n_samples = check_int("n_samples", n_samples, minimum=1)
         self.n_random = check_int("n_random", n_random, minimum=1)
         self.n_spray = check_int("n_spray", n_spray, minimum=0)
         self.n_starts = check_int("n_starts", n_starts, minimum=1)
         device = check_device("device", device)
+        paper_kernel = check_bool("paper_kernel", paper_kernel)
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
         bad = [n for n in space.names if not isinstance(space[n], Variable)]
         if bad:
@@ -71,7 +79,7 @@ class COMBO(Optimizer):
                 f"COMBO handles discrete variables only; {bad!r} are continuous. Use graphbo.BOFM for mixed spaces."
             )
         self.kernel = GraphDiffusionKernel([v.spectrum for v in space.variables if isinstance(v, Variable)],
-                                           device=device)
+                                           device=device, unit_diagonal=False if paper_kernel else None)
         self.model = DiffusionGP(self.kernel, n_burn=n_burn, n_samples=n_samples)
         self.last_acquisition_value: float | None = None
         #: seconds spent fitting and optimising the acquisition at the last model-based suggestion
