@@ -192,7 +192,7 @@ class _Lockstep:
                     break
                 batch = dict(requests)
                 requests.clear()
-            ids = np.fromiter(batch, dtype=int)
+            ids = np.array(sorted(batch), dtype=int)  # a fixed row order: results independent of thread timing
             c = torch.tensor(np.stack([batch[i] for i in ids]), dtype=torch.float64, requires_grad=True)
             full = fixed[torch.as_tensor(ids)].clone()
             full[:, self.cont] = c

@@ -45,7 +45,7 @@ class BOFM(Optimizer):
         Fit the GP on log-transformed values (BO-FM Sec. 5.3).
     n_random, n_spray, n_starts : int, defaults 100000, 50, 40
         Acquisition starting pool and number of alternating searches (supplement D.1).
-    acq_optimizer : {"batched", "supplement"}, default "batched"
+    acq_optimizer : {"supplement", "batched"}, default "supplement"
         ``"supplement"``: every start alternates one hill-climbing step and one L-BFGS-B
         iteration until convergence, as supplement D.1 describes; ``"batched"``: all starts
         move together, one L-BFGS-B on the sum of their objectives per round
@@ -61,7 +61,7 @@ class BOFM(Optimizer):
     def __init__(self, space: Space, *, seed: int | None = None, n_initial: int = 10,
                  initial_configs: Configs | None = None, kernel: str = "modlap", n_restarts: int = 10,
                  log_y: bool = False, n_random: int = 100_000, n_spray: int = 50, n_starts: int = 40,
-                 acq_optimizer: str = "batched", prior: str = "weak"):
+                 acq_optimizer: str = "supplement", prior: str = "weak"):
         kernel = check_choice("kernel", kernel, KERNELS)
         self.acq_optimizer = check_choice("acq_optimizer", acq_optimizer, METHODS)
         prior = check_choice("prior", prior, PRIORS)
