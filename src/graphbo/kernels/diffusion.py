@@ -82,6 +82,7 @@ class _Group(TypedDict):
     u: torch.Tensor  # (g, k, k) eigenvectors
     flat: torch.Tensor  # (g * k * k,) flat positions of their blocks in the D x D matrix
     unit: torch.Tensor  # (g,) bool: the member's factor is scaled to unit diagonal
+    any_unit: bool  # some member is (a Python bool: no device synchronisation per call)
 
 
 class GraphDiffusionKernel:
@@ -138,7 +139,8 @@ class GraphDiffusionKernel:
             cols = self.offsets[members][:, None, None] + np.arange(k)[None, None, :]
             flat = torch.as_tensor(rows * self.D + cols, device=self.device).reshape(-1)
             self._groups.append(_Group(members=torch.as_tensor(members, device=self.device), lam=lam, u=u, flat=flat,
-                                       unit=torch.tensor([unit[int(i)] for i in members], device=self.device)))
+                                       unit=torch.tensor([unit[int(i)] for i in members], device=self.device),
+                                       any_unit=any(unit[int(i)] for i in members)))
         self._lam = [np.asarray(s.eigenvalues, dtype=float) for s in spectra]
         self._u = [np.asarray(s.eigenvectors, dtype=float) for s in spectra]
         #: per variable: its factor is scaled to unit diagonal (its graph's heat diagonal is not constant)
@@ -185,7 +187,7 @@ class GraphDiffusionKernel:
             w = torch.exp(-beta[..., None] * g["lam"])  # (S, g, k)
             w = w / w.mean(dim=-1, keepdim=True)
             table = torch.einsum("gak,sgk,gbk->sgab", g["u"], w, g["u"])  # (S, g, k, k)
-            if bool(g["unit"].any()):
+            if g["any_unit"]:
                 d = torch.diagonal(table, dim1=-2, dim2=-1).clamp_min(floor).sqrt()  # (S, g, k)
                 scaled = table / d[..., :, None] / d[..., None, :]
                 table = torch.where(g["unit"][None, :, None, None], scaled, table)
