@@ -194,6 +194,10 @@ CASES = [
     (NASRandom, {"ea_start": "pools"}, ValueError, "ea_start"),
     (NASEvolution, {"n_mutations": 0}, ValueError, "n_mutations"),
     (NASEvolution, {"max_mutation_tries": 0}, ValueError, "max_mutation_tries"),
+    ("treebo", {"max_depth": 0}, ValueError, "max_depth must be >= 1"),
+    ("treebo", {"units_grid": [4]}, ValueError, "units_grid must be >= 8"),
+    ("treebo", {"n_candidates": 0}, ValueError, "n_candidates"),
+    ("treebo", {"n_restarts": 2.5}, TypeError, "n_restarts"),
 ]
 
 

@@ -53,6 +53,7 @@ _EXPORTS: dict[str, str] = {
     "CoCaBO": "graphbo.optimizers",
     "NASRandom": "graphbo.optimizers",
     "NASEvolution": "graphbo.optimizers",
+    "TreeBO": "graphbo.optimizers",
     # -- studies ----------------------------------------------------------------------------------------
     "minimize": "graphbo.loop",
     "MinimizeResult": "graphbo.loop",

@@ -25,7 +25,7 @@ from .optimizers import (
     BOCS as BOCS, BOCSSDP as BOCSSDP, BOFM as BOFM, BOHB as BOHB, CoCaBO as CoCaBO, COMBO as COMBO,
     NASBOT as NASBOT, NASEvolution as NASEvolution, NASRandom as NASRandom, Observation as Observation, Optimizer as Optimizer,
     RandomSearch as RandomSearch, RegularizedEvolution as RegularizedEvolution,
-    SimulatedAnnealing as SimulatedAnnealing, SMAC as SMAC, TPE as TPE,
+    SimulatedAnnealing as SimulatedAnnealing, SMAC as SMAC, TPE as TPE, TreeBO as TreeBO,
 )
 from .spaces import (
     Binary as Binary, Categorical as Categorical, Continuous as Continuous, GraphSpectrum as GraphSpectrum,

@@ -17,6 +17,7 @@ from .regularized_evolution import RegularizedEvolution
 from .simulated_annealing import SimulatedAnnealing
 from .smac import SMAC
 from .tpe import TPE
+from .treebo import TreeBO
 
 METHODS = {
     "combo": COMBO,
@@ -44,6 +45,8 @@ METHODS = {
     "nasbot": NASBOT,
     "rand": NASRandom,
     "ea": NASEvolution,
+    # TreeBO (Jenatton et al. 2017), NASBOT's baseline that searches feed-forward networks only
+    "treebo": TreeBO,
 }
 
 # BO-FM with each kernel by name, as the paper's tables compare them (bofm-modlap, bofm-prodlap, ...)
@@ -52,4 +55,4 @@ from ..kernels.frequency_modulated import KERNELS as _FM_KERNELS  # noqa: E402
 METHODS.update({f"bofm-{k}": bofm_variant(k) for k in _FM_KERNELS})
 
 __all__ = ["Optimizer", "Observation", "COMBO", "RandomSearch", "SimulatedAnnealing", "RegularizedEvolution",
-           "BOCS", "BOCSSDP", "BOHB", "BOFM", "TPE", "SMAC", "CoCaBO", "NASBOT", "NASRandom", "NASEvolution", "METHODS"]
+           "BOCS", "BOCSSDP", "BOHB", "BOFM", "TPE", "SMAC", "CoCaBO", "NASBOT", "NASRandom", "NASEvolution", "TreeBO", "METHODS"]
