@@ -3,7 +3,9 @@
 Default output paths, the per-evaluation progress lines, the options that
 configure a built-in benchmark (``--wcnf``, ``--lamda``, ``--epochs``,
 ``--instance-seed``), ``--threads``, ``--option KEY=VALUE`` parsing, and running
-(or continuing) a study file for ``graphbo run --storage`` and ``graphbo resume``.
+(or continuing) a study file for ``graphbo run`` and ``graphbo resume``; the argument types that validate
+``--budget``, ``--seeds``, ``--workers``, ``--timeout``; the natural method of a space; the method list
+of the help texts, built from :data:`graphbo.optimizers.METHODS`.
 Heavy modules (torch) are imported inside the functions that need them.
 """
 
@@ -25,6 +27,23 @@ def default_path(name: str, method: str, seed: int, suffix: str) -> str:
     return os.path.join("runs", f"{name}-{method}-seed{seed}-{stamp}.{suffix}")
 
 
+def unused_path(path: str) -> str:
+    """``path``, or ``path`` with ``-2``, ``-3``, ... before its suffix if it exists (two runs in one second)."""
+    stem, suffix = os.path.splitext(path)
+    candidate, k = path, 1
+    while os.path.exists(candidate):
+        k += 1
+        candidate = f"{stem}-{k}{suffix}"
+    return candidate
+
+
+def resume_command(path: str) -> str:
+    """The exact command that continues the study file ``path``."""
+    import shlex
+
+    return f"graphbo resume {shlex.quote(path)}"
+
+
 def positive_int(text: str) -> int:
     """An ``argparse`` type: an integer >= 1."""
     try:
@@ -34,6 +53,84 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
     return value
+
+
+def non_negative_int(text: str) -> int:
+    """An ``argparse`` type: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """An ``argparse`` type: a finite number > 0 (seconds)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
+#: what ``--seeds`` accepts, for its help and its errors
+SEEDS_FORMS = "N, an inclusive range A-B (0-4 is 0,1,2,3,4), or a comma list of both (0-2,7)"
+
+
+def seed_list(text: str) -> list[int]:
+    """An ``argparse`` type: ``--seeds`` as :data:`SEEDS_FORMS` describes; seeds are >= 0."""
+    from ..experiments.runner import parse_seeds
+
+    try:
+        seeds = parse_seeds(text)
+    except ValueError:
+        seeds = None
+    if seeds is None or any(s < 0 for s in seeds):
+        raise argparse.ArgumentTypeError(f"invalid value {text!r}: give {SEEDS_FORMS}; seeds are >= 0")
+    return seeds
+
+
+def natural_method(space: Any) -> str:
+    """The method of the paper a space's kind comes from: ``nasbot`` for architectures, ``bofm`` for spaces with
+    continuous variables (mixed), ``combo`` otherwise. What ``graphbo run`` and ``graphbo compare`` use when
+    no method is given."""
+    if type(space).__name__ == "ArchitectureSpace":
+        return "nasbot"
+    return "combo" if getattr(space, "is_discrete", True) else "bofm"
+
+
+def method_names() -> str:
+    """Every method of :data:`graphbo.optimizers.METHODS`, aliases in brackets (``rs (random)``)."""
+    from ..optimizers import METHODS
+
+    first: dict[Any, list[str]] = {}
+    for name, cls in METHODS.items():
+        first.setdefault(cls, []).append(name)
+    return ", ".join(names[0] + (f" ({', '.join(names[1:])})" if names[1:] else "") for names in first.values())
+
+
+#: placeholder in a help text, replaced by :func:`method_names` when the help is shown
+METHODS_PLACEHOLDER = "{methods}"
+
+
+class MethodListFormatter(argparse.HelpFormatter):
+    """Fills :data:`METHODS_PLACEHOLDER` with the registry's methods, only when ``--help`` is shown
+    (building the list imports the optimizers, and so torch)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help
+        if text and METHODS_PLACEHOLDER in text:
+            text = text.replace(METHODS_PLACEHOLDER, method_names())
+        return text
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)  # keeps bofm-modlap whole
 
 
 def add_threads_argument(parser: argparse.ArgumentParser) -> None:
@@ -127,7 +224,13 @@ def minimize_study(prog: str, objective: Callable[[dict], Any], space: Any, path
         print(f"{prog}: --workers must be >= 1 and --timeout > 0", file=sys.stderr)
         return 2
     try:
-        best = read_study_info(path).get("best_value") if os.path.exists(path) else None
+        info = read_study_info(path) if os.path.exists(path) else {}
+        finished = info.get("n_complete", 0) + info.get("n_failed", 0)
+        if finished > budget:
+            print(f"{prog}: {path} already has {finished} finished trials, more than the budget {budget}; give "
+                  f"--budget {finished} or more", file=sys.stderr)
+            return 2
+        best = info.get("best_value")
         with limit_threads(args.threads):
             result = minimize(objective, space, method, budget=budget, seed=seed,
                               callback=progress(args.quiet, best),
@@ -136,8 +239,8 @@ def minimize_study(prog: str, objective: Callable[[dict], Any], space: Any, path
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"\n{prog}: interrupted; the finished trials are saved in {path}; continue with "
-              f"`graphbo resume {path}`", file=sys.stderr)
+        print(("\n" if sys.stderr.isatty() else "") + f"{prog}: interrupted; the finished trials are saved; "
+              f"continue with: {resume_command(path)}", file=sys.stderr, flush=True)
         return 130
     if result.best is None:
         print(f"every evaluation failed ({result.n_failed}); see the trials in {path}")

@@ -1,26 +1,32 @@
 """``graphbo compare``: several methods x seeds on a built-in benchmark, resumable and parallel,
-one trace per run under ``--out`` (read by ``graphbo report``)."""
+one study file per run under ``--out`` (read by ``graphbo report``). Each run prints its best so far every
+10 evaluations and when done (in parallel too); the last line counts the runs that have used their budget."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from ._common import add_benchmark_arguments, benchmark_options, parse_method_options
+from ._common import (METHODS_PLACEHOLDER, SEEDS_FORMS, MethodListFormatter, add_benchmark_arguments,
+                      benchmark_options, natural_method, non_negative_int, parse_method_options, positive_int,
+                      seed_list)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register ``graphbo compare`` and its options."""
-    p = subparsers.add_parser("compare", help="run several methods x seeds on a benchmark (resumable, parallel)")
+    p = subparsers.add_parser("compare", help="run several methods x seeds on a benchmark (resumable, parallel)",
+                              formatter_class=MethodListFormatter)
     p.add_argument("benchmark")
     p.add_argument("--methods", default=None,
                    help="comma-separated methods (default: the paper's method and random search for the benchmark: "
-                        "combo,rs for discrete, bofm,rs for mixed, nasbot,rand,ea,treebo for architecture benchmarks)")
-    p.add_argument("--seeds", default="0-4", help="e.g. 0-24 or 0,3,5")
-    p.add_argument("--budget", type=int, default=None)
-    p.add_argument("--n-initial", type=int, default=None)
-    p.add_argument("--out", required=True, help="folder for the traces (METHOD/seedS.jsonl)")
-    p.add_argument("--workers", type=int, default=1, help="parallel processes")
+                        "combo,rs for discrete, bofm,rs for mixed, nasbot,rand,ea,treebo for architecture benchmarks); "
+                        f"from {METHODS_PLACEHOLDER}")
+    p.add_argument("--seeds", type=seed_list, default="0-4", help=f"run seeds: {SEEDS_FORMS} (default: 0-4)")
+    p.add_argument("--budget", type=positive_int, default=None,
+                   help="evaluations per run (default: the paper's for the benchmark)")
+    p.add_argument("--n-initial", type=non_negative_int, default=None)
+    p.add_argument("--out", required=True, help="folder for the runs (METHOD/seedS.db)")
+    p.add_argument("--workers", type=positive_int, default=1, help="parallel processes")
     add_benchmark_arguments(p, "run seed")
     p.add_argument("--option", action="append", metavar="KEY=VALUE",
                    help="keyword argument for every method's constructor, value read as JSON "
@@ -28,22 +34,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def default_methods(benchmark: str) -> str:
-    """The method of the paper a benchmark comes from, and its random-search baseline."""
-    from ..benchmarks import load_benchmark
+#: the baselines a method is compared with by default (random search unless listed)
+BASELINES = {"nasbot": "rand,ea,treebo"}
 
-    space = load_benchmark(benchmark).space if benchmark != "maxsat" else None
-    if space is None:
-        return "combo,rs"
-    if type(space).__name__ == "ArchitectureSpace":
-        return "nasbot,rand,ea,treebo"
-    return "bofm,rs" if len(getattr(space, "continuous_indices", ())) else "combo,rs"
+
+def default_methods(space) -> str:
+    """The method of the paper a benchmark's space comes from (:func:`natural_method`, what ``graphbo run``
+    uses) and its baselines."""
+    method = natural_method(space)
+    return f"{method},{BASELINES.get(method, 'rs')}"
 
 
 def run(args: argparse.Namespace) -> int:
     """Run (or continue) the comparison; returns the exit code."""
     from ..benchmarks import REGISTRY
-    from ..experiments.runner import RunSpec, TraceError, compare, make_run, parse_seeds
+    from ..experiments.runner import RunSpec, TraceError, compare, make_run
 
     if args.benchmark not in REGISTRY:
         print(f"graphbo compare: unknown benchmark {args.benchmark!r}; see `graphbo benchmarks`", file=sys.stderr)
@@ -53,18 +58,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from ..optimizers import METHODS
 
-    if args.methods is None:
-        args.methods = default_methods(args.benchmark)
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    unknown = [m for m in methods if m not in METHODS]
-    if unknown:
-        print(f"graphbo compare: unknown method(s) {unknown}; choose from {sorted(METHODS)}", file=sys.stderr)
-        return 2
-    try:
-        seeds = parse_seeds(args.seeds)
-    except ValueError as exc:
-        print(f"graphbo compare: {exc}", file=sys.stderr)
-        return 2
+    seeds = args.seeds
     from ..benchmarks import load_benchmark
 
     try:
@@ -72,7 +66,14 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"graphbo compare: {exc}", file=sys.stderr)
         return 2
-    budget = args.budget or probe.default_budget
+    if args.methods is None:
+        args.methods = default_methods(probe.space)
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown or not methods:
+        print(f"graphbo compare: unknown method(s) {unknown}; choose from {sorted(METHODS)}", file=sys.stderr)
+        return 2
+    budget = args.budget if args.budget is not None else probe.default_budget
     n_initial = args.n_initial if args.n_initial is not None else probe.default_n_initial
     try:
         method_options = parse_method_options(args.option)
@@ -89,10 +90,33 @@ def run(args: argparse.Namespace) -> int:
                 print(f"graphbo compare: method {spec.method!r} does not take {method_options}: {exc}", file=sys.stderr)
                 return 2
     print(f"graphbo compare: {len(specs)} runs ({', '.join(methods)} x {len(seeds)} seeds), budget {budget}, "
-          f"{args.workers} worker(s), traces under {args.out}", flush=True)
+          f"{args.workers} worker(s), runs under {args.out}", flush=True)
     try:
-        compare(specs, args.out, n_workers=args.workers, log=lambda m: print(m, flush=True))
+        compare(specs, args.out, n_workers=args.workers, log=print_line, worker_log=print_line)
     except TraceError as exc:
         print(f"graphbo compare: {exc}; give these runs another --out", file=sys.stderr)
         return 2
-    return 0
+    unfinished = unfinished_runs(specs, args.out)
+    print(f"graphbo compare: {len(specs) - len(unfinished)}/{len(specs)} runs finished under {args.out}"
+          + (f"; not finished: {', '.join(unfinished)} (the same command continues them)" if unfinished else ""))
+    return 1 if unfinished else 0
+
+
+def print_line(message: str) -> None:
+    """A progress line, flushed (module-level, so worker processes can be handed it)."""
+    print(message, flush=True)
+
+
+def unfinished_runs(specs: list, out_dir: str) -> list[str]:
+    """``METHOD seed S`` of each spec whose run under ``out_dir`` has not used its budget (read from its file,
+    so a count can never exceed the number of runs)."""
+    from ..experiments.runner import run_path, trace_finished
+    from ..storage import find_run, read_run
+
+    missing = []
+    for spec in specs:
+        found = find_run(run_path(out_dir, spec))
+        data = read_run(found) if found is not None else None
+        if data is None or not trace_finished(data.head, data.evals, spec.budget):
+            missing.append(f"{spec.method} seed {spec.seed}")
+    return missing

@@ -1,6 +1,8 @@
-"""``graphbo run``: optimise a built-in benchmark (a JSON-lines trace, or a study file with
-``--storage``), or a user's own function over a space file (``--space FILE --objective SPEC``, always a
-study file that ``graphbo resume`` can continue)."""
+"""``graphbo run``: optimise a built-in benchmark, or a user's own function over a space file
+(``--space FILE --objective SPEC``). Every run is a study file (``--storage PATH``, default
+``runs/NAME-METHOD-seedS-TIME.db``, printed first) that ``graphbo resume`` continues; Ctrl-C saves it and
+prints the resume command. ``--trace PATH`` writes a graphbo 0.1 JSON-lines trace instead (a benchmark only,
+not resumable)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ import time
 from typing import Any, Callable
 
 from ..objective_loading import ImportedObjective, ObjectiveError, load_objective, stored_spec
-from ._common import add_benchmark_arguments, add_threads_argument, benchmark_options, default_path, minimize_study
+from ._common import (METHODS_PLACEHOLDER, MethodListFormatter, add_benchmark_arguments, add_threads_argument,
+                      benchmark_options, default_path, minimize_study, natural_method, non_negative_int, positive_float,
+                      positive_int, unused_path)
 
 #: random initial evaluations of `graphbo run --space` when --n-initial is not given (the optimizers' default)
 _USER_N_INITIAL = 10
@@ -22,9 +26,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register ``graphbo run`` and its options."""
     p = subparsers.add_parser(
         "run", help="optimise a built-in benchmark, or your own function over a space file",
+        formatter_class=MethodListFormatter,
         description="Optimise a built-in benchmark (`graphbo run BENCHMARK`), or your own function over a space "
                     "file (`graphbo run --space space.yaml --objective package.module:function --budget N`; see "
-                    "docs/spaces.md). The function takes a configuration dict and returns the value to minimise.")
+                    "docs/spaces.md). The function takes a configuration dict and returns the value to minimise. "
+                    "Every run is a study file (its path is printed first): Ctrl-C saves it, and "
+                    "`graphbo resume PATH` continues it.")
     p.add_argument("benchmark", nargs="?", default=None,
                    help="benchmark name (see `graphbo benchmarks`); omit it with --space")
     p.add_argument("--space", default=None,
@@ -33,24 +40,24 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="the function to minimise, MODULE:FUNCTION (importable from the current directory or "
                         "PYTHONPATH) or path/to/file.py:FUNCTION")
     p.add_argument("--method", default=None,
-                   help="combo (default; with --space: combo for discrete spaces, bofm for mixed ones), bofm, rs, "
-                        "sa, re, bocs, bocs-sdp, tpe, smac")
-    p.add_argument("--budget", type=int, default=None,
+                   help="default: the space's natural method (nasbot for architectures, bofm for mixed spaces, "
+                        f"combo otherwise); one of {METHODS_PLACEHOLDER}")
+    p.add_argument("--budget", type=positive_int, default=None,
                    help="evaluations, initial ones included (default: the paper's; required with --space)")
-    p.add_argument("--n-initial", type=int, default=None,
+    p.add_argument("--n-initial", type=non_negative_int, default=None,
                    help=f"random initial evaluations (default: the paper's; {_USER_N_INITIAL} with --space)")
     p.add_argument("--seed", type=int, default=0)
     add_benchmark_arguments(p, "seed")
-    p.add_argument("--trace", default=None, help="JSON-lines trace file (default: runs/NAME-METHOD-seedS-TIME.jsonl)")
+    p.add_argument("--trace", default=None,
+                   help="write a JSON-lines trace file instead of a study file (not resumable)")
     add_threads_argument(p)
     p.add_argument("--quiet", action="store_true", help="print only the result")
     p.add_argument("--storage", default=None,
-                   help="SQLite study file instead of a trace: crash-safe, continued by `graphbo resume PATH` "
-                        "(with --space a study is always written; default runs/SPACE-METHOD-seedS-TIME.db)")
-    p.add_argument("--workers", type=int, default=1,
-                   help="parallel evaluations (processes; needs --storage or --space)")
-    p.add_argument("--timeout", type=float, default=None,
-                   help="seconds per evaluation; longer ones are recorded as failed (needs --storage or --space)")
+                   help="the SQLite study file: crash-safe, continued by `graphbo resume PATH` (default "
+                        "runs/NAME-METHOD-seedS-TIME.db, NAME the benchmark or the space file's name)")
+    p.add_argument("--workers", type=positive_int, default=1, help="parallel evaluations (processes)")
+    p.add_argument("--timeout", type=positive_float, default=None,
+                   help="seconds per evaluation; longer ones are recorded as failed")
     p.set_defaults(func=run)
 
 
@@ -79,19 +86,17 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"graphbo run: {exc}", file=sys.stderr)
         return 2
-    if args.method is None:  # combo; the architecture benchmarks default to nasbot
-        args.method = getattr(bench, "default_method", "combo")
+    if args.method is None:
+        args.method = natural_method(bench.space)
     budget = args.budget if args.budget is not None else bench.default_budget
     n_initial = args.n_initial if args.n_initial is not None else bench.default_n_initial
-    if budget < 1 or n_initial < 0:
-        print("graphbo run: --budget must be >= 1 and --n-initial >= 0", file=sys.stderr)
-        return 2
-    if args.storage:
+    if args.trace is None:
         return _run_study(args, bench, budget, n_initial)
-    if args.workers != 1 or args.timeout is not None:
-        print("graphbo run: --workers and --timeout need --storage PATH (a study file)", file=sys.stderr)
+    if args.storage is not None or args.workers != 1 or args.timeout is not None:
+        print("graphbo run: --trace writes a trace without workers; --storage, --workers and --timeout need a "
+              "study file (leave out --trace)", file=sys.stderr)
         return 2
-    trace_path = args.trace or default_path(bench.name, args.method, args.seed, "jsonl")
+    trace_path = args.trace
     if os.path.exists(trace_path):
         print(f"graphbo run: {trace_path} exists; choose another --trace (nothing is overwritten)", file=sys.stderr)
         return 2
@@ -136,8 +141,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_study(args: argparse.Namespace, bench: Any, budget: int, n_initial: int) -> int:
-    """``graphbo run --storage PATH``: a study file that ``graphbo resume`` can continue."""
-    path = args.storage
+    """``graphbo run``: a study file (``--storage PATH``, or a new one under ``runs/``) that ``graphbo resume``
+    can continue."""
+    path = args.storage or unused_path(default_path(bench.name, args.method, args.seed, "db"))
     bench_options = benchmark_options(args, args.seed)
     attrs = {"benchmark": args.benchmark, "benchmark_options": bench_options, "budget": budget}
     method_options = {"n_initial": n_initial}
@@ -153,9 +159,9 @@ def _run_study(args: argparse.Namespace, bench: Any, budget: int, n_initial: int
     failed = _open_study("graphbo run", bench.space, args, path, method_options, attrs, budget, mismatch)
     if failed is not None:
         return failed
-    if not args.quiet:
-        print(f"graphbo: {args.method} on {bench.name}, budget {budget} ({n_initial} initial), seed {args.seed}, "
-              f"{args.workers} worker(s), study {path}")
+    print(f"graphbo: study {path}" if args.quiet else
+          f"graphbo: {args.method} on {bench.name}, budget {budget} ({n_initial} initial), seed {args.seed}, "
+          f"{args.workers} worker(s), study {path}", flush=True)
     return minimize_study("graphbo run", bench, bench.space, path, args.method, budget, args.seed, method_options,
                           args)
 
@@ -174,10 +180,15 @@ def _open_study(prog: str, space: Any, args: argparse.Namespace, path: str, meth
             if problem is not None:
                 print(f"{prog}: {problem}; choose another --storage (nothing is overwritten)", file=sys.stderr)
                 return 2
+            finished = info["n_complete"] + info["n_failed"]
+            if finished > budget:
+                print(f"{prog}: {path} already has {finished} finished trials, more than --budget {budget}; give "
+                      f"--budget {finished} or more (nothing is changed)", file=sys.stderr)
+                return 2
             with Study(space, args.method, storage=path, seed=args.seed, **method_options) as study:
                 if stored.get("budget") != budget:
                     study.set_user_attr("budget", budget)  # what `graphbo resume` continues to
-            print(f"graphbo: continuing {path} ({info['n_complete'] + info['n_failed']} finished trials)")
+            print(f"graphbo: continuing {path} ({finished}/{budget} trials finished)")
         else:
             with Study(space, args.method, storage=path, seed=args.seed, **method_options) as study:
                 for key, value in attrs.items():
@@ -206,12 +217,6 @@ def _run_user(args: argparse.Namespace) -> int:
         print(f"{prog}: give the number of evaluations with --budget N", file=sys.stderr)
         return 2
     n_initial = args.n_initial if args.n_initial is not None else _USER_N_INITIAL
-    if args.budget < 1 or n_initial < 0:
-        print(f"{prog}: --budget must be >= 1 and --n-initial >= 0", file=sys.stderr)
-        return 2
-    if args.workers < 1 or (args.timeout is not None and args.timeout <= 0):
-        print(f"{prog}: --workers must be >= 1 and --timeout > 0", file=sys.stderr)
-        return 2
     from ..spaces.io import SpaceFileError, load_space, space_to_dict
 
     try:
@@ -220,7 +225,7 @@ def _run_user(args: argparse.Namespace) -> int:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
     if args.method is None:
-        args.method = "combo" if space.is_discrete else "bofm"
+        args.method = natural_method(space)
     cwd = os.getcwd()
     try:
         load_objective(args.objective, [cwd])  # errors name the spec as given
@@ -231,7 +236,7 @@ def _run_user(args: argparse.Namespace) -> int:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
     name = os.path.splitext(os.path.basename(args.space))[0]
-    path = args.storage or default_path(name, args.method, args.seed, "db")
+    path = args.storage or unused_path(default_path(name, args.method, args.seed, "db"))
     space_dict = space_to_dict(space)
     attrs = {"objective": spec, "objective_cwd": cwd, "space": space_dict,
              "space_file": os.path.abspath(args.space), "budget": args.budget}
@@ -253,7 +258,7 @@ def _run_user(args: argparse.Namespace) -> int:
     failed = _open_study(prog, space, args, path, method_options, attrs, args.budget, mismatch)
     if failed is not None:
         return failed
-    if not args.quiet:
-        print(f"graphbo: {args.method} on {args.space} minimising {args.objective}, budget {args.budget} "
-              f"({n_initial} initial), seed {args.seed}, {args.workers} worker(s), study {path}")
+    print(f"graphbo: study {path}" if args.quiet else
+          f"graphbo: {args.method} on {args.space} minimising {args.objective}, budget {args.budget} "
+          f"({n_initial} initial), seed {args.seed}, {args.workers} worker(s), study {path}", flush=True)
     return minimize_study(prog, objective, space, path, args.method, args.budget, args.seed, method_options, args)

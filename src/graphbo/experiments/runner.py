@@ -304,7 +304,7 @@ def _summary(spec: RunSpec, data: RunData, resumed_from: int) -> dict[str, Any]:
     return out
 
 
-def _run_job(spec: RunSpec, path: str, threads: int) -> dict[str, Any]:
+def _run_job(spec: RunSpec, path: str, threads: int, log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """One run in a worker process, with ``threads`` torch and BLAS threads.
 
     Parallel runs share the cores: more threads per run than cores per run
@@ -312,7 +312,7 @@ def _run_job(spec: RunSpec, path: str, threads: int) -> dict[str, Any]:
     times with OpenBLAS's default threads on 2 busy cores).
     """
     with limit_threads(threads):
-        return run(spec, path)
+        return run(spec, path, log=log)
 
 
 def run_path(out_dir: str, spec: RunSpec) -> str:
@@ -326,8 +326,13 @@ def compare(
     n_workers: int = 1,
     threads_per_worker: int = 1,
     log: Callable[[str], None] = print,
+    worker_log: Callable[[str], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Run every spec (skipping finished ones) in parallel processes; run files go under ``out_dir``.
+
+    ``log`` gets the progress of runs in this process (every 10 evaluations, with the best so far) and a
+    line per run done; with ``n_workers > 1`` the runs' progress goes to ``worker_log`` (called in the
+    worker processes, so it must be picklable: a module-level function), if given.
 
     Every existing run (study file or graphbo 0.1 trace) must belong to its
     spec before anything runs: otherwise :class:`TraceError`.
@@ -357,7 +362,7 @@ def compare(
             log(f"done {spec.method} seed {spec.seed}: best {results[-1]['best']:.5g}")
         return results
     with ProcessPoolExecutor(max_workers=n_workers) as pool:
-        futures = {pool.submit(_run_job, spec, path, threads_per_worker): spec for spec, path in todo}
+        futures = {pool.submit(_run_job, spec, path, threads_per_worker, worker_log): spec for spec, path in todo}
         for fut in as_completed(futures):
             spec = futures[fut]
             try:
