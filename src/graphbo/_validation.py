@@ -8,11 +8,12 @@ names the argument, the allowed values and what was given.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any, Callable, Collection, Mapping, Sequence, TypeVar
 
 __all__ = ["check_int", "check_float", "check_bool", "check_choice", "check_seed", "check_optional_int",
            "check_callable", "check_configs", "check_mapping", "check_floats", "check_device", "check_dtype",
-           "check_pair"]
+           "check_pair", "as_real", "check_real", "check_budget", "check_timeout", "MAX_TIMEOUT"]
 
 T = TypeVar("T")
 
@@ -64,6 +65,97 @@ def check_float(name: str, value: Any, *, minimum: float | None = None, maximum:
     if maximum is not None and v > maximum:
         raise ValueError(f"{name} must be <= {maximum}, got {value!r}")
     return v
+
+
+def as_real(value: Any) -> float:
+    """``value`` as a float if it is a real number: a Python ``int`` or ``float``, a NumPy integer or floating
+    scalar, or a 0-d array or tensor of such a number (anything with ``ndim == 0`` and ``item()``).
+
+    ``TypeError`` for anything else, with a message saying what ``value`` is: ``None``, ``str``, ``bytes``,
+    ``bool`` (``True`` is not the number 1 here), complex numbers, arrays or tensors with more than one
+    dimension or element, objects that merely convert with ``float()``. ``ValueError`` for an integer too
+    large for a float (``10**400``). The result may be NaN or infinite: see :func:`check_real`.
+    """
+    ndim = getattr(value, "ndim", None)
+    if ndim is not None and callable(getattr(value, "item", None)):
+        if ndim != 0:
+            shape = tuple(getattr(value, "shape", ()))
+            raise TypeError(f"{type(value).__name__} of shape {shape}, not a number (return a scalar, "
+                            "e.g. value.item())")
+        scalar = value.item()  # NumPy scalars and 0-d arrays or tensors -> a Python scalar
+    else:
+        scalar = value
+    if isinstance(scalar, numbers.Complex) and not isinstance(scalar, numbers.Real):
+        raise TypeError(f"{_short_repr(value)} ({type(value).__name__}), a complex number, not a real one")
+    if isinstance(scalar, bool) or not isinstance(scalar, numbers.Real):
+        raise TypeError(f"{_short_repr(value)} ({type(value).__name__}), not a number")
+    try:
+        return float(scalar)
+    except OverflowError:
+        raise ValueError(f"{_digits(scalar)}, too large for a float") from None
+    except Exception as exc:  # a numbers.Real whose __float__ fails
+        raise TypeError(f"{_short_repr(value)} ({type(value).__name__}), not convertible to a float "
+                        f"({type(exc).__name__}: {exc})") from None
+
+
+def _digits(value: Any) -> str:
+    """``integer with N digits`` (without ``str()`` of the whole number, which Python limits to 4300 digits)."""
+    if isinstance(value, int):
+        return f"integer with about {max(1, int(value.bit_length() * 0.30103))} digits"
+    return f"{type(value).__name__} value"
+
+
+def _short_repr(value: Any, limit: int = 80) -> str:
+    """``repr(value)``, bounded in time and length for containers and strings (``reprlib``)."""
+    import reprlib
+
+    try:
+        text = reprlib.repr(value)
+    except Exception:  # a broken __repr__
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def check_real(name: str, value: Any) -> float:
+    """``value`` as a finite float if it is a real number (see :func:`as_real`); otherwise ``TypeError`` (not a
+    real number) or ``ValueError`` (NaN, infinite, too large), naming ``name``."""
+    try:
+        v = as_real(value)
+    except TypeError as exc:
+        raise TypeError(f"{name} must be a real number, got {exc}") from None
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a finite number, got {exc}") from None
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be a finite number, got {v!r}")
+    return v
+
+
+def check_budget(value: Any, *, minimum: int = 1) -> int:
+    """A number of evaluations: an integer >= ``minimum`` (``2.5``, NaN, ``True`` and strings are refused)."""
+    return check_int("budget", value, minimum=minimum)
+
+
+#: a timeout longer than this many seconds (about three years) means no timeout: the system timers
+#: (``setitimer``, lock waits) overflow on larger values
+MAX_TIMEOUT = 1e8
+
+
+def check_timeout(value: Any, name: str = "timeout") -> float | None:
+    """Seconds an evaluation may take: ``None`` or ``inf`` (and anything above :data:`MAX_TIMEOUT`) mean no
+    timeout (``None`` is returned); otherwise a positive finite number. NaN, zero, negative numbers, bools
+    and non-numbers are refused, naming ``name``."""
+    if value is None:
+        return None
+    try:
+        v = as_real(value)
+    except ValueError:  # an integer too large for a float
+        v = math.inf if value > 0 else -math.inf
+    except TypeError:
+        raise TypeError(f"{name} must be a positive number of seconds, inf or None, got {_describe(value)}") \
+            from None
+    if math.isnan(v) or not v > 0:
+        raise ValueError(f"{name} must be a positive number of seconds, inf or None, got {value!r}")
+    return None if v > MAX_TIMEOUT else v
 
 
 def check_bool(name: str, value: Any) -> bool:

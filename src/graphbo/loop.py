@@ -17,7 +17,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import logging
 import math
-import numbers
 import os
 import signal
 import threading
@@ -25,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from ._validation import as_real, check_budget, check_int, check_real, check_seed, check_timeout
 from .threads import DEFAULT_THREADS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -110,29 +110,45 @@ class _EvaluationTimeout(BaseException):
     an objective catching ``Exception`` does not swallow it)."""
 
 
-def _on_alarm(signum, frame):
-    raise _EvaluationTimeout()
+#: after the first alarm, the alarm repeats every this many seconds until the objective returns: an objective
+#: that catches the first ``_EvaluationTimeout`` (``except BaseException``) is interrupted again
+ALARM_REPEAT = 1.0
 
 
 def _call(objective: Callable, config: dict[str, Any], timeout: float | None, thread_fallback: bool) -> Any:
     """``objective(config)``, interrupted after ``timeout`` seconds where possible.
 
     In a main thread (this process with ``n_workers=1``, or a process-pool worker)
-    a ``SIGALRM`` timer interrupts Python code and sleeps. Elsewhere (a Dask
-    worker's thread, a caller's thread), with ``thread_fallback``, the objective
-    runs in a daemon thread that is abandoned at the timeout: the caller moves
-    on, the abandoned evaluation runs to its end in the background.
+    a ``SIGALRM`` timer interrupts Python code and sleeps, and repeats every
+    :data:`ALARM_REPEAT` seconds until the objective gives up; once the alarm has
+    gone off the evaluation is a timeout even if the objective swallowed it and
+    returned a value. Elsewhere (a Dask worker's thread, a caller's thread), with
+    ``thread_fallback``, the objective runs in a daemon thread that is abandoned at
+    the timeout: the caller moves on, the abandoned evaluation runs to its end in
+    the background.
     """
     if timeout is None:
         return objective(config)
     if hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGALRM, _on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, timeout)
+        fired: list[bool] = []
+
+        def on_alarm(signum, frame):
+            fired.append(True)
+            raise _EvaluationTimeout()
+
+        previous = signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, timeout, ALARM_REPEAT)
         try:
-            return objective(config)
+            value = objective(config)
+        except (Exception, SystemExit):
+            if fired:  # the objective caught the timeout and failed otherwise
+                raise _EvaluationTimeout() from None
+            raise
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
+            _stop_alarm(previous)
+        if fired:  # the objective caught the timeout and went on
+            raise _EvaluationTimeout()
+        return value
     if not thread_fallback:
         return objective(config)
     box: dict[str, Any] = {}
@@ -153,33 +169,68 @@ def _call(objective: Callable, config: dict[str, Any], timeout: float | None, th
     return box["value"]
 
 
+def _stop_alarm(previous: Any) -> None:
+    """Cancel the repeating timer and restore the previous handler, even if an alarm goes off meanwhile."""
+    while True:
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            break
+        except _EvaluationTimeout:  # delivered just before the timer was cancelled: cancel again
+            continue
+    while True:
+        try:
+            signal.signal(signal.SIGALRM, previous)
+            break
+        except _EvaluationTimeout:  # pragma: no cover - a last alarm already pending
+            continue
+
+
 def _evaluate(objective: Callable, config: dict[str, Any], timeout: float | None = None,
-              thread_fallback: bool = True) -> tuple[bool, float | None, str | None, float]:
+              thread_fallback: bool = True, tag: str | None = None) -> tuple[bool, float | None, str | None, float]:
     """Evaluate and classify: ``(ok, value, error message, seconds)``. Never raises an ``Exception``.
 
-    Failures: the objective raised, returned a non-number or a non-finite
-    number, or ran past ``timeout``. ``KeyboardInterrupt`` propagates.
+    Failures: the objective raised any ``Exception`` (or ``SystemExit``),
+    returned something that is not a real number (``None``, a string, a bool, a
+    complex number, an array or tensor of several numbers, an integer too large
+    for a float) or a non-finite one, or ran past ``timeout``.
+    ``KeyboardInterrupt`` propagates. ``tag``: a file to write this process's id
+    into first (the loop's own process pool uses it to know which worker
+    evaluates what).
     """
+    if tag is not None:
+        with open(tag, "w") as fh:
+            fh.write(str(os.getpid()))
     t0 = time.perf_counter()
     try:
         try:
             raw = _call(objective, config, timeout, thread_fallback)
         except _EvaluationTimeout:
             return False, None, f"timed out after {timeout:g} s", time.perf_counter() - t0
-        except Exception as exc:
-            return False, None, f"{type(exc).__name__}: {exc}", time.perf_counter() - t0
+        except (Exception, SystemExit) as exc:
+            return False, None, _describe_error(exc), time.perf_counter() - t0
     except _EvaluationTimeout:  # the alarm went off just as the objective returned or raised
         return False, None, f"timed out after {timeout:g} s", time.perf_counter() - t0
     seconds = time.perf_counter() - t0
-    if isinstance(raw, (str, bytes, bool)) or raw is None:
-        return False, None, f"objective returned {raw!r}, not a number", seconds
     try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        return False, None, f"objective returned {raw!r} ({type(raw).__name__}), not a number", seconds
+        value = as_real(raw)
+    except (TypeError, ValueError) as exc:
+        return False, None, f"objective returned {exc}", seconds
+    except Exception as exc:  # a returned object whose ndim, item() or repr fails
+        return False, None, f"objective returned an unusable {type(raw).__name__} ({_describe_error(exc)})", seconds
     if not math.isfinite(value):
         return False, None, f"objective returned {value!r}, not a finite number", seconds
     return True, value, None, seconds
+
+
+def _describe_error(exc: BaseException) -> str:
+    """``Type: message`` of an exception, bounded in length (and safe if its ``str`` fails)."""
+    try:
+        text = str(exc)
+    except Exception:
+        text = "<message not printable>"
+    if len(text) > 2000:
+        text = text[:2000] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 # -- the loop -------------------------------------------------------------------------------------
@@ -212,9 +263,10 @@ def minimize(
     method : str
         ``"combo"``, ``"rs"``, ... (see ``graphbo.optimizers.METHODS``).
     budget : int
-        Number of evaluations, the initial design and failed evaluations
-        included. With ``storage``, the total over all sessions of the study.
+        Number of evaluations (an integer >= 1), the initial design and failed
+        evaluations included. With ``storage``, the total over all sessions of the study.
     seed : int, optional
+        A non-negative integer; ``None`` draws one (stored with ``storage``).
     callback : callable, optional
         ``callback(number, config, value, optimizer, seconds)`` after each
         complete evaluation (``seconds``: suggestion plus evaluation time;
@@ -226,19 +278,29 @@ def minimize(
         study raises :class:`graphbo.StorageError` and is left untouched.
     n_workers : int, default 1
         Evaluations kept in flight. With 1 and no ``executor``, the objective
-        runs in this process (nothing is pickled).
+        runs in this process (nothing is pickled). Otherwise the loop's own
+        process pool evaluates it; its workers end with this process (each
+        watches its parent), and one that dies (``os._exit``, a segfault, killed
+        for memory) fails the trial it was evaluating, with the reason, while
+        the trials of the other workers are evaluated again in a fresh pool.
     executor : concurrent.futures.Executor, optional
         Where to evaluate, e.g. ``distributed.Client(...).get_executor()`` for
         Dask; it is not shut down. Default: a process pool of ``n_workers``,
         shut down at the end.
     timeout : float, optional
-        Seconds an evaluation may take from its start; a longer one is recorded
+        Seconds an evaluation may take from its start (a positive number; ``None``
+        or ``inf``, or more than 10**8 s, mean no timeout); a longer one is recorded
         as failed (``"timed out after ... s"``) and the run goes on. In this
         process and in process-pool workers an alarm signal (``SIGALRM``)
-        interrupts it; in worker threads (Dask) it is left running in a
-        background thread. The loop itself gives up on a future that is not back
-        ``timeout`` + :data:`TIMEOUT_GRACE` seconds after submission (a worker
-        that cannot be interrupted): it is cancelled if possible and recorded failed.
+        interrupts it, again every second until the objective gives up, and an
+        evaluation interrupted once counts as timed out even if the objective
+        catches the interruption (``except BaseException``) and returns a value.
+        An objective that catches every interruption and never returns runs on in
+        this process (``n_workers=1``); in the loop's process pool, its worker is
+        killed ``timeout`` + :data:`TIMEOUT_GRACE` seconds after submission. In
+        worker threads (Dask) it is left running in a background thread; the loop
+        gives up on such a future at the same deadline: it is cancelled if
+        possible and recorded failed.
     failure_value : float, optional
         By default a failed configuration stays out of the model (it is only
         excluded from later suggestions). With a value, the model is told that
@@ -251,6 +313,14 @@ def minimize(
     **options
         Passed to the optimizer (for COMBO: ``n_initial``, ``n_random``, ...).
 
+    Whatever the objective does wrong is a failed trial with its reason: any
+    ``Exception`` or ``SystemExit``; a value that is not a real number (``None``,
+    a string, a bool, a complex number, an array or tensor of several numbers,
+    an integer too large for a float) or not finite; a timeout; in a worker
+    process, the worker's death. An objective that ends or crashes *this*
+    process (``os._exit``, a segfault with ``n_workers=1``) leaves its trial
+    ``running``, to be resumed.
+
     A ``KeyboardInterrupt`` (Ctrl-C) stops the run: finished trials are saved,
     the ones in flight stay ``running`` for the resume, and it is re-raised.
     """
@@ -262,22 +332,12 @@ def minimize(
                          "minimize's objective(config) cannot take: run it on a benchmark with fidelities through "
                          "graphbo.experiments.runner (graphbo compare), or drive a graphbo.Study yourself "
                          "(each trial's fidelity is trial.attrs['fidelity'])")
-    if budget < 1:
-        raise ValueError(f"budget must be >= 1, got {budget}")
-    if isinstance(n_workers, bool) or int(n_workers) != n_workers or n_workers < 1:
-        raise ValueError(f"n_workers must be a positive integer, got {n_workers!r}")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, numbers.Real)
-                                or not timeout > 0):
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    timeout = None if timeout is None else float(timeout)
+    budget = check_budget(budget)
+    seed = check_seed(seed)
+    n_workers = check_int("n_workers", n_workers, minimum=1)
+    timeout = check_timeout(timeout)
     if failure_value is not None:
-        try:
-            ok = math.isfinite(float(failure_value))
-        except (TypeError, ValueError):
-            ok = False
-        if not ok:
-            raise ValueError(f"failure_value must be a finite number, got {failure_value!r}")
-        failure_value = float(failure_value)
+        failure_value = check_real("failure_value", failure_value)
     if executor is None and n_workers > 1:
         _check_picklable(objective)
     t_start = time.perf_counter()
@@ -342,18 +402,76 @@ def _run_in_process(study: Study, objective: Callable, budget: int, timeout: flo
 
 def _run_async(study: Study, objective: Callable, budget: int, n_workers: int, executor: cf.Executor | None,
                timeout: float | None, failure_value: float | None, callback: Callable | None) -> None:
-    """Keep ``n_workers`` evaluations in flight; ask for a new one as soon as any finishes."""
-    own = executor is None
-    pool: cf.Executor = cf.ProcessPoolExecutor(max_workers=n_workers) if executor is None else executor
-    in_flight: dict[cf.Future, tuple[Trial, float]] = {}
-    zombies: set[cf.Future] = set()  # timed out but still running: they occupy a worker
+    """Keep ``n_workers`` evaluations in flight; ask for a new one as soon as any finishes.
+
+    With the loop's own pool (no ``executor``): a worker that dies fails the trial
+    it was evaluating (found by the process id each evaluation writes first), the
+    pool is replaced and the other trials in flight are evaluated again (at most
+    :data:`MAX_RESTARTS` times each); a worker past ``timeout`` +
+    :data:`TIMEOUT_GRACE` is killed the same way.
+    """
+    own = _OwnPool(n_workers) if executor is None else None
+    in_flight: dict[cf.Future, _Job] = {}
+    zombies: set[cf.Future] = set()  # timed out but still running in a foreign executor: they occupy a worker
+
+    def submit(job: _Job) -> None:
+        job.t0 = time.monotonic()
+        if own is None:
+            assert executor is not None
+            in_flight[executor.submit(_evaluate, objective, job.trial.config, timeout)] = job
+            return
+        try:
+            fut, job.tag = own.submit(objective, job.trial.config, timeout, job.trial.number)
+        except cf.BrokenExecutor as exc:  # broke since the last wait: handled with the others at the next one
+            fut, job.tag = cf.Future(), None
+            fut.set_exception(exc)
+        in_flight[fut] = job
+
+    def record(job: _Job, outcome: tuple[bool, float | None, str | None, float]) -> None:
+        if own is not None:
+            own.forget(job.tag)
+        _record(study, job.trial, *outcome, failure_value, callback)
+
+    def recover(hit: list[_Job], cause_known: bool = False) -> None:
+        """The own pool broke: wait for the other evaluations to end, fail those whose worker died, start a
+        fresh pool and evaluate the others again (counted as a restart only when no dead worker was found, or
+        ``cause_known``, so that an unexplained break cannot repeat for ever)."""
+        assert own is not None
+        cf.wait(list(in_flight), timeout=10)
+        for fut, job in list(in_flight.items()):
+            outcome, dead = _outcome(fut, job.t0) if fut.done() else (None, True)
+            del in_flight[fut]
+            if dead:
+                hit.append(job)
+            else:
+                assert outcome is not None
+                record(job, outcome)
+        exit_codes = own.renew()
+        codes = {id(job): exit_codes.get(own.pid_of(job.tag))  # type: ignore[arg-type]
+                 for job in hit}
+        # a worker that died has its own exit code; the others were stopped by the pool (SIGTERM)
+        died = {k for k, code in codes.items() if code is not None and code != -signal.SIGTERM}
+        for job in hit:
+            if id(job) in died:
+                record(job, (False, None, f"the worker process evaluating it died ({_exit_reason(codes[id(job)])})",
+                             time.monotonic() - job.t0))
+                continue
+            if died or cause_known:  # an innocent bystander: evaluated again from the start
+                own.forget(job.tag)
+                submit(job)
+            elif job.restarts >= MAX_RESTARTS:
+                record(job, (False, None, f"the worker pool broke {job.restarts + 1} times during this evaluation, "
+                                          "and no worker was found dead", time.monotonic() - job.t0))
+            else:
+                own.forget(job.tag)
+                job.restarts += 1
+                submit(job)
+
     try:
         while True:
             zombies = {f for f in zombies if not f.done()}
             while len(in_flight) + len(zombies) < n_workers and study.n_finished + len(in_flight) < budget:
-                trial = study.ask()
-                fut = pool.submit(_evaluate, objective, trial.config, timeout)
-                in_flight[fut] = (trial, time.monotonic())
+                submit(_Job(study.ask()))
             if not in_flight:
                 if study.n_finished >= budget or not zombies:
                     break
@@ -361,53 +479,187 @@ def _run_async(study: Study, objective: Callable, budget: int, n_workers: int, e
                 continue
             wait_for = None
             if timeout is not None:
-                first_deadline = min(t0 for _, t0 in in_flight.values()) + timeout + TIMEOUT_GRACE
+                first_deadline = min(j.t0 for j in in_flight.values()) + timeout + TIMEOUT_GRACE
                 wait_for = max(0.0, first_deadline - time.monotonic())
             done, _ = cf.wait(list(in_flight) + list(zombies), timeout=wait_for, return_when=cf.FIRST_COMPLETED)
-            broken = False
+            hit: list[_Job] = []
             for fut in done:
                 if fut not in in_flight:
                     continue
-                trial, t0 = in_flight.pop(fut)
-                outcome, dead = _outcome(fut, t0)
-                broken |= dead
-                _record(study, trial, *outcome, failure_value, callback)
-            if broken and own:
-                # a worker died (killed, out of memory): the pool is unusable and fails every
-                # evaluation in flight; record them and start a fresh pool
-                cf.wait(list(in_flight), timeout=10)
-                for fut, (trial, t0) in list(in_flight.items()):
-                    outcome, _ = _outcome(fut, t0) if fut.done() else (
-                        (False, None, "worker pool broken", time.monotonic() - t0), True)
-                    _record(study, trial, *outcome, failure_value, callback)
-                in_flight.clear()
-                zombies.clear()
-                _terminate(pool)
-                pool = cf.ProcessPoolExecutor(max_workers=n_workers)
+                job = in_flight.pop(fut)
+                outcome, dead = _outcome(fut, job.t0)
+                if dead and own is not None:
+                    hit.append(job)
+                else:
+                    record(job, outcome)
+            if hit:
+                recover(hit)
             if timeout is not None:
                 now = time.monotonic()
-                for fut, (trial, t0) in list(in_flight.items()):
-                    if not fut.done() and now - t0 >= timeout + TIMEOUT_GRACE:
+                for fut, job in list(in_flight.items()):
+                    if fut in in_flight and not fut.done() and now - job.t0 >= timeout + TIMEOUT_GRACE:
                         del in_flight[fut]
-                        if not fut.cancel():
+                        record(job, (False, None, f"timed out after {timeout:g} s", now - job.t0))
+                        if fut.cancel():
+                            continue
+                        if own is not None and own.kill(job.tag):  # it ignores the alarm: end its worker
+                            recover([], cause_known=True)
+                        else:
                             zombies.add(fut)
-                        _record(study, trial, False, None, f"timed out after {timeout:g} s", now - t0,
-                                failure_value, callback)
     except BaseException:
         # Ctrl-C or an error of the loop: the trials in flight stay `running` in the study, for a resume
         for fut in in_flight:
             fut.cancel()
-        if own:
-            _terminate(pool)
+        if own is not None:
+            own.close(kill=True)
         raise
     else:
         for fut in zombies:
             fut.cancel()
-        if own:
-            if zombies:
-                _terminate(pool)
-            else:
-                pool.shutdown(wait=True)
+        if own is not None:
+            own.close(kill=bool(zombies))
+
+
+#: times an evaluation in the loop's own pool is started again because the pool broke under it for no reason
+#: found (no worker of an evaluation in flight died) before it is recorded as failed; an evaluation whose
+#: pool broke because another one's worker died is started again without counting
+MAX_RESTARTS = 2
+
+#: seconds between a pool worker's checks that the process that started it is still there
+PARENT_POLL = 0.5
+
+
+@dataclass
+class _Job:
+    """A trial in flight: when it was submitted, the file its worker writes its process id to, restarts."""
+
+    trial: Trial
+    t0: float = 0.0
+    tag: str | None = None
+    restarts: int = 0
+
+
+class _OwnPool:
+    """The loop's process pool: workers that end with this process, and which worker evaluates what.
+
+    Each evaluation first writes its worker's process id into a file of a
+    private folder (its *tag*), so that when the pool breaks the loop knows which
+    trial's worker died, and can kill the worker of an evaluation that ignores
+    its timeout.
+    """
+
+    def __init__(self, n_workers: int) -> None:
+        import tempfile
+
+        self.n_workers = n_workers
+        self.folder = tempfile.mkdtemp(prefix="graphbo-pool-")
+        self.count = 0
+        self.pool = self._new_pool()
+        self.processes: dict[int, Any] = {}  # pid -> multiprocessing.Process of the current pool
+
+    def _new_pool(self) -> cf.ProcessPoolExecutor:
+        return cf.ProcessPoolExecutor(max_workers=self.n_workers, initializer=_watch_parent, initargs=(os.getpid(),))
+
+    def submit(self, objective: Callable, config: dict[str, Any], timeout: float | None,
+               number: int) -> tuple[cf.Future, str]:
+        self.count += 1
+        tag = os.path.join(self.folder, f"{number}-{self.count}")
+        fut = self.pool.submit(_evaluate, objective, config, timeout, True, tag)
+        self.processes.update(getattr(self.pool, "_processes", None) or {})  # the workers start on submit
+        return fut, tag
+
+    def pid_of(self, tag: str | None) -> int | None:
+        """The process id the evaluation of ``tag`` wrote, or ``None`` (it had not started)."""
+        if tag is None:
+            return None
+        try:
+            with open(tag) as fh:
+                return int(fh.read())
+        except (OSError, ValueError):
+            return None
+
+    def forget(self, tag: str | None) -> None:
+        if tag is not None:
+            try:
+                os.remove(tag)
+            except OSError:
+                pass
+
+    def kill(self, tag: str | None) -> bool:
+        """Kill the worker evaluating ``tag`` (``SIGKILL``); ``False`` if it is not known."""
+        pid = self.pid_of(tag)
+        if pid is None or pid not in self.processes:
+            return False
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            return False
+        return True
+
+    def renew(self) -> dict[int, int | None]:
+        """Stop the (broken) pool and start a fresh one; returns the old workers' exit codes by process id
+        (a worker that died before this has its own code, the others ``-SIGTERM``)."""
+        old = dict(self.processes)
+        _terminate(self.pool, list(old.values()))
+        codes = {pid: p.exitcode for pid, p in old.items()}
+        self.processes = {}
+        self.pool = self._new_pool()
+        return codes
+
+    def close(self, kill: bool) -> None:
+        import shutil
+
+        if kill:
+            _terminate(self.pool, list(self.processes.values()))
+        else:
+            self.pool.shutdown(wait=True)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _watch_parent(parent: int) -> None:
+    """Initializer of the loop's pool workers: end this worker (``os._exit``) when the process that started the
+    pool is gone, checked every :data:`PARENT_POLL` seconds by a daemon thread; on Linux, also ask the kernel to
+    kill it when its parent exits (``PR_SET_PDEATHSIG``), which works while the worker holds the interpreter."""
+    start_ppid = os.getppid()
+
+    def gone() -> bool:
+        if os.getppid() != start_ppid:
+            return True
+        try:
+            os.kill(parent, 0)
+        except ProcessLookupError:
+            return True
+        except OSError:  # pragma: no cover - exists, not ours to signal
+            pass
+        return False
+
+    if gone():
+        os._exit(1)
+    if start_ppid == parent and hasattr(os, "sched_getaffinity"):  # forked by the loop's process, on Linux
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+        except Exception:  # pragma: no cover - no prctl: the thread below does it
+            pass
+
+    def watch() -> None:
+        while not gone():
+            time.sleep(PARENT_POLL)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="graphbo-parent-watch", daemon=True).start()
+
+
+def _exit_reason(code: int) -> str:
+    """What a worker's exit code says: a signal (``killed by SIGSEGV``) or an exit status."""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"killed by {name}" + (", e.g. for memory" if -code == signal.SIGKILL else "")
+    return f"it exited with status {code}"
 
 
 def _outcome(fut: cf.Future, t0: float) -> tuple[tuple[bool, float | None, str | None, float], bool]:
@@ -416,15 +668,16 @@ def _outcome(fut: cf.Future, t0: float) -> tuple[tuple[bool, float | None, str |
         return fut.result(), False
     except cf.CancelledError:
         return (False, None, "cancelled", time.monotonic() - t0), False
-    except Exception as exc:  # the executor failed: unpicklable objective or result, a worker died, ...
+    except (Exception, SystemExit) as exc:  # the executor failed: unpicklable objective or result, a worker died, ...
         broken = isinstance(exc, cf.BrokenExecutor)
-        return (False, None, f"{type(exc).__name__}: {exc}", time.monotonic() - t0), broken
+        return (False, None, _describe_error(exc), time.monotonic() - t0), broken
 
 
-def _terminate(pool: cf.Executor) -> None:
-    """Stop a process pool now, its running evaluations included (they could not be cancelled)."""
-    processes = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
+def _terminate(pool: cf.Executor, processes: list | None = None) -> None:
+    """Stop a process pool now, its running evaluations included (they could not be cancelled): its workers
+    get ``SIGTERM`` first (so that one that died before keeps its own exit code), then the pool shuts down."""
+    if processes is None:
+        processes = list((getattr(pool, "_processes", None) or {}).values())
     for p in processes:
         try:
             p.terminate()
@@ -435,3 +688,4 @@ def _terminate(pool: cf.Executor) -> None:
             p.join(timeout=5)
         except Exception:  # pragma: no cover
             pass
+    pool.shutdown(wait=False, cancel_futures=True)

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence, overload
 
 import numpy as np
 
-from .._validation import check_configs, check_int, check_seed
+from .._validation import as_real, check_configs, check_int, check_seed
 from ..spaces.space import Space, as_generator
 
 __all__ = ["Optimizer", "Observation", "Configs", "signature_without"]
@@ -151,9 +151,9 @@ class Optimizer:
         """``tell``'s checks: the index row of ``config`` and ``value`` as a finite float, or ``ValueError``."""
         row = self.space.to_index(config)
         try:
-            v = float(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"tell: value {value!r} for {dict(config)!r} is not a number") from None
+            v = as_real(value)  # a real number: not a str, bytes, bool, complex or array of several
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"tell: value for {dict(config)!r} must be a real number, got {exc}") from None
         if not math.isfinite(v):
             raise ValueError(f"tell: value {value!r} for {dict(config)!r} is not finite")
         return row, v
