@@ -10,8 +10,8 @@ import pytest
 
 import graphbo as gb
 from graphbo.optimizers import RandomSearch
-from graphbo.storage import (InMemoryStorage, SQLiteStorage, Storage, StorageError, Trial, TrialNotRunningError,
-                             as_storage)
+from graphbo.storage import (InMemoryStorage, SQLiteStorage, Storage, StorageError, StudyLockedError, Trial,
+                             TrialNotRunningError, as_storage)
 from graphbo.study import Study, describe_space, read_study_info
 
 
@@ -23,8 +23,11 @@ META = {"method": "rs", "seed": 3, "method_options": {"n_initial": 2}, "space": 
         "user_attrs": {"benchmark": "branin"}}
 
 
+T0, T1, T2, T3, T4, T9 = (f"2026-01-01T00:00:0{k}.000000+00:00" for k in (0, 1, 2, 3, 4, 9))  # times of trials
+
+
 def running(number, config):
-    return Trial(number, config, "running", started="t0", suggest_seconds=0.5, row=np.array([number, 1]))
+    return Trial(number, config, "running", started=T0, suggest_seconds=0.5, row=np.array([number, 1]))
 
 
 @pytest.fixture(params=["sqlite", "memory"])
@@ -52,15 +55,15 @@ def test_both_stores_keep_a_study_record_and_its_trials(store):
         store.add_trials([running(2, {"a": 0}), running(1, {"a": 0})])
     assert len(store.trials()) == 2  # nothing of the refused write
 
-    done = Trial(1, {"a": 5}, "complete", value=2.5, finished="t1", evaluate_seconds=0.25, tell_order=0,
+    done = Trial(1, {"a": 5}, "complete", value=2.5, finished=T1, evaluate_seconds=0.25, tell_order=0,
                  attrs={"fidelity": 3})
     store.finish_trial(done, state={"rng": [3]})
     with pytest.raises(TrialNotRunningError, match="trial 1 cannot be finished: it is complete already"):
-        store.finish_trial(Trial(1, {"a": 5}, "failed", error="late", finished="t2", tell_order=1), state={"x": 1})
+        store.finish_trial(Trial(1, {"a": 5}, "failed", error="late", finished=T2, tell_order=1), state={"x": 1})
     with pytest.raises(TrialNotRunningError, match="no such trial"):
         store.finish_trial(Trial(7, {"a": 5}, "complete", value=1.0, tell_order=1))
-    store.restart_trial(0, "t3")
-    store.restart_trial(1, "t9")  # finished: its start time stays
+    store.restart_trial(0, T3)
+    store.restart_trial(1, T9)  # finished: its start time stays
     store.save_state({"rng": [4]})
     store.set_user_attr("budget", 10)
     assert store.user_attrs() == {"benchmark": "branin", "budget": 10}
@@ -72,11 +75,11 @@ def test_both_stores_keep_a_study_record_and_its_trials(store):
     meta, trials = store.load()  # what survives closing
     assert meta["optimizer_state"] == {"rng": [4]} and meta["user_attrs"] == {"benchmark": "branin", "budget": 10}
     t0, t1 = trials
-    assert (t0.status, t0.started, t0.row, t0.attrs) == ("running", "t3", [0, 1], {})
+    assert (t0.status, t0.started, t0.row, t0.attrs) == ("running", T3, [0, 1], {})
     assert (t1.status, t1.value, t1.error, t1.started, t1.finished, t1.suggest_seconds, t1.evaluate_seconds,
-            t1.tell_order, t1.attrs) == ("complete", 2.5, None, "t0", "t1", 0.5, 0.25, 0, {"fidelity": 3})
+            t1.tell_order, t1.attrs) == ("complete", 2.5, None, T0, T1, 0.5, 0.25, 0, {"fidelity": 3})
     store.open()
-    store.finish_trial(Trial(0, {"a": [1, 2]}, "failed", error="boom", penalty=9.0, finished="t4",
+    store.finish_trial(Trial(0, {"a": [1, 2]}, "failed", error="boom", penalty=9.0, finished=T4,
                              evaluate_seconds=1.0, tell_order=1), state={"rng": [5]})
     assert [(t.status, t.error, t.penalty) for t in store.trials()] == [("failed", "boom", 9.0),
                                                                         ("complete", None, None)]
@@ -102,19 +105,21 @@ def test_a_study_resumes_from_either_store(kind, tmp_path):
     assert [t.config for t in again.trials] == [t.config for t in reference.trials]
 
 
-def test_a_trial_finished_by_another_study_on_the_same_file_is_refused(tmp_path):
+def test_a_second_study_on_an_open_file_is_refused_and_changes_nothing(tmp_path):
     space = gb.Space({"a": gb.Ordinal(list(range(8)))})
     path = str(tmp_path / "s.db")
     first = Study(space, "rs", storage=path, seed=0, n_initial=2)
     trial = first.ask()
-    second = Study(space, "rs", storage=path, seed=0, n_initial=2)  # another process, say: the trial is running
+    before = [(t.number, t.status) for t in SQLiteStorage(path).load().trials]
+    with pytest.raises(StudyLockedError, match="another Study of this process"):
+        Study(space, "rs", storage=path, seed=0, n_initial=2)
+    assert [(t.number, t.status) for t in SQLiteStorage(path).load().trials] == before == [(0, "running")]
     first.tell(trial, 1.0)
-    with pytest.raises(TrialNotRunningError, match=f"trial {trial.number} cannot be finished: it is complete"):
-        second.tell(trial.number, 2.0)
     first.close()
-    second.close()
     info = read_study_info(path)
-    assert (info["n_complete"], info["best_value"]) == (1, 1.0)
+    assert (info["n_complete"], info["best_value"], info.get("writer")) == (1, 1.0, None)
+    with Study(space, "rs", storage=path, seed=0, n_initial=2) as again:  # closed: free to open
+        assert again.n_finished == 1
 
 
 def test_as_storage():

@@ -482,6 +482,7 @@ def test_a_store_without_tell_order_replays_by_trial_number():
     study = Study(make_space(), "rs", storage=store, seed=0)
     for value in (3.0, 1.0, 2.0):
         study.tell(study.ask(), value)
+    study.close()  # one writer at a time, in memory too
     store._trials = {n: dataclasses.replace(t, tell_order=None) for n, t in store._trials.items()}
     again = Study(make_space(), "rs", storage=store, seed=0)
     assert [o.value for o in again.history] == [3.0, 1.0, 2.0]

@@ -13,7 +13,20 @@ through the optimizer's ``tell`` (failures through ``mark_failed``) in the
 order they were told, the latest optimizer state is restored, and trials left
 ``running`` by a crash are handed out first by the next :meth:`Study.ask`, with
 the same configurations. A resumed sequential run therefore ends with the same
-trace as an uninterrupted one.
+trace as an uninterrupted one. A trial whose evaluation took its process down
+(killed, ``os._exit``, a segfault: the writer died with the trial handed out) is
+handed out again at most ``max_retries`` times (default 1); then it is recorded
+failed with the reason, so it cannot wedge the study. An interruption that
+closes the study (Ctrl-C) does not count.
+
+One writer at a time: a second study opened for writing on a file that a live
+process (or another study of this process) has open raises
+:class:`~graphbo.storage.StudyLockedError` at once, before anything is
+written; readers (:func:`read_study_info`, ``graphbo report``) work meanwhile. A
+lock left by a process that died on this host is taken over; one left on
+another host is cleared with ``graphbo unlock STUDY.db``. A configuration is
+evaluated once per study: telling one that is already finished raises
+``ValueError`` naming its trial.
 
 Before anything is written, an existing file is read without changes and
 checked; a file that is corrupt, not SQLite, not a graphbo study, written by a
@@ -39,7 +52,7 @@ import math
 import os
 import secrets
 import time
-from typing import Any, Callable, Mapping, overload
+from typing import Any, Callable, Mapping, Sequence, overload
 
 import numpy as np
 
@@ -48,11 +61,11 @@ from .optimizers.base import Observation, Optimizer
 from .spaces.space import Space
 from .spaces.variables import Variable
 from .storage import Storage, as_storage
-from .storage.base import FORMAT_VERSION, STATUSES, StorageError, StoredStudy, Trial, now
+from .storage.base import FORMAT_VERSION, STATUSES, CorruptStudyError, StorageError, StoredStudy, Trial, now
 from .storage.jsonio import plain
 from .storage.sqlite import SQLiteStorage
 from .threads import DEFAULT_THREADS, limit_threads
-from ._validation import check_optional_int
+from ._validation import check_int, check_optional_int
 
 __all__ = ["Study", "Trial", "StorageError", "read_study_info", "describe_space", "FORMAT_VERSION"]
 
@@ -207,6 +220,10 @@ class Study:
         Passed to the optimizer but neither stored nor compared on resume:
         what the caller derives from its objective each time (a benchmark's
         validity test for regularized evolution, its full fidelity for BOHB).
+    max_retries : int, default 1
+        How many times a trial found ``running`` after its process died (see the
+        module docstring) is handed out again; after that it is recorded failed.
+        Not stored: each opening decides.
     **method_options
         Passed to the optimizer (``n_initial``, COMBO's ``n_random``, ...). For a
         file they must be JSON values; resuming with other options is refused.
@@ -227,7 +244,7 @@ class Study:
     def __init__(self, space: Space, method: str = "combo", storage: str | os.PathLike | Storage | None = None,
                  seed: int | None = None, *, user_attrs: Mapping[str, Any] | None = None,
                  runtime_options: Mapping[str, Any] | None = None, n_threads: int | None = DEFAULT_THREADS,
-                 **method_options: Any):
+                 max_retries: int = 1, **method_options: Any):
         if not isinstance(space, _space_types()):
             raise TypeError(f"space must be a graphbo.Space or a graphbo.nas.ArchitectureSpace, "
                             f"got {type(space).__name__}")
@@ -236,6 +253,7 @@ class Study:
         if seed is not None and (isinstance(seed, bool) or int(seed) != seed):
             raise ValueError(f"seed must be an integer or None, got {seed!r}")
         self.n_threads = check_optional_int("n_threads", n_threads, minimum=1)
+        self.max_retries = check_int("max_retries", max_retries, minimum=0)
         self._owns_storage = not isinstance(storage, Storage)
         self._storage = as_storage(storage)
         self._closed = False
@@ -257,13 +275,20 @@ class Study:
                                                          **dict(runtime_options or {}))
         self._multi_fidelity = bool(getattr(self.optimizer, "multi_fidelity", False))
         self._trials: list[Trial] = []
+        self._by_row: dict[bytes, int] = {}  # index row -> number of its latest trial
+        self._n_finished = 0
         self._resume_queue: list[Trial] = []
         self._t_ask: dict[int, float] = {}
         self._next_order = 0
         if stored is not None:
-            lost, extra = self._restore(stored)
-            self._storage.open()
-            self._settle(lost, extra)
+            self._storage.open()  # the writer lock: refused while another writer is alive
+            try:
+                stored = self._storage.load() or stored  # what the lock holder may have added since the check
+                lost, extra, wedged = self._restore(stored)
+                self._settle(lost, extra, wedged)
+            except BaseException:
+                self._storage.close()
+                raise
         else:
             self._storage.create({"method": self.method, "seed": self.seed, "method_options": plain(options),
                                   "space": space_desc, "user_attrs": plain(dict(user_attrs or {}))})
@@ -284,26 +309,44 @@ class Study:
         if diff:
             raise StorageError(f"{name}: the study was created for another space: {diff}")
 
-    def _config_of(self, row: np.ndarray, stored: Mapping[str, Any]) -> dict[str, Any]:
-        """The configuration of a stored trial: discrete values from the row, continuous ones from the JSON."""
+    def _config_of(self, row: Any, stored: Mapping[str, Any]) -> dict[str, Any]:
+        """The configuration of a stored trial: discrete values from the row, continuous ones from the JSON.
+
+        A row that does not fit the space (an index out of range: a negative one would silently pick from
+        the end) or a stored value that is not the one its index names is damage: ``ValueError``."""
         if not isinstance(self.space, Space):  # an architecture space: the row encodes the whole network
-            return self.space.from_index(row)
+            return self.space.from_index(np.asarray(row, dtype=self.space.row_dtype))
+        if isinstance(row, np.ndarray):  # a store of one's own may give arrays
+            row = row.tolist()
+        if not isinstance(row, list) or len(row) != len(self.space.names):
+            raise ValueError(f"index row {row!r} does not have {len(self.space.names)} entries")
         out = {}
         for j, (name, var) in enumerate(zip(self.space.names, self.space.variables)):
-            if self.space.n_values[j] > 0:
+            n = self.space.n_values[j]
+            if n > 0:
                 assert isinstance(var, Variable)  # a continuous variable has no values (n_values 0)
-                out[name] = var.value_at(int(row[j]))
+                k = row[j]
+                if (isinstance(k, bool) or not isinstance(k, (int, float)) or not math.isfinite(k) or k != int(k)
+                        or not 0 <= k < n):
+                    raise ValueError(f"stored index {k!r} of variable {name!r} is not in 0..{n - 1}")
+                out[name] = var.value_at(int(k))
+                if name in stored and plain(out[name]) != stored[name]:
+                    raise ValueError(f"stored value {stored[name]!r} of variable {name!r} is not the value "
+                                     f"{plain(out[name])!r} of its index {int(k)}")
             else:
                 out[name] = stored[name]
         return out
 
-    def _restore(self, stored: StoredStudy) -> tuple[list[Trial], _Asked]:
+    def _restore(self, stored: StoredStudy) -> tuple[list[Trial], _Asked, list[Trial]]:
         """Rebuild the trials and the optimizer from a stored study (replay, then the latest state); returns
-        what :meth:`_pend` returns."""
+        what :meth:`_pend` returns and the trials that crashed their process more than ``max_retries`` times."""
+        number = None
         try:
             for t in stored.trials:
-                cfg = self._config_of(np.asarray(t.row, dtype=self.space.row_dtype), t.config)
-                self._trials.append(dataclasses.replace(t, config=cfg, row=self.space.to_index(cfg)))
+                number = t.number
+                cfg = self._config_of(t.row, t.config)
+                self._append(dataclasses.replace(t, config=cfg, row=self.space.to_index(cfg)))
+            number = None
             finished_trials = sorted((t for t in self._trials if t.status != "running"), key=_told_first)
             for t in finished_trials:
                 if t.status == "complete":
@@ -315,12 +358,21 @@ class Study:
             state = stored.meta.get("optimizer_state")
             if state is not None:
                 self.optimizer.set_state(state)
-            lost, extra = self._pend([t for t in self._trials if t.status == "running"])
+            running = [t for t in self._trials if t.status == "running"]
+            wedged = [t for t in running if t.crashes > self.max_retries]
+            lost, extra = self._pend([t for t in running if t.crashes <= self.max_retries])
         except (ValueError, TypeError, KeyError, IndexError) as exc:
-            raise StorageError(f"{self._storage.name}: corrupt graphbo study, its trials cannot be replayed "
-                               f"({exc})") from None
+            where = "" if number is None else f"trial {number}: "
+            raise CorruptStudyError(f"{self._storage.name}: corrupt graphbo study, its trials cannot be replayed "
+                                    f"({where}{exc}); restore it from a copy") from None
         self._next_order = 1 + max((t.tell_order for t in self._trials if t.tell_order is not None), default=-1)
-        return lost, extra
+        return lost, extra, wedged
+
+    def _append(self, t: Trial) -> None:
+        """Add a trial to the study's list and its indexes (by row; finished count)."""
+        self._trials.append(t)
+        self._by_row[t.row.tobytes()] = t.number
+        self._n_finished += t.status != "running"
 
     def _pend(self, running: list[Trial]) -> tuple[list[Trial], _Asked]:
         """Make the trials left running by a crash pending again, to be handed out first by the next ask.
@@ -349,9 +401,13 @@ class Study:
                 lost.append(t)
         return lost, extra
 
-    def _settle(self, lost: list[Trial], extra: _Asked) -> None:
+    def _settle(self, lost: list[Trial], extra: _Asked, wedged: Sequence[Trial] = ()) -> None:
         """Record what :meth:`_pend` found: trials the optimizer did not suggest again fail, what it
-        suggested instead becomes new running trials, handed out first."""
+        suggested instead becomes new running trials, handed out first; trials that crashed their process
+        more than ``max_retries`` times fail."""
+        for t in wedged:
+            self.fail(t, f"its process died {t.crashes} times while evaluating it (killed, os._exit, a "
+                         f"segfault); not run again (max_retries={self.max_retries})", seconds=0.0)
         for t in lost:
             self.fail(t, "interrupted, and not suggested again on resuming (a multi-fidelity method cannot "
                          "take back an evaluation in flight)", seconds=0.0)
@@ -417,7 +473,8 @@ class Study:
             for t in new:  # keep memory and store in step: the new configurations were not recorded
                 self.optimizer._pending.pop(t.row.tobytes(), None)
             raise
-        self._trials.extend(new)
+        for t in new:
+            self._append(t)
         return new
 
     def _resolve(self, trial_or_config: Trial | Mapping[str, Any] | int, what: str) -> Trial | None:
@@ -430,11 +487,15 @@ class Study:
             if t.status != "running":
                 raise ValueError(f"{what}: trial {number} is already {t.status}")
             return t
-        row = self.space.to_index(trial_or_config).tobytes()
-        for t in self._trials:
-            if t.status == "running" and t.row.tobytes() == row:
-                return t
-        return None
+        number = self._by_row.get(self.space.to_index(trial_or_config).tobytes())
+        if number is None:
+            return None
+        t = self._trials[number]
+        if t.status != "running":
+            raise ValueError(f"{what}: this configuration is trial {number}, already {t.status}"
+                             f"{'' if t.value is None else f' (value {t.value!r})'}; a study evaluates a "
+                             "configuration once")
+        return t
 
     def tell(self, trial: Trial | Mapping[str, Any] | int, value: float, *, seconds: float | None = None) -> Trial:
         """Record that a trial (a :class:`Trial`, its number, or its configuration) evaluated to ``value``.
@@ -494,11 +555,13 @@ class Study:
                                       evaluate_seconds=float(seconds), tell_order=self._next_order)
         if new:
             self._storage.add_trials([updated], state=state)
-            self._trials.append(updated)
+            self._append(updated)
         else:
             self._storage.finish_trial(updated, state=state)
             self._trials[t.number] = updated
-            self._resume_queue = [q for q in self._resume_queue if q.number != t.number]
+            self._n_finished += 1
+            if self._resume_queue:
+                self._resume_queue = [q for q in self._resume_queue if q.number != t.number]
         self._next_order += 1
         self._t_ask.pop(t.number, None)
         return dataclasses.replace(updated)
@@ -527,7 +590,7 @@ class Study:
     @property
     def n_finished(self) -> int:
         """Complete plus failed trials (what a budget counts)."""
-        return sum(1 for t in self._trials if t.status != "running")
+        return self._n_finished
 
     @property
     def history(self) -> list[Observation]:

@@ -12,10 +12,10 @@ import re
 import sys
 from typing import Sequence
 
-from . import benchmarks, compare, report, resume, run
+from . import benchmarks, compare, report, resume, run, unlock
 
 #: the subcommands, in the order ``graphbo --help`` lists them
-SUBCOMMANDS = (benchmarks, run, resume, compare, report)
+SUBCOMMANDS = (benchmarks, run, resume, compare, report, unlock)
 
 
 DESCRIPTION = ("Bayesian optimisation over discrete, mixed and neural-architecture spaces: COMBO (graph "

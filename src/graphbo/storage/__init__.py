@@ -5,20 +5,26 @@
 - :mod:`~graphbo.storage.memory`: :class:`InMemoryStorage`, a study in this process;
 - :mod:`~graphbo.storage.runs`: benchmark runs (a study file each), read with :func:`read_run`;
 - :mod:`~graphbo.storage.legacy`: graphbo 0.1's JSON-lines traces, read only;
-- :mod:`~graphbo.storage.jsonio`: the JSON encoding every store uses.
+- :mod:`~graphbo.storage.jsonio`: the JSON encoding every store uses;
+- :mod:`~graphbo.storage.lock`: the writer lock of a study file (one writer at a time, stale locks);
+- :mod:`~graphbo.storage.checks`: plausibility checks of a loaded study (damage SQLite does not see).
 """
 
 from __future__ import annotations
 
 import os
 
-from .base import FORMAT_VERSION, Storage, StorageError, StoredStudy, TraceError, Trial, TrialNotRunningError
+from .base import (FORMAT_VERSION, CorruptStudyError, NewerFormatError, NotAStudyError, Storage, StorageError,
+                   StorageFullError, StoredStudy, StudyAccessError, StudyLockedError, TraceError, Trial,
+                   TrialNotRunningError)
 from .legacy import read_trace
 from .memory import InMemoryStorage
 from .runs import RunData, find_run, read_run, run_files
 from .sqlite import SQLiteStorage
 
 __all__ = ["Storage", "StoredStudy", "Trial", "StorageError", "TrialNotRunningError", "TraceError",
+           "StudyLockedError", "NotAStudyError", "CorruptStudyError", "NewerFormatError", "StudyAccessError",
+           "StorageFullError",
            "SQLiteStorage", "InMemoryStorage", "as_storage", "read_run", "RunData", "find_run", "run_files",
            "read_trace", "FORMAT_VERSION"]
 

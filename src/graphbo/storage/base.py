@@ -11,7 +11,11 @@ A store holds one study record:
   ``failed``, with free per-trial attributes (a multi-fidelity method's
   ``fidelity``).
 
-Every write is atomic and done before the method returns. Finishing a trial
+One writer at a time: :meth:`Storage.create` and :meth:`Storage.open` take the
+store for writing and :meth:`Storage.close` gives it back; opening a store that
+another writer holds raises :class:`StudyLockedError` (readers through
+:meth:`Storage.load` are never refused). Every write is atomic and done before
+the method returns. Finishing a trial
 succeeds only while it is still ``running`` in the store: otherwise
 :class:`TrialNotRunningError`, and nothing is written. Values are JSON (see
 :mod:`graphbo.storage.jsonio`); nothing is pickled.
@@ -28,7 +32,8 @@ from datetime import datetime, timezone
 from typing import Any, Mapping, NamedTuple, Sequence
 
 __all__ = ["Storage", "StoredStudy", "Trial", "StorageError", "TrialNotRunningError", "TraceError",
-           "FORMAT_VERSION", "STATUSES", "APPLICATION", "now"]
+           "StudyLockedError", "NotAStudyError", "CorruptStudyError", "NewerFormatError", "StudyAccessError",
+           "StorageFullError", "FORMAT_VERSION", "STATUSES", "APPLICATION", "now"]
 
 #: version of the storage format; a store with a larger one is refused
 FORMAT_VERSION = 1
@@ -42,6 +47,31 @@ class StorageError(Exception):
 
     The file is left untouched.
     """
+
+
+class StudyLockedError(StorageError):
+    """Another writer (a live process, or another study object of this one) has the study open for writing."""
+
+
+class NotAStudyError(StorageError):
+    """The path is not a graphbo study: a folder, a file that is not SQLite, another program's database."""
+
+
+class CorruptStudyError(StorageError):
+    """The file is a damaged graphbo study (truncated, bit flips, values out of range). Left untouched."""
+
+
+class NewerFormatError(StorageError):
+    """The study was written by a newer graphbo, in a storage format this one does not read."""
+
+
+class StudyAccessError(StorageError):
+    """The study cannot be read or written: permissions of the file or its folder."""
+
+
+class StorageFullError(StudyAccessError):
+    """A write failed for want of space (a full disk, or the process's file-size limit); nothing of it was
+    stored, and every trial told before it is kept."""
 
 
 class TrialNotRunningError(StorageError):
@@ -63,7 +93,8 @@ class Trial:
     Timestamps are UTC ISO 8601 strings. ``row`` is the configuration's index
     row (a NumPy array in a study; a list as loaded from a store). ``attrs``
     holds per-trial attributes, e.g. ``{"fidelity": k}`` for a multi-fidelity
-    method.
+    method. ``crashes`` counts the writers that died (killed, ``os._exit``, a
+    segfault) while the trial was handed out by them.
     """
 
     number: int
@@ -79,6 +110,7 @@ class Trial:
     row: Any = field(default=None, repr=False, compare=False)
     tell_order: int | None = field(default=None, repr=False)
     attrs: dict[str, Any] = field(default_factory=dict)
+    crashes: int = 0
 
 
 class StoredStudy(NamedTuple):
@@ -145,7 +177,8 @@ class Storage(abc.ABC):
 
     @abc.abstractmethod
     def open(self) -> None:
-        """Open the stored study (see :meth:`load`) for writing."""
+        """Open the stored study (see :meth:`load`) for writing; :class:`StudyLockedError` if another writer
+        has it open."""
 
     @abc.abstractmethod
     def close(self) -> None:

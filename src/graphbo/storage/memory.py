@@ -2,7 +2,9 @@
 
 It keeps what the SQLite store would give back, JSON copies, so a study
 behaves the same on either; closing it keeps the record, and a new study
-given the same object resumes it (nothing survives the process).
+given the same object resumes it (nothing survives the process). As a file,
+it has one writer at a time: opening it while it is open raises
+:class:`~graphbo.storage.base.StudyLockedError`.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import dataclasses
 import json
 from typing import Any, Mapping, Sequence
 
-from .base import Storage, StorageError, StoredStudy, Trial
+from .base import Storage, StorageError, StoredStudy, StudyLockedError, Trial
 from .jsonio import dumps, plain
 
 __all__ = ["InMemoryStorage"]
@@ -68,6 +70,9 @@ class InMemoryStorage(Storage):
     def open(self) -> None:
         if self._meta is None:
             raise StorageError(f"{self.name}: no study to open")
+        if self._open:
+            raise StudyLockedError(f"{self.name}: the study is open in another Study; close that one first "
+                                   "(one writer at a time)")
         self._open = True
 
     @property

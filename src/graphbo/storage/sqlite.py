@@ -17,9 +17,22 @@ Tables:
 
 Every write is one ``BEGIN IMMEDIATE`` transaction, committed (``synchronous
 = FULL``) before the method returns. An existing file is first read through a
-read-only connection and checked: a file that is not SQLite, corrupt, not a
-graphbo study or of a newer format raises :class:`StorageError` naming it,
-and it is left byte-for-byte unchanged.
+read-only connection and checked: a file that is not SQLite, truncated, corrupt
+(SQLite's ``quick_check``, then the values themselves, :mod:`graphbo.storage.checks`),
+not a graphbo study or of a newer format raises a :class:`StorageError` subclass
+naming it and saying what to do, and it is left byte-for-byte unchanged. So do
+a read-only file or folder, and a write that finds the disk full
+(:class:`StorageFullError`: nothing of that write is stored).
+
+One writer at a time: a store open for writing records its writer (process id,
+host, process start, since when; :mod:`graphbo.storage.lock`) under the meta key
+``writer`` and removes it on :meth:`~SQLiteStorage.close`. Opening a file whose
+writer is alive raises :class:`StudyLockedError` at once; readers
+(:meth:`~SQLiteStorage.load`, ``graphbo report``) are never blocked (WAL). A lock
+left by a writer that died on this host is taken over, and each ``running`` trial
+that writer had handed out gets one more ``crashes``; :meth:`~SQLiteStorage.unlock`
+(``graphbo unlock STUDY.db``) clears one that cannot be checked from here
+(another host).
 """
 
 from __future__ import annotations
@@ -31,8 +44,12 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from .base import APPLICATION, FORMAT_VERSION, STATUSES, Storage, StorageError, StoredStudy, Trial, graphbo_version
+from .base import (APPLICATION, FORMAT_VERSION, STATUSES, CorruptStudyError, NewerFormatError, NotAStudyError,
+                   Storage, StorageError, StorageFullError, StoredStudy, StudyAccessError, StudyLockedError, Trial,
+                   graphbo_version)
+from .checks import study_problem
 from .jsonio import dumps
+from .lock import describe_writer, holder_alive, is_ours, this_writer
 
 __all__ = ["SQLiteStorage", "APPLICATION_ID"]
 
@@ -58,7 +75,8 @@ CREATE TABLE trials (
     suggest_seconds  REAL,
     evaluate_seconds REAL,
     tell_order       INTEGER,
-    state            TEXT
+    state            TEXT,
+    crashes          INTEGER NOT NULL DEFAULT 0
 );
 """
 _ATTRS_SCHEMA = """CREATE TABLE IF NOT EXISTS trial_attrs (
@@ -88,6 +106,9 @@ class SQLiteStorage(Storage):
         self.trial_states = trial_states
         self.keep_wal = keep_wal
         self._conn: sqlite3.Connection | None = None
+        self._writer: dict[str, Any] | None = None
+        #: the lock taken over when this store was opened (a writer that died), else None
+        self.taken_over: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         return f"SQLiteStorage({self.path!r})"
@@ -95,82 +116,141 @@ class SQLiteStorage(Storage):
     # -- reading ----------------------------------------------------------------------------------
     def load(self) -> StoredStudy | None:
         path = self.path
-        if not os.path.exists(path) or (os.path.isfile(path) and os.path.getsize(path) == 0):
+        if os.path.isdir(path):
+            raise NotAStudyError(f"{path}: is a folder, not a graphbo study file; give the path of a study file "
+                                 f"(e.g. {os.path.join(path, 'study.db')})")
+        if not os.path.exists(path) or os.path.getsize(path) == 0:
             return None
         try:
             with open(path, "rb") as fh:
-                head = fh.read(len(SQLITE_HEADER))
-        except IsADirectoryError:
-            raise StorageError(f"{path}: is a directory, not a graphbo study file") from None
+                head = fh.read(100)
+        except PermissionError:
+            raise StudyAccessError(f"{path}: cannot be read (permission denied); make it readable "
+                                   f"(chmod u+r) and try again") from None
         except OSError as exc:
             raise StorageError(f"{path}: cannot be read ({exc})") from None
-        if head != SQLITE_HEADER:
-            raise StorageError(f"{path}: not a graphbo study (not an SQLite database)")
-        uri = Path(path).resolve().as_uri() + "?mode=ro"
+        if head[:len(SQLITE_HEADER)] != SQLITE_HEADER:
+            raise NotAStudyError(f"{path}: not a graphbo study (not an SQLite database); give a study file "
+                                 "made by graphbo")
+        self._check_size(head)
         try:
-            conn = sqlite3.connect(uri, uri=True)
+            conn = self._read_connection()
         except sqlite3.Error as exc:
-            raise StorageError(f"{path}: cannot open the SQLite database read-only ({exc})") from None
+            raise self._error(exc, "cannot be opened read-only") from None
         try:
             check = conn.execute("PRAGMA quick_check").fetchall()
             if [r[0] for r in check] != ["ok"]:
-                raise StorageError(f"{path}: corrupt SQLite database ({'; '.join(str(r[0]) for r in check[:3])})")
+                raise CorruptStudyError(f"{path}: corrupt SQLite database "
+                                        f"({'; '.join(str(r[0]) for r in check[:3])}); restore it from a copy "
+                                        "(graphbo wrote nothing to it)")
             tables = _tables(conn)
             if not tables:  # an empty database (a process killed while creating the study): nothing to lose
                 return None
             meta = self._read_meta(conn, tables)
             trials = self._read_trials(conn, tables)
         except sqlite3.Error as exc:
-            raise StorageError(f"{path}: corrupt or unreadable SQLite database ({exc})") from None
+            raise self._error(exc, "cannot be read") from None
         finally:
             conn.close()
+        problem = study_problem(trials)
+        if problem:
+            raise CorruptStudyError(f"{path}: corrupt graphbo study ({problem}); restore it from a copy "
+                                    "(graphbo wrote nothing to it)")
         return StoredStudy(meta, trials)
+
+    def _check_size(self, head: bytes) -> None:
+        """A file shorter than its header says (cut short by a copy or a full disk): corrupt. Only without a
+        ``-wal`` file, whose pages may stand for the missing ones."""
+        if len(head) < 100:
+            raise CorruptStudyError(f"{self.path}: truncated SQLite database ({len(head)} bytes, shorter than its "
+                                    "header); restore it from a copy (graphbo wrote nothing to it)")
+        wal = self.path + "-wal"
+        if os.path.exists(wal) and os.path.getsize(wal) > 0:
+            return
+        page = int.from_bytes(head[16:18], "big")
+        page = 65536 if page == 1 else page
+        n_pages = int.from_bytes(head[28:32], "big")
+        valid = head[24:28] == head[92:96]  # the page count is valid only if written with the change counter
+        size = os.path.getsize(self.path)
+        if valid and n_pages and size < n_pages * page:
+            raise CorruptStudyError(f"{self.path}: truncated SQLite database ({size} bytes; its header says "
+                                    f"{n_pages} pages of {page}); restore it from a copy (graphbo wrote nothing "
+                                    "to it)")
+
+    def _read_connection(self) -> sqlite3.Connection:
+        """A read-only connection. In a folder nobody can write to, SQLite cannot make the shared-memory file
+        that WAL mode reads through; with no ``-wal`` file there is no writer, and the file is read as
+        immutable."""
+        uri = Path(self.path).resolve().as_uri()
+        folder = os.path.dirname(os.path.abspath(self.path))
+        if not os.access(folder, os.W_OK) and not os.path.exists(self.path + "-wal"):
+            conn = sqlite3.connect(uri + "?immutable=1", uri=True)
+        else:
+            conn = sqlite3.connect(uri + "?mode=ro", uri=True)
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()  # opens the file: errors show here
+        return conn
+
+    def _error(self, exc: sqlite3.Error, doing: str) -> StorageError:
+        """The :class:`StorageError` subclass for an SQLite error, naming the file and what to do."""
+        return sqlite_error(self.path, exc, doing)
 
     def _read_meta(self, conn: sqlite3.Connection, tables: set[str]) -> dict[str, Any]:
         path = self.path
         if "meta" not in tables:
-            raise StorageError(f"{path}: an SQLite database but not a graphbo study (no meta table; "
-                               f"tables: {sorted(tables)})")
+            raise NotAStudyError(f"{path}: an SQLite database but not a graphbo study (no meta table; "
+                                 f"tables: {sorted(tables)})")
         try:
             raw = dict(conn.execute("SELECT key, value FROM meta").fetchall())
         except sqlite3.OperationalError:
-            raise StorageError(f"{path}: an SQLite database but not a graphbo study (foreign meta table)") from None
+            raise NotAStudyError(f"{path}: an SQLite database but not a graphbo study (foreign meta table)") from None
         try:
             meta = {k: json.loads(v) for k, v in raw.items()}
         except (TypeError, json.JSONDecodeError) as exc:
-            raise StorageError(f"{path}: corrupt graphbo study (meta is not JSON: {exc})") from None
+            raise CorruptStudyError(f"{path}: corrupt graphbo study (meta is not JSON: {exc}); restore it from "
+                                    "a copy") from None
         if meta.get("application") != APPLICATION:
-            raise StorageError(f"{path}: an SQLite database but not a graphbo study (no graphbo application mark)")
+            raise NotAStudyError(f"{path}: an SQLite database but not a graphbo study (no graphbo application "
+                                 "mark)")
         fmt = meta.get("format")
-        if not isinstance(fmt, int):
-            raise StorageError(f"{path}: corrupt graphbo study (format version {fmt!r})")
+        if not isinstance(fmt, int) or isinstance(fmt, bool) or fmt < 1:
+            raise CorruptStudyError(f"{path}: corrupt graphbo study (format version {fmt!r})")
         if fmt > FORMAT_VERSION:
-            raise StorageError(f"{path}: written by a newer graphbo (storage format {fmt}; this graphbo "
-                               f"{graphbo_version()} reads formats up to {FORMAT_VERSION}); upgrade graphbo to open it")
+            raise NewerFormatError(f"{path}: written by a newer graphbo (storage format {fmt}; this graphbo "
+                                   f"{graphbo_version()} reads formats up to {FORMAT_VERSION}); upgrade graphbo "
+                                   "to open it")
         if "trials" not in tables:
-            raise StorageError(f"{path}: corrupt graphbo study (no trials table)")
+            raise CorruptStudyError(f"{path}: corrupt graphbo study (no trials table)")
         for key in ("method", "seed", "method_options", "space"):
             if key not in meta:
-                raise StorageError(f"{path}: corrupt graphbo study (meta has no {key!r})")
+                raise CorruptStudyError(f"{path}: corrupt graphbo study (meta has no {key!r})")
+        seed = meta["seed"]
+        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+            raise CorruptStudyError(f"{path}: corrupt graphbo study (seed {seed!r})")
+        writer = meta.get("writer")
+        if writer is not None and not isinstance(writer, dict):
+            raise CorruptStudyError(f"{path}: corrupt graphbo study (writer lock {writer!r}); "
+                                    f"`graphbo unlock {path}` clears it")
         return meta
 
     def _read_trials(self, conn: sqlite3.Connection, tables: set[str]) -> list[Trial]:
         attrs: dict[int, dict[str, Any]] = {}
         number = None
+        crashes = "crashes" if "crashes" in _columns(conn, "trials") else "0"
         try:
             if "trial_attrs" in tables:
                 for number, key, value in conn.execute("SELECT number, key, value FROM trial_attrs"):
                     attrs.setdefault(number, {})[key] = json.loads(value)
             out = []
             for (number, config, row, status, value, penalty, error, started, finished, s_sec, e_sec,
-                 order) in conn.execute(f"SELECT {_TRIAL_COLUMNS} FROM trials ORDER BY number"):
+                 order, n_crashes) in conn.execute(f"SELECT {_TRIAL_COLUMNS}, {crashes} FROM trials ORDER BY number"):
                 if status not in STATUSES:
                     raise ValueError(f"status {status!r}")
                 out.append(Trial(number, json.loads(config), status, value, error, penalty, started, finished,
-                                 s_sec, e_sec, row=json.loads(row), tell_order=order, attrs=attrs.get(number, {})))
+                                 s_sec, e_sec, row=json.loads(row), tell_order=order, attrs=attrs.get(number, {}),
+                                 crashes=n_crashes))
         except (TypeError, ValueError) as exc:  # json.JSONDecodeError is a ValueError
-            raise StorageError(f"{self.path}: corrupt graphbo study, its trials cannot be read "
-                               f"(trial {number}: {exc})") from None
+            raise CorruptStudyError(f"{self.path}: corrupt graphbo study, its trials cannot be read "
+                                    f"(trial {number}: {exc}); restore it from a copy") from None
         return out
 
     def trials(self) -> list[Trial]:
@@ -179,6 +259,12 @@ class SQLiteStorage(Storage):
 
     def user_attrs(self) -> dict[str, Any]:
         return self._user_attrs(self._open_connection())
+
+    def writer(self) -> dict[str, Any] | None:
+        """The writer recorded in the file (see :mod:`graphbo.storage.lock`), read without changing anything;
+        ``None`` if there is none (or no study)."""
+        stored = self.load()
+        return None if stored is None else stored.meta.get("writer")
 
     def _open_connection(self) -> sqlite3.Connection:
         """The connection of the open store; ``ValueError`` if it is closed (``_check_open``)."""
@@ -194,36 +280,98 @@ class SQLiteStorage(Storage):
 
     # -- opening ----------------------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
-        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        path = self.path
+        folder = os.path.dirname(os.path.abspath(path))
+        if os.path.isdir(path):
+            raise NotAStudyError(f"{path}: is a folder, not a graphbo study file; give the path of a study file "
+                                 f"(e.g. {os.path.join(path, 'study.db')})")
         try:
-            conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+            os.makedirs(folder, exist_ok=True)
+        except OSError as exc:
+            raise StudyAccessError(f"{path}: cannot make its folder ({exc.strerror}); choose a writable "
+                                   "location") from None
+        if os.path.exists(path) and not os.access(path, os.W_OK):
+            raise StudyAccessError(f"{path}: the file is read-only; make it writable (chmod u+w) to continue "
+                                   "the study, or copy it (graphbo report reads it as it is)")
+        if not os.access(folder, os.W_OK):
+            raise StudyAccessError(f"{path}: its folder {folder} is read-only, and SQLite needs to write its "
+                                   "journal beside the study; make the folder writable or copy the study to a "
+                                   "writable folder (graphbo report reads it as it is)")
+        try:
+            conn = sqlite3.connect(path, isolation_level=None, timeout=30.0)
+        except sqlite3.Error as exc:
+            raise self._error(exc, "cannot be opened for writing") from None
+        try:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = FULL")
         except sqlite3.Error as exc:
-            raise StorageError(f"{self.path}: cannot open for writing ({exc})") from None
+            conn.close()
+            raise self._error(exc, "cannot be opened for writing") from None
         return conn
 
     def create(self, meta: Mapping[str, Any]) -> None:
         conn = self._connect()
+        writer = this_writer()
         try:
             conn.execute("BEGIN IMMEDIATE")
+            if _tables(conn):
+                conn.execute("ROLLBACK")
+                conn.close()
+                raise StudyLockedError(f"{self.path}: cannot create the study: the file holds one already (made "
+                                       "by another process at the same time?); open it to continue that study")
             for stmt in _SCHEMA.strip().split(";"):
                 if stmt.strip():
                     conn.execute(stmt)
             conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)",
-                             [(k, dumps(v)) for k, v in self.stamped(meta).items()])
+                             [(k, dumps(v)) for k, v in self.stamped(meta).items()] + [("writer", dumps(writer))])
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             conn.close()
-            raise StorageError(f"{self.path}: cannot create the study ({exc})") from None
-        self._conn = conn
+            raise self._error(exc, "cannot create the study") from None
+        self._conn, self._writer = conn, writer
 
     def open(self) -> None:
-        if self._conn is None:
-            self._conn = self._connect()
+        if self._conn is not None:
+            return
+        conn = self._connect()
+        writer = this_writer()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            row = conn.execute("SELECT value FROM meta WHERE key = 'writer'").fetchone()
+            held = _json_or_none(row[0]) if row else None
+            if held is not None:
+                if holder_alive(held) is not False:
+                    conn.execute("ROLLBACK")
+                    conn.close()
+                    raise self._locked(held)
+                _count_crashes(conn, held)
+                self.taken_over = held
+            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('writer', ?)", (dumps(writer),))
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            conn.close()
+            raise self._error(exc, "cannot be opened for writing") from None
+        self._conn, self._writer = conn, writer
+
+    def _locked(self, held: Any) -> StudyLockedError:
+        if not isinstance(held, dict):
+            return StudyLockedError(f"{self.path}: has an unreadable writer lock {held!r}; if no graphbo process "
+                                    f"writes it, run `graphbo unlock {self.path}`")
+        if held.get("pid") == os.getpid() and holder_alive(held):
+            return StudyLockedError(f"{self.path}: is open for writing by another Study of this process "
+                                    f"(since {held.get('since')}); close that one first")
+        alive = holder_alive(held)
+        if alive is None:
+            return StudyLockedError(f"{self.path}: is being written by {describe_writer(held)}, which cannot be "
+                                    f"checked from here; if it is no longer running, run `graphbo unlock "
+                                    f"{self.path}` and try again")
+        return StudyLockedError(f"{self.path}: is being written by {describe_writer(held)}; one writer at a "
+                                "time (reading it, e.g. graphbo report, works meanwhile)")
 
     @property
     def is_open(self) -> bool:
@@ -231,26 +379,64 @@ class SQLiteStorage(Storage):
 
     def close(self) -> None:
         conn, self._conn = self._conn, None
+        writer, self._writer = self._writer, None
         if conn is None:
             return
+        if writer is not None:
+            with contextlib.suppress(sqlite3.Error):  # cannot write (a full disk): the stale lock is taken over
+                conn.execute("DELETE FROM meta WHERE key = 'writer' AND value = ?", (dumps(writer),))
         if not self.keep_wal:
             with contextlib.suppress(sqlite3.Error):  # another reader or writer: it stays WAL, which is fine
                 conn.execute("PRAGMA journal_mode = DELETE")
         conn.close()
 
+    def unlock(self, *, force: bool = False) -> dict[str, Any] | None:
+        """Clear the writer lock left in the file (``graphbo unlock``): returns the lock cleared, ``None`` if
+        there was none. A writer alive on this host is not unlocked (:class:`StudyLockedError`) unless
+        ``force``. The ``running`` trials that writer had handed out count one more crash, as when a lock is
+        taken over."""
+        if self.load() is None:
+            raise NotAStudyError(f"{self.path}: no graphbo study here")
+        conn = self._connect()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            row = conn.execute("SELECT value FROM meta WHERE key = 'writer'").fetchone()
+            held = _json_or_none(row[0]) if row else None
+            if row is not None and not force and isinstance(held, dict) and holder_alive(held):
+                conn.execute("ROLLBACK")
+                raise StudyLockedError(f"{self.path}: is being written by {describe_writer(held)}, which is "
+                                       "running; stop it first (or give --force if it is not a graphbo process "
+                                       "writing this study)")
+            if row is not None:
+                if isinstance(held, dict):
+                    _count_crashes(conn, held)
+                conn.execute("DELETE FROM meta WHERE key = 'writer'")
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise self._error(exc, "cannot be unlocked") from None
+        finally:
+            conn.close()
+        return None if row is None else (held if isinstance(held, dict) else {"lock": row[0]})
+
     # -- writing ----------------------------------------------------------------------------------
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """One committed write transaction; rolled back if anything in it fails."""
+        """One committed write transaction; rolled back if anything in it fails (an SQLite error becomes a
+        :class:`StorageError`: nothing of the transaction was stored)."""
         conn = self._open_connection()
-        conn.execute("BEGIN IMMEDIATE")
         try:
-            yield conn
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise self._error(exc, "cannot be written") from None
 
     def _trial_state(self, trial: Trial, state: Any) -> str | None:
         """The per-trial state column: the state after a finished trial, if this store keeps them."""
@@ -313,3 +499,55 @@ class SQLiteStorage(Storage):
 
 def _tables(conn: sqlite3.Connection) -> set[str]:
     return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def _json_or_none(text: Any) -> Any:
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return text
+
+
+def _count_crashes(conn: sqlite3.Connection, held: Mapping[str, Any]) -> None:
+    """In a write transaction: one more crash for each ``running`` trial the dead writer ``held`` handed out
+    (started at or after it took the lock). A file of graphbo 0.1 gets the ``crashes`` column first."""
+    if "crashes" not in _columns(conn, "trials"):
+        conn.execute("ALTER TABLE trials ADD COLUMN crashes INTEGER NOT NULL DEFAULT 0")
+    since = held.get("since")
+    if isinstance(since, str):
+        conn.execute("UPDATE trials SET crashes = crashes + 1 WHERE status = 'running' AND started >= ?", (since,))
+
+
+#: SQLite result codes (``sqlite3.Error.sqlite_errorcode``, Python 3.11+; the message otherwise)
+_FULL, _READONLY, _CANTOPEN, _CORRUPT, _NOTADB, _PERM, _BUSY = 13, 8, 14, 11, 26, 3, 5
+
+
+def sqlite_error(path: str, exc: sqlite3.Error, doing: str) -> StorageError:
+    """The :class:`StorageError` subclass for an SQLite error on ``path``, saying what is wrong and what to do."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = None if code is None else code & 0xFF
+    text = str(exc).lower()
+    folder = os.path.dirname(os.path.abspath(path))
+    if primary == _FULL or "disk is full" in text:
+        return StorageFullError(f"{path}: {doing}: no space left (a full disk, or the process's file-size limit); "
+                                "nothing of this write was stored and every trial told before it is kept; free "
+                                "space and resume the study")
+    if primary in (_READONLY, _PERM) or "readonly" in text or "read-only" in text:
+        return StudyAccessError(f"{path}: {doing}: the file or its folder is read-only; make both writable "
+                                "to continue the study, or copy it elsewhere")
+    if primary == _CANTOPEN or "unable to open" in text:
+        if not os.access(folder, os.W_OK):
+            return StudyAccessError(f"{path}: {doing}: its folder {folder} is read-only, and SQLite needs to "
+                                    "write beside the study; make the folder writable or copy the study")
+        return StudyAccessError(f"{path}: {doing}: SQLite cannot open it ({exc}); check the permissions of the "
+                                "file and its folder")
+    if primary in (_CORRUPT, _NOTADB) or "malformed" in text or "not a database" in text:
+        return CorruptStudyError(f"{path}: corrupt SQLite database ({exc}); restore it from a copy")
+    if primary == _BUSY or "locked" in text:
+        return StudyLockedError(f"{path}: {doing}: the database stayed locked by another connection ({exc}); "
+                                "one writer at a time")
+    return StorageError(f"{path}: {doing} ({exc})")
