@@ -261,3 +261,120 @@ def test_pool_workers_end_with_a_killed_main_process(tmp_path):
     for pid in left:  # do not leave them behind this test either
         os.kill(pid, signal.SIGKILL)
     assert left == [], "pool workers outlived their killed main process"
+
+
+# -- graphbo resume runs only what the user names (issue 20.5) -------------------------------------------------
+USER_OBJECTIVE = '''
+def objective(config):
+    return float(config["touch"] + 10 * config["pwned"])
+'''
+# variable names that spell a command: subprocess.run(config) runs `touch pwned`
+USER_SPACE = "variables:\n  touch: {type: ordinal, values: [0, 1, 2]}\n  pwned: {type: ordinal, values: [0, 1]}\n"
+
+
+@pytest.fixture
+def user_study(tmp_path, monkeypatch):
+    """A study of a user's function made by `graphbo run` in ``work/``; the test continues from ``other/``."""
+    from graphbo import objective_loading
+    from graphbo.cli import main as cli_main
+
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(objective_loading, "_LOADED", {})
+    work, other = tmp_path / "work", tmp_path / "other"
+    work.mkdir()
+    other.mkdir()
+    (work / "gbt_resume_objective.py").write_text(USER_OBJECTIVE)
+    (work / "space.yaml").write_text(USER_SPACE)
+    monkeypatch.chdir(work)
+    assert cli_main(["run", "--space", "space.yaml", "--objective", "gbt_resume_objective:objective",
+                     "--method", "rs", "--budget", "3", "--seed", "0", "--storage", "s.db", "--quiet"]) == 0
+    monkeypatch.delitem(sys.modules, "gbt_resume_objective")
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != str(work)]
+    monkeypatch.setattr(objective_loading, "_LOADED", {})
+    monkeypatch.chdir(other)
+    return work / "s.db", work, other
+
+
+def _name_in_file(path, objective):
+    """Edit the study file as someone else could: its stored objective becomes ``objective``."""
+    from graphbo.spaces import load_space
+
+    info = read_study_info(path)
+    space = load_space(Path(path).parent / "space.yaml")
+    with gb.Study(space, info["method"], storage=path, seed=info["seed"], **info["method_options"]) as study:
+        study.set_user_attr("objective", objective)
+
+
+def test_resume_never_runs_what_a_study_file_names_without_the_users_word(user_study, capsys):
+    from graphbo.cli import main as cli_main
+
+    path, work, other = user_study
+    _name_in_file(path, "subprocess:run")
+    before = path.read_bytes()
+    capsys.readouterr()
+    assert cli_main(["resume", str(path), "--budget", "4"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--objective subprocess:run" in err and "--trust-stored-objective" in err
+    assert not (other / "pwned").exists() and path.read_bytes() == before  # nothing ran, nothing written
+    assert str(work) not in map(os.path.abspath, sys.path)
+    # trusting the file runs what it names (here a command): the flag is what stands between the two
+    assert cli_main(["resume", str(path), "--budget", "4", "--trust-stored-objective", "--quiet"]) == 0
+    assert (other / "pwned").exists()
+    assert "trusting" in capsys.readouterr().err
+
+
+def test_resume_runs_the_objective_named_and_adds_no_stored_folder_to_the_path(user_study, capsys):
+    from graphbo.cli import main as cli_main
+
+    path, work, other = user_study
+    capsys.readouterr()
+    # the stored working folder is not searched: the module is not found from elsewhere
+    assert cli_main(["resume", str(path), "--budget", "5", "--objective", "gbt_resume_objective:objective"]) == 2
+    assert "objective module 'gbt_resume_objective' not found" in capsys.readouterr().err
+    assert str(work) not in map(os.path.abspath, sys.path) and len(read_study_info(path)["user_attrs"]) > 0
+    assert read_study_info(path)["n_complete"] == 3
+    # named by its file, it runs, and the trials are its values
+    spec = f"{work / 'gbt_resume_objective.py'}:objective"
+    assert cli_main(["resume", str(path), "--budget", "5", "--objective", spec, "--quiet"]) == 0
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    rows = conn.execute("SELECT config, status, value FROM trials ORDER BY number").fetchall()
+    conn.close()
+    assert len(rows) == 5
+    for config, status, value in rows:
+        c = json.loads(config)
+        assert status == "complete" and value == c["touch"] + 10 * c["pwned"]
+    # with the flag, the stored folder goes on sys.path, and the command says so
+    capsys.readouterr()
+    assert cli_main(["resume", str(path), "--budget", "6", "--trust-stored-objective", "--quiet"]) == 0
+    assert f"with {work} put on sys.path" in capsys.readouterr().err
+    assert read_study_info(path)["n_complete"] == 6
+
+
+def test_resume_refuses_objective_flags_for_a_benchmark_study(tmp_path, capsys):
+    from graphbo.cli import main as cli_main
+
+    path = str(tmp_path / "b.db")
+    assert cli_main(["run", "branin", "--method", "rs", "--budget", "3", "--storage", path, "--quiet"]) == 0
+    capsys.readouterr()
+    assert cli_main(["resume", path, "--objective", "os:system"]) == 2
+    assert "applies to studies of your own function" in capsys.readouterr().err
+    assert read_study_info(path)["n_complete"] == 3
+
+
+@pytest.mark.parametrize("budget", ["ten", 2.5, None, True])
+def test_resume_with_a_stored_budget_that_is_not_a_count_is_one_line(user_study, capsys, budget):
+    from graphbo.cli import main as cli_main
+
+    path, work, _ = user_study
+    info = read_study_info(path)
+    from graphbo.spaces import load_space
+
+    with gb.Study(load_space(work / "space.yaml"), info["method"], storage=path, seed=info["seed"],
+                  **info["method_options"]) as study:
+        study.set_user_attr("budget", budget)
+    capsys.readouterr()
+    spec = f"{work / 'gbt_resume_objective.py'}:objective"
+    assert cli_main(["resume", str(path), "--objective", spec, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "stored budget" in err and "--budget N" in err, err
+    assert cli_main(["resume", str(path), "--objective", spec, "--budget", "4", "--quiet"]) == 0

@@ -411,7 +411,7 @@ def test_cli_run_a_file_objective_then_resume_from_elsewhere(tmp_path):
     assert len(first) == 4 and function == "objective"
     assert Path(stored_file).resolve() == (work / "problems" / "my_problem.py").resolve()
 
-    out = run_cli("resume", studies[0], "--budget", 7, cwd=other)
+    out = run_cli("resume", studies[0], "--budget", 7, "--trust-stored-objective", cwd=other)
     assert out.returncode == 0, out.stderr
     assert "resuming" in out.stdout and "4/7 finished" in out.stdout
     trials, attrs = stored_trials(studies[0])
@@ -499,7 +499,7 @@ def test_cli_storage_of_another_problem_is_refused_and_kept(tmp_path, monkeypatc
     monkeypatch.setattr(objective_loading, "_LOADED", {})
     monkeypatch.delitem(sys.modules, "gbt_cli_obj2")
     capsys.readouterr()
-    assert cli_main(["resume", "s.db", "--budget", "6"]) == 2
+    assert cli_main(["resume", "s.db", "--budget", "6", "--trust-stored-objective"]) == 2
     err = capsys.readouterr().err
     assert "cannot re-import its objective" in err and "'gbt_cli_obj2' not found" in err
     assert len(stored_trials(tmp_path / "s.db")[0]) == 5
