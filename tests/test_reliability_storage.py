@@ -234,3 +234,61 @@ def test_telling_a_configuration_twice_is_refused_and_adds_nothing(tmp_path):
             study.tell(0, 4.0)
         assert [(t.number, t.value) for t in study.trials] == [(0, 1.0), (1, 2.0)]
     assert [(t.number, t.value) for t in SQLiteStorage(path).load().trials] == [(0, 1.0), (1, 2.0)]
+
+
+# -- 2. a trial that kills its process cannot wedge the study ------------------------------------------------
+def test_a_trial_that_kills_its_process_is_rerun_once_then_recorded_failed(tmp_path):
+    path = str(tmp_path / "s.db")
+    first = run_child(f"""
+        calls = []
+        def dies_on_the_third(c):
+            calls.append(c)
+            if len(calls) == 3:
+                print(json.dumps(c), flush=True)
+                os._exit(7)  # as a crash in the objective: no cleanup, the lock stays
+            return f(c)
+        gb.minimize(dies_on_the_third, space, "rs", budget=6, seed=0, storage={path!r}, n_initial=2)
+    """)
+    assert first.returncode == 7, first.stderr
+    poison = json.loads(first.stdout)
+    assert raw(path, "SELECT number, status, crashes FROM trials WHERE status = 'running'") == [(2, "running", 0)]
+    second = run_child(f"""
+        import ctypes
+        poison = json.loads({json.dumps(poison)!r})
+        def segfaults_on_poison(c):
+            if c == poison:
+                print("segfault", flush=True)
+                ctypes.string_at(0)  # SIGSEGV
+            return f(c)
+        gb.minimize(segfaults_on_poison, space, "rs", budget=6, seed=0, storage={path!r}, n_initial=2)
+    """)
+    assert second.returncode == -11 and second.stdout == "segfault\n", second.stderr[-2000:]
+    # the second run took the dead first run's lock over and counted the crash, durably, before re-running it
+    assert raw(path, "SELECT number, status, crashes FROM trials WHERE status = 'running'") == [(2, "running", 1)]
+    result = gb.minimize(f, make_space(), "rs", budget=6, seed=0, storage=path, n_initial=2)
+    failed = result.trials[2]
+    assert (failed.status, failed.config, failed.crashes) == ("failed", poison, 2)
+    assert "process died 2 times while evaluating it" in failed.error and "max_retries=1" in failed.error
+    assert (result.n_complete, len(result.trials)) == (5, 6)
+    assert poison not in [t.config for t in result.trials if t.status == "complete"]
+
+
+def test_max_retries_zero_fails_a_crashed_trial_at_once_and_a_clean_close_counts_nothing(tmp_path):
+    path = str(tmp_path / "s.db")
+    small_study(path, 2)
+    with Study(make_space(), "rs", storage=path, seed=0, n_initial=2) as study:
+        interrupted = study.ask()  # closed with the trial running, as after Ctrl-C: not a crash
+    with Study(make_space(), "rs", storage=path, seed=0, n_initial=2, max_retries=0) as study:
+        assert [(t.number, t.crashes) for t in study.running_trials] == [(interrupted.number, 0)]
+    dead = run_child(f"""
+        study = Study(space, "rs", storage={path!r}, seed=0, n_initial=2)
+        print(study.ask().number, flush=True)
+        os._exit(0)
+    """)
+    assert int(dead.stdout) == interrupted.number
+    with Study(make_space(), "rs", storage=path, seed=0, n_initial=2, max_retries=0) as study:
+        t = study.trials[interrupted.number]
+        assert (t.status, t.crashes) == ("failed", 1) and "max_retries=0" in t.error
+        assert study.ask().number == interrupted.number + 1
+    with pytest.raises(ValueError, match="max_retries"):
+        Study(make_space(), "rs", seed=0, max_retries=-1)
