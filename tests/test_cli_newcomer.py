@@ -120,8 +120,8 @@ def test_missing_extra_of_a_method_is_one_pip_line(tmp_path):
     out = with_missing("optuna", argv, tmp_path)
     assert out.returncode == 1, out.stderr
     assert one_line(out.stderr).endswith('pip install "graphbo[tpe]"')
-    debug = with_missing("optuna", ["--debug"] + argv, tmp_path)
-    assert debug.returncode != 0 and "Traceback" in debug.stderr  # --debug shows where
+    debug = with_missing("optuna", argv + ["--debug"], tmp_path)  # also after the subcommand
+    assert debug.returncode != 0 and "Traceback" in debug.stderr
 
 
 def test_missing_extra_imported_bare_is_named_from_the_package_metadata(tmp_path):
@@ -149,11 +149,15 @@ def test_require_and_extra_of():
         require("graphbo_absent", "Thing", extra="xyz")
 
 
-def test_an_unexpected_error_is_one_line_without_traceback(tmp_path):
-    (tmp_path / "bad.wcnf").write_text("this is not a wcnf file\n")
-    out = cli("run", "maxsat", "--wcnf", "bad.wcnf", "--budget", "2", cwd=tmp_path)
-    assert out.returncode != 0
-    assert one_line(out.stderr).startswith("graphbo run: ")
+def test_an_unexpected_error_is_one_line_without_traceback_unless_debug(tmp_path):
+    (tmp_path / "cmp" / "rs").mkdir(parents=True)
+    (tmp_path / "a_file").write_text("")
+    out = cli("report", "cmp", "--out", "a_file/r.md", cwd=tmp_path)  # its folder is a file: an OSError
+    assert out.returncode == 1
+    line = one_line(out.stderr)
+    assert line.startswith("graphbo report: NotADirectoryError: ") and "--debug" in line, line
+    debug = cli("--debug", "report", "cmp", "--out", "a_file/r.md", cwd=tmp_path)
+    assert debug.returncode == 1 and "Traceback" in debug.stderr
 
 
 # -- 4. the benchmark's natural method ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from . import benchmarks, compare, report, resume, run, unlock
 
@@ -26,7 +26,7 @@ DESCRIPTION = ("Bayesian optimisation over discrete, mixed and neural-architectu
 class _Parser(argparse.ArgumentParser):
     """A usage error is one line naming the option (``graphbo run: --budget must be >= 1, got 0``), exit code 2."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         message = re.sub(r"^argument ([^:]+): (must)", r"\1 \2", message)
         message = re.sub(r"^argument ([^:]+): ", r"\1: ", message)
         self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
@@ -70,7 +70,7 @@ def run_command(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         if args.debug:
             raise
-        print(f"\n{prog}: interrupted", file=sys.stderr)
+        print(("\n" if sys.stderr.isatty() else "") + f"{prog}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
         if args.debug:
