@@ -216,15 +216,15 @@ import os, time
 def objective(config):
     with open(os.path.join(os.environ["GBT_PIDS"], str(os.getpid())), "w"):
         pass
-    time.sleep(0.2)
+    time.sleep(60)  # an evaluation that takes long: its worker must not outlive the main process
     return float(config["a"])
 '''
 
 MAIN = '''
 import graphbo as gb
 from gbt_worker_objective import objective
-space = gb.Space({"a": gb.Ordinal(list(range(500)))})
-gb.minimize(objective, space, "rs", budget=500, seed=0, n_workers=2, storage="s.db")
+space = gb.Space({"a": gb.Ordinal(list(range(10)))})
+gb.minimize(objective, space, "rs", budget=10, seed=0, n_workers=2, storage="s.db")
 '''
 
 
@@ -243,7 +243,8 @@ def test_pool_workers_end_with_a_killed_main_process(tmp_path):
     (tmp_path / "main.py").write_text(MAIN)
     pids = tmp_path / "pids"
     pids.mkdir()
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(tmp_path), GBT_PIDS=str(pids))
+    path = os.pathsep.join([str(tmp_path)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=path, GBT_PIDS=str(pids))
     main = subprocess.Popen([sys.executable, "main.py"], cwd=tmp_path, env=env)
     try:
         deadline = time.monotonic() + 120
