@@ -27,6 +27,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from .limits import MAX_ADJACENCY_ENTRIES, MAX_VALUES, SpaceFileError, short_repr
+from .reading import import_yaml, parse_json, parse_yaml, read_text
 from .space import Space
 from .variables import (Binary, Categorical, Continuous, GraphVariable, Integer, IntegerRange, Ordinal, Variable)
 
@@ -51,10 +53,8 @@ _INTEGER_ENCODINGS = ("auto", "ordinal", "range")
 #: as :func:`graphbo.spaces.variables.Integer` does
 _MAX_ORDINAL = 64
 _EXTENSIONS = {".json": "json", ".yaml": "yaml", ".yml": "yaml"}
-
-
-class SpaceFileError(ValueError):
-    """A space definition (a file or a dict) is invalid; the message names the file, variable and field."""
+_TOO_MANY = (f"a discrete variable has at most {MAX_VALUES} values (its graph is a dense k x k matrix; "
+             "graphbo.spaces.limits.MAX_VALUES)")
 
 
 # -- reading --------------------------------------------------------------------------------------
@@ -65,46 +65,48 @@ def _is_scalar(v: Any) -> bool:
 def _number(value: Any, where: str, field: str, integer: bool = False) -> float | int:
     """A finite number (numeric strings accepted: PyYAML reads ``1e-4`` as a string)."""
     if isinstance(value, bool) or value is None:
-        raise SpaceFileError(f"{where}: {field} must be a number, got {value!r}")
+        raise SpaceFileError(f"{where}: {field} must be a number, got {short_repr(value)}")
     x = value
     if isinstance(value, str):
         try:
             x = int(value) if integer and value.strip().lstrip("+-").isdigit() else float(value)
         except ValueError:
-            raise SpaceFileError(f"{where}: {field} must be a number, got {value!r}") from None
+            raise SpaceFileError(f"{where}: {field} must be a number, got {short_repr(value)}") from None
     if not isinstance(x, (int, float)):
-        raise SpaceFileError(f"{where}: {field} must be a number, got {value!r}")
+        raise SpaceFileError(f"{where}: {field} must be a number, got {short_repr(value)}")
     if not math.isfinite(x):
-        raise SpaceFileError(f"{where}: {field} must be finite, got {value!r}")
+        raise SpaceFileError(f"{where}: {field} must be finite, got {short_repr(value)}")
     if integer:
         if float(x) != int(x):
-            raise SpaceFileError(f"{where}: {field} must be an integer, got {value!r}")
+            raise SpaceFileError(f"{where}: {field} must be an integer, got {short_repr(value)}")
         return int(x)
     return x
 
 
 def _bool(value: Any, where: str, field: str) -> bool:
     if not isinstance(value, bool):
-        raise SpaceFileError(f"{where}: {field} must be true or false, got {value!r}")
+        raise SpaceFileError(f"{where}: {field} must be true or false, got {short_repr(value)}")
     return value
 
 
 def _values(value: Any, where: str, field: str) -> list[Any]:
     if not isinstance(value, (list, tuple)):
-        raise SpaceFileError(f"{where}: {field} must be a list of values, got {value!r}")
+        raise SpaceFileError(f"{where}: {field} must be a list of values, got {short_repr(value)}")
     if len(value) == 0:
         raise SpaceFileError(f"{where}: {field} is empty")
+    if len(value) > MAX_VALUES:
+        raise SpaceFileError(f"{where}: {field} has {len(value):,} values; {_TOO_MANY}")
     seen: dict[Any, Any] = {}
     for v in value:
         if not _is_scalar(v):
-            raise SpaceFileError(f"{where}: {field}: value {v!r} is not a string, number, boolean or null")
+            raise SpaceFileError(f"{where}: {field}: value {short_repr(v)} is not a string, number, boolean or null")
         if isinstance(v, float) and not math.isfinite(v):
-            raise SpaceFileError(f"{where}: {field}: value {v!r} is not finite")
+            raise SpaceFileError(f"{where}: {field}: value {short_repr(v)} is not finite")
         # 1 == 1.0 == True in Python: two such values could not be told apart in a configuration
         if v in seen:
             dup = seen[v]
-            extra = "" if type(dup) is type(v) else f" (equal to {dup!r})"
-            raise SpaceFileError(f"{where}: {field}: duplicate value {v!r}{extra}")
+            extra = "" if type(dup) is type(v) else f" (equal to {short_repr(dup)})"
+            raise SpaceFileError(f"{where}: {field}: duplicate value {short_repr(v)}{extra}")
         seen[v] = v
     return list(value)
 
@@ -124,47 +126,48 @@ def _graph_adjacency(spec: Mapping[str, Any], values: list[Any], where: str) -> 
                          for i, r in enumerate(adj)], dtype=float)
     edges = spec["edges"]
     if not isinstance(edges, (list, tuple)):
-        raise SpaceFileError(f"{where}: edges must be a list of [u, v] or [u, v, weight], got {edges!r}")
+        raise SpaceFileError(f"{where}: edges must be a list of [u, v] or [u, v, weight], got {short_repr(edges)}")
     adj = np.zeros((k, k))
 
     positions = {v: i for i, v in enumerate(values)}
 
     def index(v: Any, e: int) -> int:
         if not _is_scalar(v) or v not in positions:
-            raise SpaceFileError(f"{where}: edges[{e}]: {v!r} is not one of the values {values!r}")
+            raise SpaceFileError(f"{where}: edges[{e}]: {short_repr(v)} is not one of the values {short_repr(values)}")
         return positions[v]
 
     for e, edge in enumerate(edges):
         if not isinstance(edge, (list, tuple)) or len(edge) not in (2, 3):
-            raise SpaceFileError(f"{where}: edges[{e}] must be [u, v] or [u, v, weight], got {edge!r}")
+            raise SpaceFileError(f"{where}: edges[{e}] must be [u, v] or [u, v, weight], got {short_repr(edge)}")
         i, j = index(edge[0], e), index(edge[1], e)
         w = 1.0 if len(edge) == 2 else _number(edge[2], where, f"edges[{e}] weight")
         if i == j:
-            raise SpaceFileError(f"{where}: edges[{e}] is a self-loop on {edge[0]!r}")
+            raise SpaceFileError(f"{where}: edges[{e}] is a self-loop on {short_repr(edge[0])}")
         if w <= 0:
-            raise SpaceFileError(f"{where}: edges[{e}] has weight {w!r}; edge weights must be positive")
+            raise SpaceFileError(f"{where}: edges[{e}] has weight {w}; edge weights must be positive")
         if adj[i, j] != 0:
-            raise SpaceFileError(f"{where}: edges[{e}] repeats the edge {edge[0]!r} - {edge[1]!r}")
+            raise SpaceFileError(f"{where}: edges[{e}] repeats the edge {short_repr(edge[0])} - {short_repr(edge[1])}")
         adj[i, j] = adj[j, i] = w
     return adj
 
 
 def _variable(spec: Any, where: str) -> Variable | Continuous:
     if not isinstance(spec, Mapping):
-        raise SpaceFileError(f"{where}: the definition must be a mapping with a 'type', got {spec!r}")
+        raise SpaceFileError(f"{where}: the definition must be a mapping with a 'type', got {short_repr(spec)}")
     if "type" not in spec:
         raise SpaceFileError(f"{where}: missing field 'type' (one of {', '.join(SPACE_TYPES)})")
     kind = spec["type"]
-    if kind not in SPACE_TYPES:
-        raise SpaceFileError(f"{where}: unknown type {kind!r}; choose one of {', '.join(SPACE_TYPES)}")
+    if not isinstance(kind, str) or kind not in SPACE_TYPES:
+        raise SpaceFileError(f"{where}: unknown type {short_repr(kind)}; choose one of {', '.join(SPACE_TYPES)}")
     required, optional = SPACE_TYPES[kind]
     allowed = ("type",) + required + optional
     for key in spec:
         if key not in allowed:
-            raise SpaceFileError(f"{where}: unknown key {key!r} for type {kind} (allowed: {', '.join(allowed)})")
+            raise SpaceFileError(f"{where}: unknown key {short_repr(key)} for type {kind} "
+                                 f"(allowed: {', '.join(allowed)})")
     for key in required:
         if key not in spec:
-            raise SpaceFileError(f"{where}: missing field {key!r} for type {kind}")
+            raise SpaceFileError(f"{where}: missing field {short_repr(key)} for type {kind}")
     try:
         if kind == "binary":
             return Binary()
@@ -175,7 +178,8 @@ def _variable(spec: Any, where: str) -> Variable | Continuous:
             if "edge_weight" in spec:  # absent: the default of the path's length (path_edge_weight)
                 weight = _number(spec["edge_weight"], where, "edge_weight")
                 if weight <= 0:
-                    raise SpaceFileError(f"{where}: edge_weight must be positive, got {spec['edge_weight']!r}")
+                    raise SpaceFileError(f"{where}: edge_weight must be positive, "
+                                         f"got {short_repr(spec['edge_weight'])}")
             return Ordinal(_values(spec["values"], where, "values"), edge_weight=weight)
         if kind == "graph":
             values = _values(spec["values"], where, "values")
@@ -185,19 +189,23 @@ def _variable(spec: Any, where: str) -> Variable | Continuous:
         high = _number(spec["high"], where, "high", integer)
         log = _bool(spec.get("log", False), where, "log")
         if not low < high:
-            raise SpaceFileError(f"{where}: low must be < high, got low={spec['low']!r}, high={spec['high']!r}")
+            raise SpaceFileError(f"{where}: low must be < high, got low={short_repr(spec['low'])}, "
+                                 f"high={short_repr(spec['high'])}")
         if log and low <= 0:
-            raise SpaceFileError(f"{where}: log: true needs low > 0, got low={spec['low']!r}")
+            raise SpaceFileError(f"{where}: log: true needs low > 0, got low={short_repr(spec['low'])}")
         if not integer:
             return Continuous(low, high, log=log)
         encoding = spec.get("encoding", "auto")
-        if encoding not in _INTEGER_ENCODINGS:
+        if not isinstance(encoding, str) or encoding not in _INTEGER_ENCODINGS:
             raise SpaceFileError(f"{where}: encoding must be one of {', '.join(_INTEGER_ENCODINGS)}, "
-                                 f"got {encoding!r}")
+                                 f"got {short_repr(encoding)}")
         if encoding == "ordinal":
             if log:
                 raise SpaceFileError(f"{where}: encoding: ordinal cannot be combined with log: true "
                                      "(a path graph has no scale); use encoding: range")
+            if high - low + 1 > MAX_VALUES:
+                raise SpaceFileError(f"{where}: encoding: ordinal over {high - low + 1:,} integers; {_TOO_MANY}; "
+                                     "use encoding: range")
             return Ordinal(list(range(int(low), int(high) + 1)))
         if encoding == "range":
             return IntegerRange(int(low), int(high), log=log)
@@ -228,9 +236,9 @@ def space_from_dict(d: Any, source: str | None = None) -> Space:
         raise SpaceFileError(f"{src}: a space must be a mapping with a 'variables' key, got {type(d).__name__}")
     for key in d:
         if key not in ("variables", "version"):
-            raise SpaceFileError(f"{src}: unknown top-level key {key!r} (allowed: variables, version)")
+            raise SpaceFileError(f"{src}: unknown top-level key {short_repr(key)} (allowed: variables, version)")
     if "version" in d and (isinstance(d["version"], bool) or d["version"] != FORMAT_VERSION):
-        raise SpaceFileError(f"{src}: unsupported version {d['version']!r}; this graphbo reads version "
+        raise SpaceFileError(f"{src}: unsupported version {short_repr(d['version'])}; this graphbo reads version "
                              f"{FORMAT_VERSION}")
     if "variables" not in d:
         raise SpaceFileError(f"{src}: missing top-level key 'variables'")
@@ -238,10 +246,18 @@ def space_from_dict(d: Any, source: str | None = None) -> Space:
     if not isinstance(variables, Mapping) or not variables:
         raise SpaceFileError(f"{src}: 'variables' must be a non-empty mapping of variable name -> definition")
     out = {}
+    entries = 0  # adjacency entries so far: sum of k^2 over the discrete variables
     for name, spec in variables.items():
         if not isinstance(name, str) or not name:
-            raise SpaceFileError(f"{src}: variable names must be non-empty strings, got {name!r}")
-        out[name] = _variable(spec, f"{src}: variable {name!r}")
+            raise SpaceFileError(f"{src}: variable names must be non-empty strings, got {short_repr(name)}")
+        where = f"{src}: variable {short_repr(name)}"
+        var = out[name] = _variable(spec, where)
+        entries += var.n_values**2
+        if entries > MAX_ADJACENCY_ENTRIES:
+            raise SpaceFileError(
+                f"{where}: the discrete variables so far have {entries:,} adjacency entries (the sum of their "
+                f"number of values squared); a space has at most {MAX_ADJACENCY_ENTRIES:,} "
+                "(graphbo.spaces.limits.MAX_ADJACENCY_ENTRIES)")
     return Space(out)
 
 
@@ -250,10 +266,10 @@ def _plain_value(v: Any, where: str) -> Any:
     if isinstance(v, np.generic):
         v = v.item()
     if not _is_scalar(v):
-        raise SpaceFileError(f"{where}: value {v!r} ({type(v).__name__}) cannot be written to a space file; "
+        raise SpaceFileError(f"{where}: value {short_repr(v)} ({type(v).__name__}) cannot be written to a space file; "
                              "values must be strings, numbers, booleans or null")
     if isinstance(v, float) and not math.isfinite(v):
-        raise SpaceFileError(f"{where}: value {v!r} cannot be written to a space file")
+        raise SpaceFileError(f"{where}: value {short_repr(v)} cannot be written to a space file")
     return v
 
 
@@ -277,7 +293,7 @@ def space_to_dict(space: Space) -> dict[str, Any]:
         raise TypeError(f"space must be a graphbo.Space, got {type(space).__name__}")
     variables: dict[str, Any] = {}
     for name, var in zip(space.names, space.variables):
-        where = f"variable {name!r}"
+        where = f"variable {short_repr(name)}"
         if isinstance(var, Binary):
             d: dict[str, Any] = {"type": "binary"}
         elif isinstance(var, Categorical):
@@ -330,81 +346,19 @@ def _format_of(path: str) -> str:
     return _EXTENSIONS[ext]
 
 
-def _import_yaml(path: str) -> Any:
-    try:
-        import yaml
-    except ImportError:
-        raise SpaceFileError(f"{path}: reading or writing YAML needs PyYAML (pip install pyyaml); "
-                             "or write the space as .json") from None
-    return yaml
-
-
-def _no_duplicates(pairs: list[tuple[Any, Any]], path: str) -> dict[Any, Any]:
-    out: dict[Any, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise SpaceFileError(f"{path}: duplicate key {k!r}")
-        out[k] = v
-    return out
-
-
-def _yaml_loader(yaml: Any, path: str) -> Any:
-    """PyYAML's SafeLoader (no Python objects), refusing duplicate keys instead of keeping the last."""
-
-    loader_class: Any = type("_Loader", (yaml.SafeLoader,), {})
-
-    def construct_mapping(loader: Any, node: Any, deep: bool = False) -> dict[Any, Any]:
-        loader.flatten_mapping(node)
-        pairs = [(loader.construct_object(k, deep=True), loader.construct_object(v, deep=True))
-                 for k, v in node.value]
-        for (k, _), (key_node, _) in zip(pairs, node.value):
-            try:
-                hash(k)
-            except TypeError:
-                raise SpaceFileError(f"{path}: line {key_node.start_mark.line + 1}: a mapping key must be a "
-                                     f"scalar, got {k!r}") from None
-        seen: dict[Any, Any] = {}
-        for (k, v), (key_node, _) in zip(pairs, node.value):
-            if k in seen:
-                raise SpaceFileError(f"{path}: line {key_node.start_mark.line + 1}: duplicate key {k!r}")
-            seen[k] = v
-        return seen
-
-    loader_class.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
-    return loader_class
-
-
 def load_space(path: str | os.PathLike[str]) -> Space:
     """Read a space file (``.yaml``/``.yml`` or ``.json``, by extension).
 
     YAML is read with PyYAML's safe loader (plain data only; duplicate keys are
-    an error). Raises :class:`SpaceFileError` (a ``ValueError``) naming the
+    an error), in bounded time and memory (:mod:`graphbo.spaces.reading`; the caps are in
+    :mod:`graphbo.spaces.limits`). Raises :class:`SpaceFileError` (a ``ValueError``) naming the
     file, and where applicable the variable and field, for a missing or
     unreadable file, a syntax error or an invalid definition.
     """
     path = os.fspath(path)
     fmt = _format_of(path)
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        raise SpaceFileError(f"{path}: no such space file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpaceFileError(f"{path}: cannot be read ({exc})") from None
-    if fmt == "json":
-        try:
-            data = json.loads(text, object_pairs_hook=lambda pairs: _no_duplicates(pairs, path))
-        except json.JSONDecodeError as exc:
-            raise SpaceFileError(f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-    else:
-        yaml = _import_yaml(path)
-        try:
-            data = yaml.load(text, Loader=_yaml_loader(yaml, path))  # a SafeLoader subclass
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-            problem = getattr(exc, "problem", None) or str(exc)
-            raise SpaceFileError(f"{path}: invalid YAML{at}: {problem}") from None
+    text = read_text(path)
+    data = parse_json(text, path) if fmt == "json" else parse_yaml(text, path)
     if data is None:
         raise SpaceFileError(f"{path}: the file is empty")
     return space_from_dict(data, source=path)
@@ -418,7 +372,7 @@ def save_space(space: Space, path: str | os.PathLike[str]) -> None:
     if fmt == "json":
         text = json.dumps(d, indent=2, allow_nan=False) + "\n"
     else:
-        yaml = _import_yaml(path)
+        yaml = import_yaml(path)
         text = yaml.safe_dump(d, sort_keys=False, default_flow_style=None, allow_unicode=True)
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(text)

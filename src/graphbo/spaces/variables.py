@@ -15,11 +15,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Hashable, Iterable, Sequence
+from typing import Any, Hashable, Iterable, Sequence, Sized
 
 import numpy as np
 
 from .._validation import check_bool, check_float, check_int
+from .limits import MAX_VALUES, short_repr
 
 __all__ = ["Variable", "Binary", "Categorical", "Ordinal", "GraphVariable", "GraphSpectrum", "Continuous",
            "IntegerRange", "Integer", "AnyVariable", "path_edge_weight", "SMOOTH_STEPS"]
@@ -42,23 +43,36 @@ class GraphSpectrum:
 
 
 def _check_values(values: Iterable[Any], kind: str, arg: str = "values") -> tuple[Any, ...]:
-    """``values`` (the argument ``arg`` of ``kind``) as a non-empty tuple of distinct hashable values."""
+    """``values`` (the argument ``arg`` of ``kind``) as a non-empty tuple of distinct hashable values.
+
+    At most :data:`~graphbo.spaces.limits.MAX_VALUES`: the variable's graph is a dense ``k x k`` matrix.
+    """
     if isinstance(values, (str, bytes)):
-        raise ValueError(f"{kind}: {arg} must be a sequence of values, got the string {values!r}")
+        raise ValueError(f"{kind}: {arg} must be a sequence of values, got the string {short_repr(values)}")
     if isinstance(values, (dict, set, frozenset)) or not isinstance(values, Iterable):
         raise TypeError(f"{kind}: {arg} must be a sequence of values (a list or tuple), "
-                        f"got {values!r} ({type(values).__name__})")
+                        f"got {short_repr(values)} ({type(values).__name__})")
+    if isinstance(values, Sized):  # a range of 10^12 integers is refused before it is copied
+        _check_count(kind, arg, len(values))
     values = tuple(values)
+    _check_count(kind, arg, len(values))
     if len(values) == 0:
         raise ValueError(f"{kind}: {arg} is empty (the list of values is empty)")
     seen: dict[Any, bool] = {}
     for v in values:
         if not isinstance(v, Hashable):
-            raise ValueError(f"{kind}: value {v!r} is not hashable")
+            raise ValueError(f"{kind}: value {short_repr(v)} is not hashable")
         if v in seen:
-            raise ValueError(f"{kind}: duplicate value {v!r}")
+            raise ValueError(f"{kind}: duplicate value {short_repr(v)}")
         seen[v] = True
     return values
+
+
+def _check_count(kind: str, arg: str, k: int) -> None:
+    if k > MAX_VALUES:
+        raise ValueError(f"{kind}: {arg} has {k:,} values; a discrete variable has at most {MAX_VALUES} "
+                         f"(its graph is a dense k x k matrix, {k:,} x {k:,} here; graphbo.spaces.limits.MAX_VALUES). "
+                         "Use a Continuous variable or an Integer range instead")
 
 
 def _is_connected(adjacency: np.ndarray) -> bool:
@@ -101,7 +115,7 @@ class Variable:
             return self._index[value]
         except (KeyError, TypeError):
             raise ValueError(
-                f"variable {self.name!r}: value {value!r} is not one of {list(self.values)!r}"
+                f"variable {self.name!r}: value {short_repr(value)} is not one of {short_repr(list(self.values))}"
             ) from None
 
     def value_at(self, index: int) -> Any:
@@ -237,7 +251,7 @@ class GraphVariable(Variable):
             adj = np.asarray(adjacency, dtype=float)
         except (TypeError, ValueError):
             raise TypeError(f"GraphVariable: adjacency must be a (k, k) array of edge weights (numbers), "
-                            f"got {adjacency!r}") from None
+                            f"got {short_repr(adjacency)}") from None
         k = len(values)
         if adj.shape != (k, k):
             raise ValueError(f"GraphVariable: adjacency has shape {adj.shape}, expected ({k}, {k})")
@@ -246,17 +260,19 @@ class GraphVariable(Variable):
         if np.any(adj < 0):
             i, j = np.argwhere(adj < 0)[0]
             raise ValueError(
-                f"GraphVariable: negative edge weight {float(adj[i, j]):g} between {values[i]!r} and {values[j]!r}"
+                f"GraphVariable: negative edge weight {float(adj[i, j]):g} between {short_repr(values[i])} "
+                f"and {short_repr(values[j])}"
             )
         if not np.allclose(adj, adj.T):
             i, j = np.argwhere(~np.isclose(adj, adj.T))[0]
             raise ValueError(
-                f"GraphVariable: adjacency is not symmetric: A[{values[i]!r}, {values[j]!r}] = {float(adj[i, j]):g} "
-                f"but A[{values[j]!r}, {values[i]!r}] = {float(adj[j, i]):g}"
+                f"GraphVariable: adjacency is not symmetric: A[{short_repr(values[i])}, {short_repr(values[j])}] = "
+                f"{float(adj[i, j]):g} "
+                f"but A[{short_repr(values[j])}, {short_repr(values[i])}] = {float(adj[j, i]):g}"
             )
         if np.any(np.diag(adj) != 0):
             i = int(np.flatnonzero(np.diag(adj))[0])
-            raise ValueError(f"GraphVariable: self-loop on value {values[i]!r}; the diagonal must be zero")
+            raise ValueError(f"GraphVariable: self-loop on value {short_repr(values[i])}; the diagonal must be zero")
         if k > 1 and not _is_connected(adj):
             raise ValueError("GraphVariable: the graph is disconnected; every value must be reachable")
         super().__init__(values, 0.5 * (adj + adj.T))
@@ -295,9 +311,10 @@ class Continuous:
         try:
             x = float(value)
         except (TypeError, ValueError):
-            raise ValueError(f"variable {self.name!r}: value {value!r} is not a number") from None
+            raise ValueError(f"variable {self.name!r}: value {short_repr(value)} is not a number") from None
         if not (self.low <= x <= self.high):
-            raise ValueError(f"variable {self.name!r}: value {value!r} is outside [{self.low:g}, {self.high:g}]")
+            raise ValueError(f"variable {self.name!r}: value {short_repr(value)} is outside "
+                             f"[{self.low:g}, {self.high:g}]")
         t = np.log(x) if self.log else x
         return float(np.clip((t - self._lo) / (self._hi - self._lo), 0.0, 1.0))
 
@@ -326,7 +343,7 @@ class IntegerRange(Continuous):
     def to_unit(self, value: Any) -> float:
         numeric = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
         if not numeric or not float(value).is_integer():
-            raise ValueError(f"variable {self.name!r}: value {value!r} is not an integer")
+            raise ValueError(f"variable {self.name!r}: value {short_repr(value)} is not an integer")
         return super().to_unit(value)
 
     def from_unit(self, u: float) -> int:
@@ -359,14 +376,15 @@ def Integer(low: int, high: int, log: bool = False, max_ordinal: int = 64) -> "O
     log = check_bool("log", bool(log) if isinstance(log, np.bool_) else log)
     max_ordinal = check_int("max_ordinal", max_ordinal, minimum=1)
     if not log and high - low + 1 <= max_ordinal:
-        return Ordinal(list(range(low, high + 1)))
+        _check_count("Integer", "low .. high", high - low + 1)
+        return Ordinal(range(low, high + 1))
     return IntegerRange(low, high, log=log)
 
 
 def _bound(kind: str, name: str, value: Any) -> float:
     """A finite bound as a float; ``TypeError`` / ``ValueError`` naming ``kind``'s argument ``name``."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{kind}: {name} must be a number, got {value!r} ({type(value).__name__})")
+        raise TypeError(f"{kind}: {name} must be a number, got {short_repr(value)} ({type(value).__name__})")
     if not math.isfinite(float(value)):
         raise ValueError(f"{kind}: need finite low < high, got {name}={value!r}")
     return float(value)
