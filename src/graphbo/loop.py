@@ -447,16 +447,17 @@ def _run_async(study: Study, objective: Callable, budget: int, n_workers: int, e
                 assert outcome is not None
                 record(job, outcome)
         exit_codes = own.renew()
-        codes = {id(job): exit_codes.get(own.pid_of(job.tag))  # type: ignore[arg-type]
-                 for job in hit}
-        # a worker that died has its own exit code; the others were stopped by the pool (SIGTERM)
-        died = {k for k, code in codes.items() if code is not None and code != -signal.SIGTERM}
+        codes: dict[int, int] = {}  # a worker that died has its own exit code; the pool stopped the others (SIGTERM)
         for job in hit:
-            if id(job) in died:
+            code = exit_codes.get(own.pid_of(job.tag) or -1)
+            if code is not None and code != -signal.SIGTERM:
+                codes[id(job)] = code
+        for job in hit:
+            if id(job) in codes:
                 record(job, (False, None, f"the worker process evaluating it died ({_exit_reason(codes[id(job)])})",
                              time.monotonic() - job.t0))
                 continue
-            if died or cause_known:  # an innocent bystander: evaluated again from the start
+            if codes or cause_known:  # an innocent bystander: evaluated again from the start
                 own.forget(job.tag)
                 submit(job)
             elif job.restarts >= MAX_RESTARTS:
