@@ -318,10 +318,18 @@ def test_resume_never_runs_what_a_study_file_names_without_the_users_word(user_s
     assert err.count("\n") == 1 and "--objective subprocess:run" in err and "--trust-stored-objective" in err
     assert not (other / "pwned").exists() and path.read_bytes() == before  # nothing ran, nothing written
     assert str(work) not in map(os.path.abspath, sys.path)
-    # trusting the file runs what it names (here a command): the flag is what stands between the two
+    # even trusted, a function of Python's standard library is no objective
+    assert cli_main(["resume", str(path), "--budget", "4", "--trust-stored-objective"]) == 2
+    assert "standard library (subprocess)" in capsys.readouterr().err
+    assert not (other / "pwned").exists() and path.read_bytes() == before
+    # a file naming other code: it runs only when the file is trusted (here it leaves a mark)
+    (work / "gbt_marker.py").write_text("import pathlib\n\ndef objective(config):\n"
+                                        "    pathlib.Path('marked').touch()\n    return 1.0\n")
+    _name_in_file(path, "gbt_marker:objective")
+    assert cli_main(["resume", str(path), "--budget", "4"]) == 2
+    assert not (other / "marked").exists()
     assert cli_main(["resume", str(path), "--budget", "4", "--trust-stored-objective", "--quiet"]) == 0
-    assert (other / "pwned").exists()
-    assert "trusting" in capsys.readouterr().err
+    assert (other / "marked").exists() and "trusting" in capsys.readouterr().err
 
 
 def test_resume_runs_the_objective_named_and_adds_no_stored_folder_to_the_path(user_study, capsys):

@@ -38,6 +38,30 @@ def _split_spec(spec: str) -> tuple[str, str, bool]:
     return target, attr, is_file
 
 
+def _refuse_standard_library(spec: str, module: str) -> None:
+    """An objective is the user's own code: a spec whose module is one of Python's standard library
+    (``subprocess:run``, ``os:system``, ``builtins:exec``) is refused before anything is imported, so that a
+    spec that came with a study file cannot turn a configuration into a command. A module of the user's that
+    shadows a standard name (a ``test.py`` in the current folder) is not refused."""
+    import importlib.util
+    import sysconfig
+
+    top = module.partition(".")[0]
+    if top not in getattr(sys, "stdlib_module_names", ()) and top not in sys.builtin_module_names:
+        return
+    try:
+        found = importlib.util.find_spec(top)  # where it would be imported from; runs nothing for a top-level name
+    except (ImportError, ValueError):
+        return
+    origin = getattr(found, "origin", None) or ""
+    stdlib = {os.path.realpath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib")}
+    in_stdlib = origin in ("built-in", "frozen") or any(
+        os.path.realpath(origin).startswith(folder + os.sep) and "site-packages" not in origin for folder in stdlib)
+    if found is not None and in_stdlib:
+        raise ObjectiveError(f"objective {spec!r} names a function of Python's standard library ({top}), not an "
+                             "objective: give a function of your own (MODULE:FUNCTION or path/to/file.py:FUNCTION)")
+
+
 def _import_error_line(exc: BaseException) -> str:
     if isinstance(exc, SyntaxError):
         return f"SyntaxError: {exc.msg} ({exc.filename}, line {exc.lineno})"
@@ -90,6 +114,7 @@ def load_objective(spec: str, search_path: Sequence[str] = ()) -> Callable:
                 raise ObjectiveError(f"importing objective file {target} failed: {_import_error_line(exc)}") from None
     else:
         where = f"module {target!r}"
+        _refuse_standard_library(spec, target)
         try:
             module = importlib.import_module(target)
         except ModuleNotFoundError as exc:
