@@ -6,8 +6,11 @@ must end in bounded time and memory whatever it holds. The caps, documented in
 
 - :data:`MAX_FILE_BYTES`: a space file is at most 1 MiB (typical files are a few hundred bytes).
 - :data:`MAX_DEPTH`: YAML/JSON nesting of at most 32 levels (the schema needs 5).
-- :data:`MAX_NODES`: a YAML file's anchors and aliases may be used, but the data they expand to
-  holds at most 2^20 nodes (scalars, lists and mappings), as many as 1 MiB of plain text could.
+- :data:`MAX_NODES`: a space file holds at most 2^16 = 65,536 nodes (scalars, lists and mappings),
+  a YAML alias counting as a copy of its anchor's node. PyYAML's pure-Python parser (the safe one)
+  takes 10-150 microseconds a node, so this also bounds the time to read a file: well under 10 s on
+  a slow shared machine. A space needs few nodes: 2048 categorical values are 2048 of them, a graph
+  variable's edge list three per edge (a dense adjacency matrix ``k^2``: use ``edges`` for large graphs).
 - :data:`MAX_VALUES`: a discrete variable has at most 2048 values. Its graph is held as a dense
   ``k x k`` adjacency matrix and its kernel needs that matrix's eigendecomposition (COMBO Sec. 2.2),
   so ``k`` values cost ``8 k^2`` bytes and ``O(k^3)`` time: 32 MiB and a few seconds at ``k = 2048``.
@@ -30,8 +33,8 @@ __all__ = ["SpaceFileError", "MAX_FILE_BYTES", "MAX_DEPTH", "MAX_NODES", "MAX_VA
 MAX_FILE_BYTES = 1 << 20
 #: deepest nesting of lists and mappings in a space file
 MAX_DEPTH = 32
-#: most nodes (scalars, lists, mappings) a YAML space file may expand to, aliases counted as copies
-MAX_NODES = 1 << 20
+#: most nodes (scalars, lists, mappings) in a space file, YAML aliases counted as copies of their anchor's node
+MAX_NODES = 1 << 16
 #: most values of one discrete variable (its dense adjacency matrix is ``k x k``)
 MAX_VALUES = 2048
 #: most adjacency entries (sum of ``k^2`` over the discrete variables) in one space definition

@@ -8,7 +8,8 @@ PyYAML's ``SafeLoader`` (plain data only: ``!!python`` tags are refused) that al
   would end in a ``RecursionError``),
 - counts the nodes the document expands to, an alias counting as a copy of its anchor's node, and
   stops at :data:`~graphbo.spaces.limits.MAX_NODES` (a "billion laughs" chain of 9 aliases 9 levels
-  deep is refused after reading its 1 KB, instead of growing to gigabytes when walked or quoted),
+  deep is refused after reading its 1 KB, instead of growing to gigabytes when walked or quoted;
+  a JSON file's nodes are counted after parsing, which is fast),
 - refuses an alias to a node that contains it (a recursive structure), and keys given twice.
 
 Every error is a :class:`~graphbo.spaces.limits.SpaceFileError` naming the file (and the line for YAML).
@@ -59,17 +60,23 @@ def _too_deep(path: str, at: str = "") -> SpaceFileError:
                           "a space file needs 5")
 
 
-def _depth(data: Any) -> int:
-    """Nesting depth of lists/dicts in ``data`` (iterative: no recursion limit to hit)."""
-    deepest, stack = 0, [(data, 1)]
+def _check_shape(data: Any, path: str) -> None:
+    """Nesting depth of lists/dicts at most ``MAX_DEPTH`` and at most ``MAX_NODES`` nodes (keys counted, as in YAML)."""
+    n_nodes, stack = 0, [(data, 1)]
     while stack:
         node, level = stack.pop()
+        n_nodes += 1 + (len(node) if isinstance(node, dict) else 0)
+        if n_nodes > MAX_NODES:
+            raise _too_many(path)
         if isinstance(node, (list, dict)):
-            deepest = max(deepest, level)
             if level > MAX_DEPTH:
-                break
+                raise _too_deep(path)
             stack.extend((child, level + 1) for child in (node.values() if isinstance(node, dict) else node))
-    return deepest
+
+
+def _too_many(path: str, at: str = "", aliases: str = "") -> SpaceFileError:
+    return SpaceFileError(f"{path}: the file holds more than {MAX_NODES:,} values (scalars, lists and mappings"
+                          f"{aliases}){at}, the limit for a space file (graphbo.spaces.limits.MAX_NODES)")
 
 
 def parse_json(text: str, path: str) -> Any:
@@ -93,8 +100,7 @@ def parse_json(text: str, path: str) -> Any:
         raise
     except ValueError as exc:  # e.g. an integer of more than 4300 digits
         raise SpaceFileError(f"{path}: invalid JSON: {str(exc)[:200]}") from None
-    if _depth(data) > MAX_DEPTH:
-        raise _too_deep(path)
+    _check_shape(data, path)
     return data
 
 
@@ -126,9 +132,7 @@ def _loader_class(yaml: Any) -> Any:
         def _count(self, n: int) -> None:
             self.n_nodes += n
             if self.n_nodes > MAX_NODES:
-                raise SpaceFileError(
-                    f"{self.path}: the YAML expands to more than {MAX_NODES:,} values{self._line()}, each alias "
-                    "counting as a copy of its anchor; a space file is plain data (is this an alias bomb?)")
+                raise _too_many(self.path, self._line(), ", each alias counting as a copy of its anchor's value")
 
         def fetch_flow_collection_start(self, token_class: Any) -> None:
             # refuse deep `[[[...` / `{{{...` in the scanner: its look-ahead for simple keys costs
