@@ -28,3 +28,12 @@ class AcquisitionFunction(abc.ABC):
     @abc.abstractmethod
     def __call__(self, X: Any) -> torch.Tensor:
         """Scores of the inputs ``X``, shape ``(m,)``."""
+
+    def upper_bound(self, X: Any) -> torch.Tensor:
+        """An upper bound of :meth:`__call__` at each input ``(m,)``, cheaper to compute where possible.
+
+        The default is the score itself. Acquisitions that increase with the posterior
+        variance (EI, confidence bounds) evaluate themselves at the model's variance bound
+        (:meth:`Surrogate.mean_and_variance_bound`).
+        """
+        return self(X)

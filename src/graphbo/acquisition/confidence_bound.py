@@ -26,3 +26,10 @@ class NegativeLowerConfidenceBound(AcquisitionFunction):
     def __call__(self, X: Any) -> torch.Tensor:
         post = self.model.posterior(X)
         return (-(post.mean - self.kappa * post.variance.sqrt())).mean(0)
+
+    def upper_bound(self, X: Any) -> torch.Tensor:
+        """The score at the model's variance bound (the score grows with the standard deviation for ``kappa >= 0``)."""
+        if self.kappa < 0:
+            return self(X)
+        mean, var = self.model.mean_and_variance_bound(X)
+        return (-(mean - self.kappa * var.sqrt())).mean(0)

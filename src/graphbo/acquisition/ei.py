@@ -83,3 +83,9 @@ class LogExpectedImprovement(AcquisitionFunction):
     def __call__(self, X: Any) -> torch.Tensor:
         post = self.model.posterior(X)
         return log_mean_expected_improvement(post.mean, post.variance, self.best_f)
+
+    def upper_bound(self, X: Any) -> torch.Tensor:
+        """log mean EI at the model's variance bound: EI grows with the standard deviation
+        (``dEI/ds = phi(z) > 0``), so this bounds :meth:`__call__` from above."""
+        mean, var = self.model.mean_and_variance_bound(X)
+        return log_mean_expected_improvement(mean, var, self.best_f)

@@ -161,6 +161,25 @@ class GraphDiffusionKernel:
             table = table / d[:, None] / d[None, :]
         return table
 
+    def is_two_valued(self, i: int) -> bool:
+        """Whether variable ``i``'s factor is ``a`` on the diagonal and one value ``b`` off it, for every ``beta_i``.
+
+        True for complete graphs with equal edge weights (binary and categorical
+        variables): their Laplacian has one nonzero eigenvalue, so ``exp(-beta L)`` is
+        ``J / k + exp(-beta c) (I - J / k)``. Checked numerically at two ``beta``.
+        """
+        cache = self.__dict__.setdefault("_two_valued", {})
+        if i not in cache:
+            ok = True
+            for log_beta in (-1.0, 1.0):
+                table = self.factor_table(i, log_beta)
+                k = table.shape[0]
+                off = table[~np.eye(k, dtype=bool)]
+                scale = max(float(np.abs(table).max()), 1e-300)
+                ok &= bool(np.ptp(np.diagonal(table)) <= 1e-12 * scale and (off.size == 0 or np.ptp(off) <= 1e-12 * scale))
+            cache[i] = ok and table.shape[0] >= 2
+        return bool(cache[i])
+
     def mean_correlation(self, i: int, log_beta_i: float) -> float:
         """Mean correlation ``k_i(a, b) / sqrt(k_i(a, a) k_i(b, b))`` over pairs of distinct values ``a != b``.
 

@@ -102,6 +102,17 @@ class Surrogate(abc.ABC):
     def posterior(self, X: Any) -> Posterior:
         """The posterior of the latent function at the inputs ``X`` (all hyper-parameter samples)."""
 
+    def mean_and_variance_bound(self, X: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """The posterior mean ``(S, m)`` and an upper bound of the posterior variance ``(S, m)``.
+
+        Acquisition optimisers use it to skip candidates whose score cannot matter
+        (:mod:`graphbo.optim.bounded`). This default computes the exact posterior (the
+        tightest bound, no saving); a model with a cheaper bound (e.g. the prior variance,
+        :meth:`DiffusionGP.mean_and_variance_bound`) overrides it.
+        """
+        post = self.posterior(X)
+        return post.mean, post.variance
+
     @abc.abstractmethod
     def add_fantasies(self, X: Any) -> None:
         """Condition on pending inputs ``X`` at their posterior mean (the kriging believer).

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -191,19 +191,14 @@ class DiffusionGP(Surrogate):
         keeps the ``(S, chunk, n)`` blocks in cache. The joint covariance is
         formed only when asked for.
         """
-        if not self.samples:
-            raise RuntimeError("posterior called before fit")
-        if chunk is None:
-            chunk = int(np.clip(65536 // max(self._n, 1), 128, 1024))
-        Xt = torch.as_tensor(np.asarray(X, dtype=np.int64), device=self.kernel.device)
+        Xt, chunk = self._candidates(X, chunk)
         means, variances = [], []
         for start in range(0, Xt.shape[0], chunk):
             Oc = self.kernel.one_hot(Xt[start:start + chunk])
             Kx = self._cross(Oc)  # (S, m, n)
             mu = (Kx @ self._alpha)[..., 0] + self._mean[:, None]
             V = Kx @ self._Linv_T
-            prior_var = torch.exp(Oc @ self._log_diag).T * self._amp[:, None]  # (S, m)
-            var = (prior_var - V.square().sum(-1)).clamp_min(1e-12 * float(self._amp.min()))
+            var = (self._prior_variance(Oc) - V.square().sum(-1)).clamp_min(self._variance_floor)
             means.append(mu)
             variances.append(var)
         if not means:
@@ -217,6 +212,42 @@ class DiffusionGP(Surrogate):
             return prior - V @ V.transpose(1, 2)
 
         return Posterior(torch.cat(means, dim=1), torch.cat(variances, dim=1), covariance)
+
+    def mean_and_variance_bound(self, X: np.ndarray | torch.Tensor, chunk: int | None = None
+                                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Posterior mean ``(S, m)`` and the prior variance ``amp * k(x, x)`` ``(S, m)``.
+
+        Conditioning never increases a GP's variance, so the prior variance bounds the
+        posterior variance of :meth:`posterior` from above. It costs ``O(S m n)`` instead of
+        the ``O(S m n^2)`` of the exact variance, which lets acquisition optimisers skip
+        candidates that cannot matter (:mod:`graphbo.optim.bounded`).
+        """
+        Xt, chunk = self._candidates(X, chunk)
+        means, bounds = [], []
+        for start in range(0, Xt.shape[0], chunk):
+            Oc = self.kernel.one_hot(Xt[start:start + chunk])
+            means.append((self._cross(Oc) @ self._alpha)[..., 0] + self._mean[:, None])
+            bounds.append(self._prior_variance(Oc).clamp_min(self._variance_floor))
+        if not means:
+            empty = torch.zeros(len(self.samples), 0, **self._t)
+            return empty, empty.clone()
+        return torch.cat(means, dim=1), torch.cat(bounds, dim=1)
+
+    def _candidates(self, X: np.ndarray | torch.Tensor, chunk: int | None) -> tuple[torch.Tensor, int]:
+        """Index rows ``X`` as a tensor on the kernel's device, and the chunk size for ``n`` data points."""
+        if not self.samples:
+            raise RuntimeError("posterior called before fit")
+        if chunk is None:
+            chunk = int(np.clip(65536 // max(self._n, 1), 128, 1024))
+        return torch.as_tensor(np.asarray(X, dtype=np.int64), device=self.kernel.device), chunk
+
+    def _prior_variance(self, O: torch.Tensor) -> torch.Tensor:
+        """``amp * k(x, x)`` of one-hot rows ``O`` for every sample, ``(S, m)``."""
+        return torch.exp(O @ self._log_diag).T * self._amp[:, None]
+
+    @property
+    def _variance_floor(self) -> float:
+        return 1e-12 * float(self._amp.min())
 
     @property
     def beta_posterior_mean(self) -> np.ndarray:
@@ -243,8 +274,19 @@ class _Sweeper:
     ``n`` the number of evaluations, where per-call overhead dominates and
     NumPy is faster than torch. ``log K`` of the training inputs is kept and
     updated one factor at a time: while ``beta_i`` is sampled, the product of
-    the other factors is fixed, and each density evaluation only recomputes
-    the ``|V_i| x |V_i|`` table of variable ``i`` and one ``n x n`` product.
+    the other factors ``K_rest`` is fixed, and each density evaluation only
+    recomputes variable ``i``'s factor and one ``n x n`` product.
+
+    Savings that leave the chain's law unchanged (each density is the same function):
+
+    * a factor with two values, ``a`` on the diagonal and ``b`` off it (binary and
+      categorical variables: complete graphs), is ``b + (a - b) E_i`` with ``E_i`` the
+      0/1 matrix of equal values, so ``K_rest * k_i = b K_rest + (a - b) (K_rest * E_i)``
+      needs no gather of a table per evaluation;
+    * the constant mean changes only the residual, so its density needs one Cholesky
+      factor per sweep (supplement Eq. 7 is quadratic in ``m`` given ``C``);
+    * each update starts from the log-likelihood of the current state, known from the
+      update before it, instead of recomputing it.
     """
 
     def __init__(self, gp: DiffusionGP, X: np.ndarray, y: np.ndarray, rng: np.random.Generator):
@@ -254,25 +296,71 @@ class _Sweeper:
         self.y_mean, self.y_min, self.y_max = float(y.mean()), float(y.min()), float(y.max())
         self.y_var = float(y.var()) if y.size > 1 else 1.0
         self._diag = np.arange(self.n) * (self.n + 1)
+        #: E_i (equal values of variable i, bool n x n) for two-valued factors
+        self._equal = {i: X[:, i][:, None] == X[:, i][None, :]
+                       for i in range(self.kernel.d) if self.kernel.is_two_valued(i)}
+        self._lik: float | None = None  # log-likelihood of the current state, when known
 
     def _factor(self, i: int, log_beta_i: float) -> np.ndarray:
         x = self.X[:, i]
         return self.kernel.factor_table(i, log_beta_i)[x][:, x]
 
+    def _two_values(self, i: int, log_beta_i: float) -> tuple[float, float]:
+        """Diagonal and off-diagonal entries of a two-valued factor, floored at the table floor."""
+        table = self.kernel.factor_table(i, log_beta_i)
+        return max(float(table[0, 0]), _TINY), max(float(table[0, 1]), _TINY)
+
+    def _log_factor(self, i: int, log_beta_i: float) -> np.ndarray:
+        """``log k_i`` over the training pairs, ``(n, n)``."""
+        if i in self._equal:
+            a, b = self._two_values(i, log_beta_i)
+            out = self._equal[i] * (math.log(a) - math.log(b))
+            out += math.log(b)
+            return out
+        return np.log(np.maximum(self._factor(i, log_beta_i), _TINY))
+
     def _loglik(self, mean: float, amp: float, noise: float, K: np.ndarray) -> float:
         """Supplement Eq. (7) with C = amp * K + noise * I."""
-        C = amp * K
+        return self._loglik_of(mean, noise, lambda: amp * K)
+
+    def _cholesky(self, noise: float, scaled_gram: Callable[[], np.ndarray]) -> np.ndarray | None:
+        """Lower Cholesky factor of ``scaled_gram() + noise I`` (a fresh array each call), with one jitter retry."""
+        C = scaled_gram()
         C.flat[self._diag] += noise
         L, info = dpotrf(C, lower=1, clean=0, overwrite_a=1)
         if info != 0:
-            C = amp * K
-            jit = noise + 1e-6 * amp * float(np.mean(np.diagonal(K)))
-            C.flat[self._diag] += jit
+            C = scaled_gram()
+            C.flat[self._diag] += noise + 1e-6 * float(np.mean(np.diagonal(C)))
             L, info = dpotrf(C, lower=1, clean=0, overwrite_a=1)
             if info != 0:
-                return -math.inf
+                return None
+        return L
+
+    def _loglik_of(self, mean: float, noise: float, scaled_gram: Callable[[], np.ndarray]) -> float:
+        """Eq. (7) with ``C = scaled_gram() + noise I`` (``scaled_gram`` is ``amp * K``)."""
+        L = self._cholesky(noise, scaled_gram)
+        if L is None:
+            return -math.inf
         z, _ = dtrtrs(L, self.y - mean, lower=1)
         return -0.5 * float(z @ z) - float(np.log(np.diagonal(L)).sum()) - 0.5 * self.n * _LOG_2PI
+
+    def _update(self, logp_prior: Callable[[float], float], lik: Callable[[float], float], x0: float) -> float:
+        """One slice-sampling update of a coordinate with density ``prior + likelihood``; tracks the likelihood."""
+        liks: dict[float, float] = {}
+
+        def logp(x: float) -> float:
+            lp = logp_prior(x)
+            if lp == -math.inf:
+                return lp
+            liks[x] = lik(x)
+            return lp + liks[x]
+
+        start = None if self._lik is None else logp_prior(x0) + self._lik
+        if start is not None:
+            liks[x0] = self._lik  # type: ignore[assignment]
+        x1, _ = slice_sample(logp, x0, self.rng, logp_x0=start if start is not None and math.isfinite(start) else None)
+        self._lik = liks.get(x1, self._lik)
+        return x1
 
     def sweep(self) -> None:
         st = self.gp.state
@@ -280,25 +368,34 @@ class _Sweeper:
         gp = self.gp
         logK = np.zeros((self.n, self.n))
         for i in range(self.kernel.d):
-            logK += np.log(np.maximum(self._factor(i, st.log_beta[i]), _TINY))
+            logK += self._log_factor(i, st.log_beta[i])
         K = np.exp(logK)
 
-        # 1. constant mean, supplement Eq. (9)
-        def logp_mean(m: float) -> float:
-            lp = log_prior_mean(m, self.y_mean, self.y_min, self.y_max)
-            return lp if lp == -math.inf else lp + self._loglik(m, math.exp(st.log_amp), math.exp(st.log_noise), K)
-
+        # 1. constant mean, supplement Eq. (9); Eq. (7) is quadratic in m given one Cholesky factor
         if not (self.y_min <= st.mean <= self.y_max):
             st.mean = self.y_mean
-        st.mean, _ = slice_sample(logp_mean, st.mean, self.rng)
+            self._lik = None
+        L = self._cholesky(math.exp(st.log_noise), lambda: math.exp(st.log_amp) * K)
+        if L is not None:
+            zy, _ = dtrtrs(L, self.y, lower=1)
+            z1, _ = dtrtrs(L, np.ones(self.n), lower=1)
+            const = -float(np.log(np.diagonal(L)).sum()) - 0.5 * self.n * _LOG_2PI
+
+            def lik_mean(m: float) -> float:
+                z = zy - m * z1
+                return -0.5 * float(z @ z) + const
+
+            self._lik = lik_mean(st.mean)
+            st.mean = self._update(lambda m: log_prior_mean(m, self.y_mean, self.y_min, self.y_max),
+                                   lik_mean, st.mean)
+        else:  # the current state's C is not positive definite even with jitter: the plain density
+            self._lik = None
+            st.mean = self._update(lambda m: log_prior_mean(m, self.y_mean, self.y_min, self.y_max),
+                                   lambda m: self._loglik(m, math.exp(st.log_amp), math.exp(st.log_noise), K),
+                                   st.mean)
 
         # 2. signal variance, supplement Eq. (10)
         k_min, k_max = float(K.min()), float(K.max())
-
-        def logp_amp(a: float) -> float:
-            lp = log_prior_log_signal_variance(a, self.y_var, k_min, k_max)
-            return lp if lp == -math.inf else lp + self._loglik(st.mean, math.exp(a), math.exp(st.log_noise), K)
-
         if log_prior_log_signal_variance(st.log_amp, self.y_var, k_min, k_max) == -math.inf:
             # The support moved past the chain (the betas changed K): restart at the data's scale,
             # sigma_f^2 * mean(diag K) = var(y), clipped into the support. The support's middle is
@@ -306,28 +403,42 @@ class _Sweeper:
             lo, hi = log_signal_variance_support(self.y_var, k_min, k_max)
             data_scale = math.log(max(self.y_var, 1e-12)) - math.log(float(np.mean(np.diagonal(K))))
             st.log_amp = min(max(data_scale, lo), hi)
-        st.log_amp, _ = slice_sample(logp_amp, st.log_amp, self.rng)
+            self._lik = None
+        st.log_amp = self._update(lambda a: log_prior_log_signal_variance(a, self.y_var, k_min, k_max),
+                                  lambda a: self._loglik(st.mean, math.exp(a), math.exp(st.log_noise), K),
+                                  st.log_amp)
         amp = math.exp(st.log_amp)
 
         # 3. noise variance, Horseshoe proxy (Eq. 11) with tau = sqrt(0.05)
-        def logp_noise(v: float) -> float:
-            lp = log_horseshoe_upper(v, gp.tau_noise, LOG_NOISE_UPPER)
-            return lp if lp == -math.inf else lp + self._loglik(st.mean, amp, math.exp(v), K)
-
-        st.log_noise, _ = slice_sample(logp_noise, st.log_noise, self.rng)
+        st.log_noise = self._update(lambda v: log_horseshoe_upper(v, gp.tau_noise, LOG_NOISE_UPPER),
+                                    lambda v: self._loglik(st.mean, amp, math.exp(v), K), st.log_noise)
         noise = math.exp(st.log_noise)
 
         # 4. each beta_i, Horseshoe proxy with tau = 5, in a shuffled order
         for i in self.rng.permutation(self.kernel.d):
-            log_rest = logK - np.log(np.maximum(self._factor(i, st.log_beta[i]), _TINY))
+            log_rest = logK - self._log_factor(i, st.log_beta[i])
             K_rest = np.exp(log_rest)
+            st.log_beta[i] = self._update(lambda b: log_horseshoe_upper(b, gp.tau_beta, LOG_BETA_UPPER),
+                                          self._beta_likelihood(i, K_rest, st.mean, amp, noise),
+                                          float(st.log_beta[i]))
+            logK = log_rest
+            logK += self._log_factor(i, st.log_beta[i])
 
-            def logp_beta(b: float, i=i, K_rest=K_rest) -> float:
-                lp = log_horseshoe_upper(b, gp.tau_beta, LOG_BETA_UPPER)
-                if lp == -math.inf:
-                    return lp
-                return lp + self._loglik(st.mean, amp, noise, K_rest * self._factor(i, b))
+    def _beta_likelihood(self, i: int, K_rest: np.ndarray, mean: float, amp: float, noise: float
+                         ) -> Callable[[float], float]:
+        """Eq. (7) as a function of ``log beta_i``, the other factors fixed in ``K_rest``."""
+        if i not in self._equal:
+            return lambda b: self._loglik_of(mean, noise, lambda: (amp * K_rest) * self._factor(i, b))
+        KE = K_rest * self._equal[i]
 
-            new_b, _ = slice_sample(logp_beta, float(st.log_beta[i]), self.rng)
-            st.log_beta[i] = new_b
-            logK = log_rest + np.log(np.maximum(self._factor(i, new_b), _TINY))
+        def lik(b: float) -> float:
+            a_, b_ = self._two_values(i, b)
+
+            def scaled_gram() -> np.ndarray:
+                C = K_rest * (amp * b_)
+                C += KE * (amp * (a_ - b_))
+                return C
+
+            return self._loglik_of(mean, noise, scaled_gram)
+
+        return lik

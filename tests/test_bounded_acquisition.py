@@ -1,0 +1,99 @@
+"""Branch-and-bound acquisition scoring (graphbo.optim.bounded): bounds hold and choices are unchanged."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import graphbo as gb
+from graphbo.acquisition.confidence_bound import NegativeLowerConfidenceBound
+from graphbo.acquisition.ei import LogExpectedImprovement
+from graphbo.optim.bounded import BoundedScores, best_fresh
+from graphbo.optim.graph_local_search import optimize_acquisition_on_graph
+
+
+def _fitted_combo(space, objective, n, seed):
+    opt = gb.COMBO(space, seed=seed, n_initial=n, n_burn=10, n_samples=3)
+    for _ in range(n):
+        c = opt.ask()
+        opt.tell(c, objective(c))
+    opt.mark_failed(opt.ask())  # fits the model
+    return opt
+
+
+def _spaces():
+    binary = gb.Space({f"b{i}": gb.Binary() for i in range(12)})
+    mixed = gb.Space({"o": gb.Ordinal(list(range(30))), "c": gb.Categorical(list("abcde")),
+                      "b": gb.Binary(), "p": gb.Ordinal(list(range(12)))})
+    return [
+        (binary, lambda c: float(sum((i % 3 - 1) * v for i, v in enumerate(c.values())) + 0.3 * c["b0"] * c["b1"])),
+        (mixed, lambda c: float((c["o"] - 17) ** 2 / 50 + (c["c"] == "d") + c["b"] * 0.5 + abs(c["p"] - 3) / 4)),
+    ]
+
+
+@pytest.mark.parametrize("case", [0, 1])
+@pytest.mark.parametrize("n", [15, 60])
+def test_upper_bounds_hold_for_every_candidate(case, n):
+    space, f = _spaces()[case]
+    opt = _fitted_combo(space, f, n, seed=case)
+    rows = space.sample_index(3000, np.random.default_rng(7))
+    for acq in (LogExpectedImprovement(opt.model), NegativeLowerConfidenceBound(opt.model, kappa=1.5)):
+        exact = acq(rows).numpy()
+        bound = acq.upper_bound(rows).numpy()
+        assert np.all(bound >= exact - 1e-10 * (1 + np.abs(exact)))
+        assert np.any(bound > exact + 1e-6)  # a bound, not the score itself
+
+
+@pytest.mark.parametrize("case", [0, 1])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_pruned_optimiser_makes_the_same_choice(case, seed):
+    space, f = _spaces()[case]
+    opt = _fitted_combo(space, f, 40, seed=seed)
+    acq = LogExpectedImprovement(opt.model)
+    incumbent = opt.X[int(np.argmin(opt.y))]
+    out = {}
+    for prune in (True, False):
+        out[prune] = optimize_acquisition_on_graph(acq, space, np.random.default_rng(100 + seed), incumbent,
+                                                   exclude=set(opt._exclude), n_random=2000, n_starts=10,
+                                                   prune=prune)
+    assert np.array_equal(out[True][0], out[False][0])
+    assert out[True][1] == pytest.approx(out[False][1], rel=1e-9, abs=1e-12)
+
+
+def test_pruning_scores_few_candidates_exactly():
+    space, f = _spaces()[0]
+    opt = _fitted_combo(space, f, 60, seed=0)
+    rows = space.sample_index(4000, np.random.default_rng(3))
+    scores = BoundedScores(LogExpectedImprovement(opt.model), rows)
+    top = scores.top(10)
+    exact = LogExpectedImprovement(opt.model)(rows).numpy()
+    expected = np.argsort(-exact, kind="stable")
+    # the same ten as scoring everything (the rows here are distinct draws of 12 bits, duplicates aside)
+    keys = [rows[i].tobytes() for i in expected]
+    distinct = [i for j, i in enumerate(expected) if keys[j] not in keys[:j]][:10]
+    assert list(top) == distinct
+    assert scores.known.sum() < rows.shape[0]
+
+
+def test_best_fresh_skips_excluded_rows_and_scores_lazily():
+    rows = np.arange(10)[:, None]
+    values = np.array([5.0, 9.0, 1.0, 7.0, 9.0, 0.0, 3.0, 8.0, 2.0, 4.0])
+
+    class Acq:
+        calls = 0
+
+        def __call__(self, r):
+            Acq.calls += len(r)
+            return torch.as_tensor(values[r[:, 0]])
+
+        def upper_bound(self, r):
+            return torch.as_tensor(values[r[:, 0]] + 0.5)
+
+    part = BoundedScores(Acq(), rows, block=2)
+    fresh = np.ones(10, dtype=bool)
+    fresh[[1, 4]] = False  # the two best are "evaluated"
+    row, val = best_fresh([part], [fresh])
+    assert row[0] == 7 and val == 8.0
+    assert Acq.calls < 10
+    assert best_fresh([part], [np.zeros(10, dtype=bool)]) is None
