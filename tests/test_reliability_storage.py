@@ -292,3 +292,196 @@ def test_max_retries_zero_fails_a_crashed_trial_at_once_and_a_clean_close_counts
         assert study.ask().number == interrupted.number + 1
     with pytest.raises(ValueError, match="max_retries"):
         Study(make_space(), "rs", seed=0, max_retries=-1)
+
+
+# -- 3. storage faults: one error line each, the file byte-identical -----------------------------------------
+def refused(path, kind, match, space=None):
+    """Opening ``path`` raises ``kind`` (a StorageError) with one line naming it; the file does not change."""
+    before = sha256(path) if os.path.isfile(path) else None
+    with pytest.raises(kind, match=match) as info:
+        Study(space or make_space(), "rs", storage=str(path), seed=0, n_initial=2)
+    message = str(info.value)
+    assert str(path) in message and len(message.splitlines()) == 1
+    if before is not None:
+        assert sha256(path) == before
+    return message
+
+
+@pytest.fixture
+def good(tmp_path):
+    path = tmp_path / "good.db"
+    small_study(path, 6)
+    assert not Path(str(path) + "-wal").exists()  # closed: everything is in the file
+    return path
+
+
+def damaged(good, tmp_path, name, sql, args=()):
+    path = tmp_path / name
+    shutil.copy(good, path)
+    raw(str(path), sql, args)
+    raw(str(path), "PRAGMA journal_mode = DELETE")
+    return path
+
+
+def test_damaged_files_are_refused_with_what_is_wrong(good, tmp_path):
+    data = good.read_bytes()
+    truncated = tmp_path / "truncated.db"
+    truncated.write_bytes(data[: len(data) * 6 // 10])
+    refused(truncated, CorruptStudyError, "truncated SQLite database .* restore it from a copy")
+    short = tmp_path / "short.db"
+    short.write_bytes(data[:60])
+    refused(short, CorruptStudyError, "truncated")
+    cases = [
+        ("index.db", "UPDATE trials SET row = json_set(row, '$[0]', -1) WHERE number = 1", (),
+         "trial 1: stored index -1 of variable 'a' is not in 0..5"),
+        ("index_big.db", "UPDATE trials SET row = json_set(row, '$[1]', 3) WHERE number = 2", (),
+         "stored index 3 of variable 'b' is not in 0..2"),
+        ("mismatch.db", "UPDATE trials SET config = json_set(config, '$.b', 'q') WHERE number = 3", (),
+         "stored value 'q' of variable 'b' is not the value"),
+        ("year.db", "UPDATE trials SET finished = replace(finished, '20', '60') WHERE number = 0", (),
+         "trial 0: finish time '60.*is outside 2000..today"),
+        ("time.db", "UPDATE trials SET started = 'yesterday' WHERE number = 4", (), "start time 'yesterday' is not"),
+        ("seconds.db", "UPDATE trials SET evaluate_seconds = -3 WHERE number = 5", (), "evaluate_seconds -3.0 is neg"),
+        ("value.db", "UPDATE trials SET value = NULL WHERE number = 5", (), "trial 5: complete without a value"),
+        ("status.db", "UPDATE trials SET value = 'x' WHERE number = 1", (), "value 'x' is not a number"),
+        ("order.db", "UPDATE trials SET tell_order = 0 WHERE number = 1", (), "tell order 0 is used twice"),
+        ("number.db", "UPDATE trials SET number = 9 WHERE number = 5", (), "trial numbers are not 0..5"),
+        ("seed.db", "UPDATE meta SET value = '\"3\"' WHERE key = 'seed'", (), "seed '3'"),
+        ("meta.db", "UPDATE meta SET value = '{\"rng\": ' WHERE key = 'optimizer_state'", (), "meta is not JSON"),
+    ]
+    for name, sql, args, match in cases:
+        refused(damaged(good, tmp_path, name, sql, args), CorruptStudyError, match)
+        with pytest.raises(CorruptStudyError):
+            read_study_info(tmp_path / name)
+
+
+def test_foreign_newer_and_folder_paths_are_refused(good, tmp_path):
+    text = tmp_path / "notes.db"
+    text.write_text("not a study\n")
+    refused(text, NotAStudyError, r"not an SQLite database\); give a study file made by graphbo")
+    foreign = tmp_path / "foreign.db"
+    raw(str(foreign), "CREATE TABLE foo (x)")
+    refused(foreign, NotAStudyError, "not a graphbo study")
+    newer = damaged(good, tmp_path, "newer.db", "UPDATE meta SET value = '99' WHERE key = 'format'")
+    refused(newer, NewerFormatError, "newer graphbo .* upgrade graphbo to open it")
+    folder = tmp_path / "folder.db"
+    folder.mkdir()
+    refused(folder, NotAStudyError, "is a folder, not a graphbo study file")
+    assert list(folder.iterdir()) == []
+
+
+def test_random_bit_flips_are_refused_or_change_no_trial(good, tmp_path):
+    """One random bit flipped anywhere past the header, 24 times: the file is refused with a StorageError, or
+    what loads is the study as it was (the flip hit free space, an index, or a per-trial state not read)."""
+    import numpy as np
+
+    data = good.read_bytes()
+    original = [(t.number, t.config, t.status, t.value, t.started, t.finished) for t in
+                SQLiteStorage(good).load().trials]
+    rng = np.random.default_rng(0)
+    outcomes = {"refused": 0, "unchanged": 0}
+    for i in range(24):
+        flipped = bytearray(data)
+        pos = int(rng.integers(100, len(data)))
+        flipped[pos] ^= 1 << int(rng.integers(0, 8))
+        path = tmp_path / f"flip{i}.db"
+        path.write_bytes(bytes(flipped))
+        before = sha256(path)
+        try:
+            with Study(make_space(), "rs", storage=str(path), seed=0, n_initial=2) as study:
+                loaded = [(t.number, t.config, t.status, t.value, t.started, t.finished) for t in study.trials]
+        except StorageError as exc:
+            assert len(str(exc).splitlines()) == 1
+            assert sha256(path) == before
+            outcomes["refused"] += 1
+        else:
+            assert loaded == original, f"flip at byte {pos} changed a trial silently"
+            outcomes["unchanged"] += 1
+    print(outcomes)
+    assert outcomes["refused"] >= 1
+
+
+def _no_dac(code: str) -> str:
+    """``code`` run by a process that obeys file permissions even as root (CAP_DAC_OVERRIDE and
+    CAP_DAC_READ_SEARCH dropped)."""
+    return """
+import ctypes
+class _H(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+class _D(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+if os.geteuid() == 0:
+    _libc = ctypes.CDLL(None, use_errno=True)
+    _h, _d = _H(0x20080522, 0), (_D * 2)()
+    assert _libc.capget(ctypes.byref(_h), _d) == 0
+    for _x in _d:
+        _x.effective &= ~6; _x.permitted &= ~6; _x.inheritable &= ~6
+    assert _libc.capset(ctypes.byref(_h), _d) == 0, "cannot drop capabilities"
+""" + textwrap.dedent(code)
+
+
+READ_ONLY_PROBE = """
+from graphbo.study import read_study_info
+try:
+    Study(space, "rs", storage=PATH, seed=0, n_initial=2)
+except StorageError as exc:
+    print(type(exc).__name__ + ": " + str(exc))
+print("reader:", read_study_info(PATH)["n_complete"])
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="Linux capabilities")
+def test_read_only_file_and_folder_give_one_line_and_stay_readable(good, tmp_path):
+    ro_file = tmp_path / "ro_file" / "s.db"
+    ro_file.parent.mkdir()
+    shutil.copy(good, ro_file)
+    ro_file.chmod(0o444)
+    ro_dir = tmp_path / "ro_dir" / "s.db"
+    ro_dir.parent.mkdir()
+    shutil.copy(good, ro_dir)
+    ro_dir.parent.chmod(0o555)
+    try:
+        for path, match in ((ro_file, "the file is read-only; make it writable"),
+                            (ro_dir, "its folder .* is read-only")):
+            before = sha256(path)
+            done = run_child(_no_dac(READ_ONLY_PROBE.replace("PATH", repr(str(path)))))
+            assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+            error, reader = done.stdout.splitlines()
+            assert error.startswith(f"StudyAccessError: {path}: ") and __import__("re").search(match, error)
+            assert reader == "reader: 6"
+            assert sha256(path) == before
+            wal = Path(str(path) + "-wal")  # a reader of a WAL file in a writable folder may leave an empty one
+            assert not wal.exists() or wal.stat().st_size == 0
+    finally:
+        ro_dir.parent.chmod(0o755)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_FSIZE and SIGXFSZ")
+def test_a_full_disk_stops_the_run_cleanly_and_keeps_every_told_evaluation(tmp_path):
+    path = str(tmp_path / "full.db")
+    done = run_child(f"""
+        import resource, signal
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG) instead of killing
+        told = []
+        space = gb.Space({{f"x{{i}}": gb.Ordinal(list(range(10))) for i in range(3)}})
+        run = lambda budget: gb.minimize(lambda c: float(sum(c.values())), space, "rs", budget=budget, seed=1,
+                                         storage={path!r}, n_initial=0, callback=lambda n, c, v, o, s: told.append([n, v]))
+        run(3)
+        limit = os.path.getsize({path!r}) + 256 * 1024  # the file-size limit stands for a full disk
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        try:
+            run(900)
+        except StorageError as exc:
+            print(type(exc).__name__ + ": " + str(exc), file=sys.stderr)
+        print(json.dumps(told))
+    """)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stderr.startswith("StorageFullError: ") and len(done.stderr.strip().splitlines()) == 1
+    assert "nothing of this write was stored and every trial told before it is kept" in done.stderr
+    told = json.loads(done.stdout)
+    assert 10 < len(told) < 900
+    assert raw(path, "PRAGMA integrity_check") == [("ok",)]
+    conn = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)
+    stored = conn.execute("SELECT number, value FROM trials WHERE status = 'complete' ORDER BY number").fetchall()
+    conn.close()
+    assert [list(r) for r in stored] == told  # every told evaluation kept, nothing else

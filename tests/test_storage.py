@@ -19,7 +19,7 @@ def make_store(kind, tmp_path):
     return SQLiteStorage(tmp_path / "sub" / "s.db") if kind == "sqlite" else InMemoryStorage()
 
 
-META = {"method": "rs", "seed": 3, "method_options": {"n_initial": 2}, "space": [{"name": "a"}],
+META = {"method": "rs", "seed": 3, "method_options": {"n_initial": 2}, "space": [{"name": "a"}, {"name": "b"}],
         "user_attrs": {"benchmark": "branin"}}
 
 

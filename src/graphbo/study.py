@@ -187,6 +187,11 @@ def read_study_info(path: str | os.PathLike) -> dict[str, Any]:
 
 
 # -- the study ------------------------------------------------------------------------------------
+def _progress(stored: StoredStudy) -> list[tuple[int, str, str | None, int | None]]:
+    """What changes in a study's trials when a writer asks, tells or hands out one again."""
+    return [(t.number, t.status, t.started, t.tell_order) for t in stored.trials]
+
+
 def _told_first(t: Trial) -> tuple[bool, int, int]:
     """Sort key: trials in the order they were told, then (a store that keeps no tell order) by number."""
     return (t.tell_order is None, t.tell_order if t.tell_order is not None else 0, t.number)
@@ -271,21 +276,22 @@ class Study:
         elif seed is None:
             seed = secrets.randbits(31)
         self.seed = int(seed)
-        self.optimizer: Optimizer = METHODS[self.method](space, seed=self.seed, **method_options,
-                                                         **dict(runtime_options or {}))
-        self._multi_fidelity = bool(getattr(self.optimizer, "multi_fidelity", False))
-        self._trials: list[Trial] = []
-        self._by_row: dict[bytes, int] = {}  # index row -> number of its latest trial
-        self._n_finished = 0
+        self._optimizer_args = (dict(method_options), dict(runtime_options or {}))
+        self._new_optimizer()
         self._resume_queue: list[Trial] = []
         self._t_ask: dict[int, float] = {}
-        self._next_order = 0
         if stored is not None:
+            self._restore(stored)  # every check first: a damaged file is refused before anything is written
             self._storage.open()  # the writer lock: refused while another writer is alive
             try:
-                stored = self._storage.load() or stored  # what the lock holder may have added since the check
-                lost, extra, wedged = self._restore(stored)
-                self._settle(lost, extra, wedged)
+                fresh = self._storage.load() or stored
+                if _progress(fresh) != _progress(stored):  # a writer wrote between the check and the lock
+                    self._new_optimizer()
+                    self._restore(fresh)
+                crashes = {t.number: t.crashes for t in fresh.trials if t.status == "running"}
+                for t in self._trials:  # counted when the lock was taken over from a dead writer
+                    t.crashes = crashes.get(t.number, t.crashes)
+                self._settle(*self._pend_running())
             except BaseException:
                 self._storage.close()
                 raise
@@ -337,9 +343,20 @@ class Study:
                 out[name] = stored[name]
         return out
 
-    def _restore(self, stored: StoredStudy) -> tuple[list[Trial], _Asked, list[Trial]]:
-        """Rebuild the trials and the optimizer from a stored study (replay, then the latest state); returns
-        what :meth:`_pend` returns and the trials that crashed their process more than ``max_retries`` times."""
+    def _new_optimizer(self) -> None:
+        """A new optimizer, with no trials."""
+        method_options, runtime_options = self._optimizer_args
+        self.optimizer: Optimizer = METHODS[self.method](self.space, seed=self.seed, **method_options,
+                                                         **runtime_options)
+        self._multi_fidelity = bool(getattr(self.optimizer, "multi_fidelity", False))
+        self._trials: list[Trial] = []
+        self._by_row: dict[bytes, int] = {}  # index row -> number of its latest trial
+        self._n_finished = 0
+        self._next_order = 0
+
+    def _restore(self, stored: StoredStudy) -> None:
+        """Rebuild the trials and the optimizer from a stored study (replay, then the latest state), checking
+        each trial against the space; writes nothing."""
         number = None
         try:
             for t in stored.trials:
@@ -358,14 +375,22 @@ class Study:
             state = stored.meta.get("optimizer_state")
             if state is not None:
                 self.optimizer.set_state(state)
-            running = [t for t in self._trials if t.status == "running"]
-            wedged = [t for t in running if t.crashes > self.max_retries]
-            lost, extra = self._pend([t for t in running if t.crashes <= self.max_retries])
         except (ValueError, TypeError, KeyError, IndexError) as exc:
             where = "" if number is None else f"trial {number}: "
             raise CorruptStudyError(f"{self._storage.name}: corrupt graphbo study, its trials cannot be replayed "
                                     f"({where}{exc}); restore it from a copy") from None
         self._next_order = 1 + max((t.tell_order for t in self._trials if t.tell_order is not None), default=-1)
+
+    def _pend_running(self) -> tuple[list[Trial], _Asked, list[Trial]]:
+        """The trials left running: those that crashed their process more than ``max_retries`` times (to
+        fail), the others made pending again (:meth:`_pend`); returns what :meth:`_settle` takes."""
+        running = [t for t in self._trials if t.status == "running"]
+        wedged = [t for t in running if t.crashes > self.max_retries]
+        try:
+            lost, extra = self._pend([t for t in running if t.crashes <= self.max_retries])
+        except (ValueError, TypeError, KeyError, IndexError) as exc:
+            raise CorruptStudyError(f"{self._storage.name}: corrupt graphbo study, its running trials cannot be "
+                                    f"resumed ({exc}); restore it from a copy") from None
         return lost, extra, wedged
 
     def _append(self, t: Trial) -> None:

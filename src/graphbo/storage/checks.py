@@ -5,7 +5,9 @@ Cheap, linear in the number of trials: trial numbers ``0..n-1``; statuses with w
 they need (a complete trial a finite value, a failed one its message); timestamps
 that parse and lie between 2000 and tomorrow, a trial finishing after it started;
 tell orders distinct; seconds and crash counts not negative; JSON of the shape
-written. Index rows are checked against the space by the study, which knows it.
+written; indices of variables with values (as the stored space description lists them) in range, so
+that a damaged ``-1`` never picks a value from the end. A study checks the rows against its space again,
+with the values themselves.
 """
 
 from __future__ import annotations
@@ -80,13 +82,41 @@ def trial_problem(t: Trial) -> str | None:
     return None
 
 
-def study_problem(trials: Sequence[Trial]) -> str | None:
-    """What is wrong across the trials (numbers, tell orders), or ``None``; each trial checked too."""
+def _row_problem(t: Trial, variables: list[tuple[Any, list | None]]) -> str | None:
+    """A trial's index row and configuration against the variables' names and values (``None``: continuous,
+    not checked): each index in range, each stored value the one its index names."""
+    row = t.row
+    if len(row) != len(variables):
+        return f"its index row has {len(row)} entries, the space {len(variables)} variables"
+    for k, (name, values) in zip(row, variables):
+        if values is None:
+            continue
+        if (isinstance(k, bool) or not isinstance(k, (int, float)) or not 0 <= k < len(values)
+                or (isinstance(k, float) and not k.is_integer())):  # a mixed space's rows are floats
+            return f"stored index {k!r} of variable {name!r} is not in 0..{len(values) - 1}"
+        k = int(k)
+        if name in t.config and t.config[name] != values[k]:
+            return f"stored value {t.config[name]!r} of variable {name!r} is not the value {values[k]!r} of its index {k}"
+    return None
+
+
+def _variables(space: Any) -> list[tuple[Any, list | None]] | None:
+    """Name and values of each variable of a stored space description (``None`` where it is not a list of
+    variables, e.g. an architecture space)."""
+    if not isinstance(space, list) or not all(isinstance(d, dict) for d in space):
+        return None
+    return [(d.get("name"), d["values"] if isinstance(d.get("values"), list) else None) for d in space]
+
+
+def study_problem(trials: Sequence[Trial], space: Any = None) -> str | None:
+    """What is wrong across the trials (numbers, tell orders, index rows against the stored space
+    description ``space``), or ``None``; each trial checked too."""
+    variables = _variables(space)
     orders: set[int] = set()
     for i, t in enumerate(trials):
         if t.number != i:
             return f"trial numbers are not 0..{len(trials) - 1} (found {t.number} at position {i})"
-        problem = trial_problem(t)
+        problem = trial_problem(t) or (None if variables is None else _row_problem(t, variables))
         if problem:
             return f"trial {t.number}: {problem}"
         if t.tell_order is not None:

@@ -152,7 +152,7 @@ class SQLiteStorage(Storage):
             raise self._error(exc, "cannot be read") from None
         finally:
             conn.close()
-        problem = study_problem(trials)
+        problem = study_problem(trials, meta.get("space"))
         if problem:
             raise CorruptStudyError(f"{path}: corrupt graphbo study ({problem}); restore it from a copy "
                                     "(graphbo wrote nothing to it)")
@@ -523,7 +523,30 @@ def _count_crashes(conn: sqlite3.Connection, held: Mapping[str, Any]) -> None:
 
 
 #: SQLite result codes (``sqlite3.Error.sqlite_errorcode``, Python 3.11+; the message otherwise)
-_FULL, _READONLY, _CANTOPEN, _CORRUPT, _NOTADB, _PERM, _BUSY = 13, 8, 14, 11, 26, 3, 5
+_FULL, _READONLY, _CANTOPEN, _CORRUPT, _NOTADB, _PERM, _BUSY, _IOERR = 13, 8, 14, 11, 26, 3, 5, 10
+
+
+def _out_of_space(path: str) -> bool:
+    """Whether a failed write on ``path`` is for want of space: its file system has less than 1 MiB left, or
+    the study or its WAL is within 64 KiB of the process's file-size limit (SQLite reports that as an I/O
+    error)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        st = os.statvfs(folder)
+        if st.f_bavail * st.f_frsize < 1 << 20:
+            return True
+    except (OSError, AttributeError):
+        pass
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    except (ImportError, OSError, ValueError):
+        return False
+    if soft == resource.RLIM_INFINITY:
+        return False
+    sizes = [os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p)]
+    return bool(sizes) and max(sizes) + (64 << 10) >= soft
 
 
 def sqlite_error(path: str, exc: sqlite3.Error, doing: str) -> StorageError:
@@ -532,7 +555,8 @@ def sqlite_error(path: str, exc: sqlite3.Error, doing: str) -> StorageError:
     primary = None if code is None else code & 0xFF
     text = str(exc).lower()
     folder = os.path.dirname(os.path.abspath(path))
-    if primary == _FULL or "disk is full" in text:
+    if primary == _FULL or "disk is full" in text or ((primary == _IOERR or "disk i/o error" in text)
+                                                      and _out_of_space(path)):
         return StorageFullError(f"{path}: {doing}: no space left (a full disk, or the process's file-size limit); "
                                 "nothing of this write was stored and every trial told before it is kept; free "
                                 "space and resume the study")
