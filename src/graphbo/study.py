@@ -284,13 +284,14 @@ class Study:
             self._restore(stored)  # every check first: a damaged file is refused before anything is written
             self._storage.open()  # the writer lock: refused while another writer is alive
             try:
-                fresh = self._storage.load() or stored
-                if _progress(fresh) != _progress(stored):  # a writer wrote between the check and the lock
-                    self._new_optimizer()
-                    self._restore(fresh)
-                crashes = {t.number: t.crashes for t in fresh.trials if t.status == "running"}
-                for t in self._trials:  # counted when the lock was taken over from a dead writer
-                    t.crashes = crashes.get(t.number, t.crashes)
+                if not self._storage.unchanged_since(stored):
+                    fresh = self._storage.load() or stored
+                    if _progress(fresh) != _progress(stored):  # a writer wrote between the check and the lock
+                        self._new_optimizer()
+                        self._restore(fresh)
+                    crashes = {t.number: t.crashes for t in fresh.trials if t.status == "running"}
+                    for t in self._trials:  # counted when the lock was taken over from a dead writer
+                        t.crashes = crashes.get(t.number, t.crashes)
                 self._settle(*self._pend_running())
             except BaseException:
                 self._storage.close()
@@ -336,7 +337,7 @@ class Study:
                         or not 0 <= k < n):
                     raise ValueError(f"stored index {k!r} of variable {name!r} is not in 0..{n - 1}")
                 out[name] = var.value_at(int(k))
-                if name in stored and plain(out[name]) != stored[name]:
+                if name in stored and out[name] != stored[name] and plain(out[name]) != stored[name]:
                     raise ValueError(f"stored value {stored[name]!r} of variable {name!r} is not the value "
                                      f"{plain(out[name])!r} of its index {int(k)}")
             else:

@@ -180,6 +180,11 @@ class Storage(abc.ABC):
         """Open the stored study (see :meth:`load`) for writing; :class:`StudyLockedError` if another writer
         has it open."""
 
+    def unchanged_since(self, stored: StoredStudy) -> bool:
+        """Whether the open store still holds the trials of ``stored`` (what :meth:`load` gave before
+        :meth:`open`), by a cheap check; ``False`` means: load again. This default always says ``False``."""
+        return False
+
     @abc.abstractmethod
     def close(self) -> None:
         """Stop writing; the record stays (and can be loaded and opened again). Idempotent."""

@@ -358,6 +358,18 @@ class SQLiteStorage(Storage):
             raise self._error(exc, "cannot be opened for writing") from None
         self._conn, self._writer = conn, writer
 
+    def unchanged_since(self, stored: StoredStudy) -> bool:
+        conn = self._open_connection()
+        crashes = "TOTAL(crashes)" if "crashes" in _columns(conn, "trials") else "0"
+        now_ = conn.execute(f"SELECT COUNT(*), COUNT(finished), MAX(started), MAX(finished), {crashes} "
+                            "FROM trials").fetchone()
+        trials = stored.trials
+        then = (len(trials), sum(t.finished is not None for t in trials),
+                max((t.started for t in trials if t.started is not None), default=None),
+                max((t.finished for t in trials if t.finished is not None), default=None),
+                sum(t.crashes for t in trials))
+        return tuple(now_) == then
+
     def _locked(self, held: Any) -> StudyLockedError:
         if not isinstance(held, dict):
             return StudyLockedError(f"{self.path}: has an unreadable writer lock {held!r}; if no graphbo process "

@@ -1,0 +1,111 @@
+"""Cost of a large study: ask, tell and the SQLite write per 1,000 trials, re-opening time, file size.
+
+    python benchmarks/study_load.py                       # 10,000 trials, random search, in blocks of 1,000
+    python benchmarks/study_load.py --trials 2000 --block 500 --mode tell   # direct tells, a quick check
+
+``--mode ask`` runs the loop of :func:`graphbo.minimize` by hand on a random-search
+study in an SQLite file: ``ask`` (the optimizer's suggestion and the ``running``
+row written) then ``tell`` (the ``complete`` row and the optimizer state written),
+timed separately. ``--mode tell`` tells configurations that were never asked
+(``Study.tell(config, value)``: one new ``complete`` row each). The objective is a
+cheap sum, so the times are graphbo's own. For each block it prints the mean
+milliseconds per trial of ask and tell and the file's size after it; then the time
+to re-open the study (``Study(...)``: read, check, replay into the optimizer) and to
+read it with :func:`graphbo.study.read_study_info`, the best of ``--repeats``.
+Flat columns mean no growth with the number of trials.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+
+import numpy as np
+
+import graphbo as gb
+from graphbo.study import Study, read_study_info
+
+
+def make_space(n_vars: int) -> gb.Space:
+    """``n_vars`` ordinal variables of 10 values each (10**n_vars configurations)."""
+    return gb.Space({f"x{i}": gb.Ordinal(list(range(10))) for i in range(n_vars)})
+
+
+def objective(config: dict) -> float:
+    return float(sum((v - 4.5) ** 2 for v in config.values()))
+
+
+def file_bytes(path: str) -> int:
+    """The study's size on disk: the file plus its WAL, if any."""
+    return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
+
+
+def fill(path: str, space: gb.Space, trials: int, block: int, mode: str, seed: int) -> list[dict]:
+    rows = []
+    rng = np.random.default_rng(seed)
+    with Study(space, "rs", storage=path, seed=seed, n_initial=0) as study:
+        for start in range(0, trials, block):
+            t_ask = t_tell = 0.0
+            for _ in range(block):
+                if mode == "ask":
+                    t0 = time.perf_counter()
+                    trial = study.ask()
+                    t1 = time.perf_counter()
+                    study.tell(trial, objective(trial.config))
+                    t_ask += t1 - t0
+                    t_tell += time.perf_counter() - t1
+                else:
+                    config = space.from_index(space.sample_index(1, rng)[0])
+                    t0 = time.perf_counter()
+                    study.tell(config, objective(config))
+                    t_tell += time.perf_counter() - t0
+            rows.append({"trials": f"{start}-{start + block}", "ask_ms": 1e3 * t_ask / block,
+                         "tell_ms": 1e3 * t_tell / block, "total_s": t_ask + t_tell, "file_kb": file_bytes(path) / 1024})
+    return rows
+
+
+def best_of(repeats: int, fn) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--trials", type=int, default=10_000)
+    ap.add_argument("--block", type=int, default=1_000, help="trials per row of the table")
+    ap.add_argument("--mode", choices=["ask", "tell"], default="ask",
+                    help="ask: ask then tell (random search); tell: tell configurations never asked")
+    ap.add_argument("--vars", type=int, default=8, help="ordinal variables of 10 values")
+    ap.add_argument("--repeats", type=int, default=3, help="re-openings timed (the best is shown)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--dir", default=None, help="folder for the study file (default: a temporary one)")
+    args = ap.parse_args()
+
+    space = make_space(args.vars)
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        path = os.path.join(tmp, "load.db")
+        rows = fill(path, space, args.trials, args.block, args.mode, args.seed)
+        print(f"study_load: mode={args.mode}, {args.trials} trials, {args.vars} ordinal variables of 10 values, "
+              f"graphbo {gb.__version__}")
+        print(f"{'trials':>13} {'ask ms':>8} {'tell ms':>8} {'block s':>8} {'file KiB':>9}")
+        for r in rows:
+            print(f"{r['trials']:>13} {r['ask_ms']:8.3f} {r['tell_ms']:8.3f} {r['total_s']:8.3f} {r['file_kb']:9.0f}")
+
+        def reopen():
+            Study(space, "rs", storage=path, n_initial=0).close()
+
+        t_open = best_of(args.repeats, reopen)
+        t_info = best_of(args.repeats, lambda: read_study_info(path))
+        n = read_study_info(path)["n_trials"]
+        print(f"re-open Study ({n} trials): {t_open:.3f} s; read_study_info: {t_info:.3f} s; "
+              f"file {file_bytes(path) / 1024:.0f} KiB ({file_bytes(path) / max(n, 1):.0f} bytes per trial)")
+
+
+if __name__ == "__main__":
+    main()
