@@ -6,19 +6,57 @@ negated sum of the weights of the satisfied clauses (so lower is better, and
 unsatisfiable-by-weight clauses with negative standardised weight count too,
 as in the paper). The three instances of the paper are
 ``maxcut-johnson8-2-4.clq.wcnf`` (28 variables), ``maxcut-hamming8-2.clq.wcnf``
-(43) and ``frb-frb10-6-4.wcnf`` (60).
+(43) and ``frb-frb10-6-4.wcnf`` (60); graphbo ships them as package data
+(``graphbo/benchmarks/data/maxsat``, with their source and licence in its
+README) under the names ``maxsat28``, ``maxsat43`` and ``maxsat60``.
 """
 
 from __future__ import annotations
 
 import os
+from importlib import resources
+from pathlib import Path
 
 import numpy as np
 
 from ..spaces import Binary, Space
 from .base import Benchmark
 
-__all__ = ["MaxSAT", "read_wcnf"]
+__all__ = ["MaxSAT", "read_wcnf", "INSTANCES", "instance_path"]
+
+#: the paper's instances by graphbo name -> file name (shipped in ``graphbo/benchmarks/data/maxsat``)
+INSTANCES = {
+    "maxsat28": "maxcut-johnson8-2-4.clq.wcnf",
+    "maxsat43": "maxcut-hamming8-2.clq.wcnf",
+    "maxsat60": "frb-frb10-6-4.wcnf",
+}
+
+#: environment variable naming a folder searched for instance files before the shipped copies
+DIR_VARIABLE = "GRAPHBO_MAXSAT_DIR"
+
+
+def instance_path(path: str | os.PathLike) -> Path:
+    """The ``.wcnf`` file ``path`` names: an existing file; else, for a bare name (no folder), a file of
+    that name (``.wcnf`` added if missing) in ``$GRAPHBO_MAXSAT_DIR``, then the shipped copy of the
+    paper's instance. The paper's instances go by their file names (``maxcut-johnson8-2-4.clq.wcnf``)
+    or graphbo's names (``maxsat28``, ``maxsat43``, ``maxsat60``).
+
+    Raises ``FileNotFoundError`` naming the path and the instance names when it is none of these.
+    """
+    given = Path(os.fspath(path))
+    if given.is_file():
+        return given
+    name = str(path)
+    if given.name == name:  # a bare name, not a path to a missing file
+        file = INSTANCES.get(name.lower(), name if name.endswith(".wcnf") else name + ".wcnf")
+        folder = os.environ.get(DIR_VARIABLE)
+        if folder and (Path(folder) / file).is_file():
+            return Path(folder) / file
+        shipped = resources.files("graphbo.benchmarks").joinpath("data").joinpath("maxsat").joinpath(file)
+        if file in INSTANCES.values() and shipped.is_file():
+            return Path(str(shipped))
+    raise FileNotFoundError(f"MaxSAT: no such .wcnf file: {path} (give a path, or one of the shipped "
+                            f"instances {', '.join(INSTANCES)})")
 
 
 def read_wcnf(path: str | os.PathLike) -> tuple[int, np.ndarray, list[np.ndarray]]:
@@ -66,15 +104,15 @@ class MaxSAT(Benchmark):
 
     Parameters
     ----------
-    path : path to a ``.wcnf`` file.
+    path : path to a ``.wcnf`` file, or a shipped instance of the paper by name (``"maxsat28"``,
+        ``"maxsat43"``, ``"maxsat60"``) or file name; see :func:`instance_path`.
     """
 
     default_budget = 270
     default_n_initial = 20
 
     def __init__(self, path: str | os.PathLike):
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"MaxSAT: no such .wcnf file: {path}")
+        path = instance_path(path)
         n_vars, weights, clauses = read_wcnf(path)
         self.path = str(path)
         self.name = f"maxsat{n_vars}"
