@@ -24,6 +24,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .._lazy import require
 from .paper_numbers import paper_number
 from ..storage import TraceError, read_run
 from ..storage.runs import RUN_SUFFIX, TRACE_SUFFIX
@@ -139,8 +140,7 @@ def method_style(i: int) -> tuple[int, str]:
 
 
 def _plot_convergence(bench: str, runs: dict[str, list[dict]], path: str) -> None:
-    import matplotlib
-
+    matplotlib = require("matplotlib", "the report's plots", extra="report")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -177,8 +177,7 @@ def _stored_beta(method_state: dict[str, Any]) -> dict[str, float] | None:
 
 
 def _plot_beta(bench: str, rel: list[dict[str, float]], path: str) -> None:
-    import matplotlib
-
+    matplotlib = require("matplotlib", "the report's plots", extra="report")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

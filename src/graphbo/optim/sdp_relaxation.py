@@ -35,19 +35,16 @@ from typing import Any
 
 import numpy as np
 
+from .._lazy import require
+
 __all__ = ["SDPRelaxation", "ising_form", "solve_sdp_relaxation", "round_relaxation",
            "minimize_binary_quadratic_sdp", "binary_quadratic_values"]
 
-_MISSING_CVXPY = 'BOCS-SDP needs cvxpy: pip install "graphbo[bocs]"'
-
 
 def load_cvxpy() -> Any:
-    """The ``cvxpy`` module, or an ``ImportError`` naming the extra that installs it."""
-    try:
-        import cvxpy
-    except ImportError as exc:
-        raise ImportError(_MISSING_CVXPY) from exc
-    return cvxpy
+    """The ``cvxpy`` module, or a one-line :class:`~graphbo._lazy.MissingExtraError` naming the extra that
+    installs it."""
+    return require("cvxpy", "BOCS-SDP", extra="bocs")
 
 
 def _check_problem(b: np.ndarray, Q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

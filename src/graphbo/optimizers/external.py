@@ -31,6 +31,7 @@ from typing import Any, Callable, ContextManager, Iterator, Mapping, TypeVar
 
 import numpy as np
 
+from .._lazy import PIP_LINE, MissingExtraError
 from ..exceptions import SpaceExhaustedError
 from ..spaces.space import Space
 from ..spaces.variables import Variable
@@ -42,11 +43,15 @@ T = TypeVar("T")
 
 
 def import_extra(method: str, library: str, extra: str, load: Callable[[], T]) -> T:
-    """``load()`` (which imports ``library``), or an ``ImportError`` naming the extra that installs it."""
+    """``load()`` (which imports ``library``), or a one-line :class:`~graphbo._lazy.MissingExtraError`
+    naming the extra that installs it."""
     try:
         return load()
+    except MissingExtraError:
+        raise
     except ImportError as exc:
-        raise ImportError(f'{method} needs {library}: pip install "graphbo[{extra}]"') from exc
+        raise MissingExtraError(f"{method} needs {library}: " + PIP_LINE.format(extra=extra),
+                                name=exc.name) from exc
 
 
 class ExternalOptimizer(Optimizer):

@@ -25,6 +25,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from .._lazy import require
 from .space import Space
 from .variables import Binary, Categorical, Continuous, GraphVariable, Integer, IntegerRange, Ordinal
 
@@ -32,11 +33,7 @@ __all__ = ["from_configspace", "to_configspace"]
 
 
 def _import_configspace() -> Any:
-    try:
-        import ConfigSpace
-    except ImportError:
-        raise ImportError("converting a ConfigurationSpace needs ConfigSpace: pip install ConfigSpace") from None
-    return ConfigSpace
+    return require("ConfigSpace", "converting a ConfigurationSpace", extra="configspace")
 
 
 def _clause_names(clause: Any) -> list[str]:

@@ -26,12 +26,14 @@ infinite costs (paper, App. A.1).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
 from scipy.spatial.distance import cdist
 
+from ..._lazy import MissingExtraError, require
 from ..domain.architecture import (
     CNN_LABELS,
     MLP_LABELS,
@@ -187,8 +189,9 @@ def _get_solver():
     if _SOLVER is not None:
         return _SOLVER
     try:
-        import ot  # POT
-    except ImportError:  # pragma: no cover - exercised only without POT
+        require("ot", "OTMANN's fast transport solver")
+    except MissingExtraError as exc:  # POT is a core dependency: only a broken install lacks it
+        warnings.warn(f"{exc}; solving with SciPy's HiGHS instead (slower)", RuntimeWarning, stacklevel=2)
         _SOLVER = _linprog_transport
         return _SOLVER
     a = np.array([0.5, 0.5]); b = np.array([0.25, 0.75]); C = np.array([[0.0, 1.0], [1.0, 0.0]])

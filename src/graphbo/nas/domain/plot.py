@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ..._lazy import require
 from .architecture import _IO_LABELS, DECISION_LABELS, Architecture
 
 __all__ = ["layer_rows", "draw_architecture"]
@@ -38,8 +39,7 @@ def draw_architecture(arch: Architecture | Mapping[str, Any], path: str | None =
 
     Returns the matplotlib figure. Needs matplotlib (``pip install "graphbo[report]"``).
     """
-    import matplotlib
-
+    matplotlib = require("matplotlib", "drawing an architecture", extra="report")
     if ax is None and path is not None:
         matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
