@@ -106,7 +106,39 @@ REGISTRY: dict[str, BenchmarkInfo] = {
         "NASBOT domain: CNN architectures, cheap synthetic objective of depth, width, skips, labels, decision "
         "layers and downsampling (minimum 0; for tests and speed); methods nasbot, rand, ea; budget 100, 10 initial",
     ),
+    "labs": BenchmarkInfo(
+        "labs", "graphbo.benchmarks.labs:LABS",
+        "LABS, 50 binary spins, minus the merit factor n^2/(2E) (as MCBO and Bounce; not from the papers); proven "
+        "optimum -8.1699 (E = 153); budget 200, 20 initial",
+    ),
+    "ackley53": BenchmarkInfo(
+        "ackley53", "graphbo.benchmarks.ackley_mixed:Ackley53",
+        "Ackley over 50 binary (0/1) + 3 continuous in [-1,1] (CASMOPOLITAN, MCBO, Bounce; not from the papers); "
+        "minimum 0 at the origin; budget 200, 20 initial",
+    ),
+    "hpo-surface": BenchmarkInfo(
+        "hpo-surface", "graphbo.benchmarks.hpo_surface:HPOSurface",
+        "synthetic hyper-parameter surface (a stand-in, not measured): 4 ordinal integers of 200-1017 levels, "
+        "2 categoricals, 1 binary; exact optimum by brute force; budget 150, 10 initial",
+    ),
+    "rna-folding": BenchmarkInfo(
+        "rna-folding", "graphbo.benchmarks.rna_folding:RNAFolding",
+        "RNA inverse folding of Eterna100 #40 Tripod5 (38 nt), categoricals over ACGU, normalised Hamming "
+        "distance of ViennaRNA's MFE structure to the target (needs graphbo[rna]); optimum 0; budget 200, 20 initial",
+    ),
 }
+
+# IOH's PBO problems F1-F25 (needs graphbo[ioh]), each as pbo-<id>, negated for minimisation.
+from .ioh_pbo import PBO_PROBLEMS as _PBO_PROBLEMS  # noqa: E402  # a table only; ioh is imported on use
+
+REGISTRY.update({
+    f"pbo-{pid}": BenchmarkInfo(
+        f"pbo-{pid}", f"graphbo.benchmarks.ioh_pbo:PBO{pid}",
+        f"IOH PBO F{pid} {title}, 64 bits, instance 1, ioh's value negated (Doerr et al. 2020; needs graphbo[ioh]); "
+        "budget 200, 20 initial",
+    )
+    for pid, title in _PBO_PROBLEMS.items()
+})
 
 
 def load_benchmark(name: str, **kwargs: Any) -> Benchmark:
