@@ -16,7 +16,7 @@ fraction of the cost once the model has hundreds of data points.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -24,6 +24,9 @@ from ..exceptions import SpaceExhaustedError
 from ..spaces.space import Space
 from .bounded import BoundedScores, best_fresh
 from .utils import as_scores, best_per_owner
+
+if TYPE_CHECKING:
+    from .trust_region import Region
 
 __all__ = ["optimize_acquisition_on_graph"]
 
@@ -54,6 +57,7 @@ def optimize_acquisition_on_graph(
     spray_distance: int = 2,
     n_starts: int = 20,
     prune: bool = True,
+    region: "Region | None" = None,
 ) -> tuple[np.ndarray, float]:
     """Maximise ``acquisition`` over the vertices of ``space``'s product graph.
 
@@ -71,6 +75,11 @@ def optimize_acquisition_on_graph(
     prune : bool, default True
         Score exactly only the candidates that can change a choice, using the acquisition's
         ``upper_bound`` (:mod:`graphbo.optim.bounded`); the result is the same as without.
+    region : Region, optional
+        A trust region (:class:`graphbo.optim.trust_region.Region`): random vertices are drawn
+        in it, spray vertices and local-search moves outside it are dropped, and the result
+        lies in it (``SpaceExhaustedError`` if no new vertex of it is found). ``None``: the
+        whole space, exactly as without the argument.
 
     Returns
     -------
@@ -81,8 +90,10 @@ def optimize_acquisition_on_graph(
 
     if space.size <= len(exclude):
         raise SpaceExhaustedError(f"all {space.size} configurations of the space have been evaluated")
-    random_rows = space.sample_index(n_random, rng)
+    random_rows = space.sample_index(n_random, rng) if region is None else region.sample(n_random, rng)
     spray = space.random_walk_index(incumbent, spray_distance, n_spray, rng) if n_spray > 0 else random_rows[:0]
+    if region is not None:
+        spray = spray[region.contains(spray)]
     pool = BoundedScores(acquisition, _distinct(np.concatenate([spray, random_rows]), space), prune=prune)
 
     # the best n_starts distinct vertices start the local search
@@ -94,6 +105,9 @@ def optimize_acquisition_on_graph(
     while active.any():
         idx = np.flatnonzero(active)
         nbrs, owner = space.neighbor_index_batch(cur[idx])
+        if region is not None:
+            keep = region.contains(nbrs)
+            nbrs, owner = nbrs[keep], owner[keep]
         if nbrs.shape[0] == 0:
             break
         scored = BoundedScores(acquisition, nbrs, prune=prune)
@@ -116,11 +130,13 @@ def optimize_acquisition_on_graph(
         return found
     # everything scored was already evaluated: fall back to a random new vertex
     for _ in range(100):
-        row = space.sample_index(1, rng)[0]
+        row = space.sample_index(1, rng)[0] if region is None else region.sample(1, rng)[0]
         if row.tobytes() not in exclude:
             return row, float(score(row[None, :])[0])
     if space.size <= 10**6:
         grids = np.stack(np.meshgrid(*[np.arange(k) for k in space.n_values], indexing="ij"), -1).reshape(-1, len(space))
+        if region is not None:
+            grids = grids[region.contains(grids)]
         fresh = [r for r in grids if r.tobytes() not in exclude]
         if fresh:
             row = fresh[rng.integers(len(fresh))]

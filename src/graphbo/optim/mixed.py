@@ -26,7 +26,7 @@ discrete part fixed).
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import scipy.optimize
@@ -34,6 +34,9 @@ import torch
 
 from ..spaces.space import Space
 from .utils import as_scores, best_per_owner
+
+if TYPE_CHECKING:
+    from .trust_region import Region
 
 __all__ = ["optimize_acquisition_mixed", "METHODS"]
 
@@ -55,6 +58,7 @@ def optimize_acquisition_mixed(
     chunk: int = 2000,
     method: str = "batched",
     rel_tol: float = 1e-6,
+    region: "Region | None" = None,
 ) -> tuple[np.ndarray, float]:
     """Maximise ``acquisition`` over the mixed rows of ``space``.
 
@@ -63,6 +67,11 @@ def optimize_acquisition_mixed(
     continuous columns lie in [0, 1]) to ``m`` scores, differentiable in the continuous columns.
     Returns the best row not in ``exclude`` and its acquisition value. ``max_rounds`` caps the
     alternation rounds (default 20 for ``"batched"``, 1000 per start for ``"supplement"``).
+
+    ``region`` (a :class:`graphbo.optim.trust_region.Region`) confines the search to a trust
+    region: random points are drawn in it, spray points are clipped to its box and dropped
+    outside its ball, hill-climbing moves leave neither, and L-BFGS-B is bounded by its box.
+    ``None``: the whole space, exactly as without the argument.
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -78,28 +87,32 @@ def optimize_acquisition_mixed(
     def snap(rows: np.ndarray) -> np.ndarray:
         for j in cont:
             rows[:, j] = space.variables[j].snap(rows[:, j])
-        return rows
+        return rows if region is None else region.clamp(rows)
 
     # 1. random + spray starting pool
     spray = space.random_walk_index(incumbent, 1, n_spray, rng).astype(float) if disc.size else \
         np.repeat(np.asarray(incumbent, dtype=float)[None], n_spray, 0)
+    lower, upper = (0.0, 1.0) if region is None else (region.lower, region.upper)
     if cont.size:
-        spray[:, cont] = np.clip(spray[:, cont] + rng.normal(0, spray_sd, (n_spray, cont.size)), 0.0, 1.0)
-    pool = snap(np.concatenate([spray, space.sample_index(n_random, rng).astype(float)]))
+        spray[:, cont] = np.clip(spray[:, cont] + rng.normal(0, spray_sd, (n_spray, cont.size)), lower, upper)
+    if region is not None:
+        spray = spray[region.contains(spray)]
+    randoms = space.sample_index(n_random, rng) if region is None else region.sample(n_random, rng)
+    pool = snap(np.concatenate([spray, randoms.astype(float)]))
     scores = score_rows(pool)
     top = np.argsort(-scores, kind="stable")[:n_starts]
     cur, cur_val = pool[top].copy(), scores[top].copy()
 
     if method == "supplement":
         cur, cur_val = _alternate_per_start(acquisition, space, cur, cur_val, score_rows,
-                                            1000 if max_rounds is None else max_rounds, rel_tol)
+                                            1000 if max_rounds is None else max_rounds, rel_tol, region=region)
         cur = snap(cur)  # integer-valued continuous variables: the nearest integers, rescored
         cur_val = score_rows(cur)
     for _ in range(0 if method == "supplement" else 20 if max_rounds is None else max_rounds):
         improved = False
         # 2a. one hill-climbing step on the discrete part
         if disc.size:
-            nbrs, owner = space.neighbor_index_batch(cur)
+            nbrs, owner = _neighbours(space, cur, region)
             if nbrs.shape[0]:
                 vals = score_rows(nbrs.astype(float))
                 best = best_per_owner(vals, owner)
@@ -121,7 +134,7 @@ def optimize_acquisition_mixed(
                 return float(val.detach()), g.numpy().reshape(-1).astype(float)
 
             res = scipy.optimize.minimize(fun, cur[:, cont].reshape(-1), jac=True, method="L-BFGS-B",
-                                          bounds=[(0.0, 1.0)] * cur[:, cont].size, options={"maxiter": 50})
+                                          bounds=_bounds(region, cur.shape[0], cont.size), options={"maxiter": 50})
             cand = cur.copy()
             cand[:, cont] = res.x.reshape(-1, cont.size)
             cand = snap(cand)
@@ -140,13 +153,31 @@ def optimize_acquisition_mixed(
     raise RuntimeError("no unevaluated point among the acquisition candidates")
 
 
+def _neighbours(space: Space, rows: np.ndarray, region: "Region | None") -> tuple[np.ndarray, np.ndarray]:
+    """``space.neighbor_index_batch(rows)``, without the neighbours outside ``region`` (if any)."""
+    nbrs, owner = space.neighbor_index_batch(rows)
+    if region is not None:
+        keep = region.contains(nbrs)
+        nbrs, owner = nbrs[keep], owner[keep]
+    return nbrs, owner
+
+
+def _bounds(region: "Region | None", n_rows: int, n_cont: int) -> list[tuple[float, float]]:
+    """L-BFGS-B bounds of ``n_rows`` continuous parts laid end to end: [0, 1] or the region's box."""
+    if region is None:
+        return [(0.0, 1.0)] * (n_rows * n_cont)
+    return list(zip(np.tile(region.lower, n_rows).tolist(), np.tile(region.upper, n_rows).tolist()))
+
+
 class _Lockstep:
     """Runs one L-BFGS-B call per start, each in its own thread, and answers their objective
     requests in one batched acquisition evaluation per step: the calls are exactly independent
     per-start runs (as D.1 has them), at the cost of batched evaluations."""
 
-    def __init__(self, acquisition: Callable[[torch.Tensor], torch.Tensor], cont: np.ndarray) -> None:
+    def __init__(self, acquisition: Callable[[torch.Tensor], torch.Tensor], cont: np.ndarray,
+                 region: "Region | None" = None) -> None:
         self.acquisition, self.cont = acquisition, torch.as_tensor(cont, dtype=torch.long)
+        self.region = region
         self.cv = threading.Condition()
 
     def run(self, rows: np.ndarray, maxiter: int) -> tuple[np.ndarray, np.ndarray]:
@@ -170,7 +201,7 @@ class _Lockstep:
                     return answers.pop(i)
             try:
                 res = scipy.optimize.minimize(fun, rows[i, self.cont.numpy()], jac=True, method="L-BFGS-B",
-                                              bounds=[(0.0, 1.0)] * dc, options={"maxiter": maxiter})
+                                              bounds=_bounds(self.region, 1, dc), options={"maxiter": maxiter})
                 out = (np.asarray(res.x, dtype=float), -float(res.fun))
             except BaseException as e:  # noqa: BLE001 - handed to the main thread
                 with cv:
@@ -218,14 +249,14 @@ class _Lockstep:
 
 def _alternate_per_start(acquisition: Callable[[torch.Tensor], torch.Tensor], space: Space, cur: np.ndarray,
                          cur_val: np.ndarray, score_rows: Callable[[np.ndarray], np.ndarray], max_rounds: int,
-                         rel_tol: float) -> tuple[np.ndarray, np.ndarray]:
+                         rel_tol: float, region: "Region | None" = None) -> tuple[np.ndarray, np.ndarray]:
     """BO-FM supplement D.1: per start, one hill-climbing step then one L-BFGS-B iteration
     (``maxiter=1``), until a round changes the value by at most ``rel_tol`` relatively; then the
     continuous part is polished to L-BFGS-B's convergence and the start stops unless a discrete
     neighbour is better (module docstring)."""
     disc, cont = space.discrete_indices, space.continuous_indices
     cur, cur_val = cur.copy(), cur_val.copy()
-    lockstep = _Lockstep(acquisition, cont) if cont.size else None
+    lockstep = _Lockstep(acquisition, cont, region) if cont.size else None
     active = np.ones(cur.shape[0], dtype=bool)
     for _ in range(max_rounds):
         idx = np.flatnonzero(active)
@@ -234,7 +265,7 @@ def _alternate_per_start(acquisition: Callable[[torch.Tensor], torch.Tensor], sp
         before = cur_val[idx].copy()
         moved = np.zeros(idx.size, dtype=bool)
         if disc.size:  # one hill-climbing step, neighbours of every active start in one batch
-            nbrs, owner = space.neighbor_index_batch(cur[idx])
+            nbrs, owner = _neighbours(space, cur[idx], region)
             if nbrs.shape[0]:
                 vals = score_rows(nbrs.astype(float))
                 best = best_per_owner(vals, owner)
@@ -258,7 +289,7 @@ def _alternate_per_start(acquisition: Callable[[torch.Tensor], torch.Tensor], sp
         cur[np.ix_(conv[up], cont)], cur_val[conv[up]] = x[up], v[up]
         stop = np.ones(conv.size, dtype=bool)
         if disc.size:
-            nbrs, owner = space.neighbor_index_batch(cur[conv])
+            nbrs, owner = _neighbours(space, cur[conv], region)
             if nbrs.shape[0]:
                 vals = score_rows(nbrs.astype(float))
                 best = best_per_owner(vals, owner)
