@@ -4,7 +4,9 @@ TPE and SMAC (and BOHB) wrap Optuna and SMAC3, and BOCS-SDP solves its relaxatio
 imported only when used (``pip install "graphbo[tpe]"`` / ``"graphbo[smac]"`` / ``"graphbo[bocs]"``).
 """
 
-from .base import Observation, Optimizer
+import inspect
+
+from .base import Observation, Optimizer, signature_without
 from .bocs import BOCS
 from .bocs_sdp import BOCSSDP
 from .bohb import BOHB
@@ -19,9 +21,31 @@ from .smac import SMAC
 from .tpe import TPE
 from .treebo import TreeBO
 
+
+
+def with_trust_region(cls: type, name: str) -> type:
+    """``cls`` with ``trust_region`` on by default (CASMOPOLITAN-style methods ``combo-tr`` and ``bofm-tr``):
+    ``trust_region=True`` or a dict of trust-region options; ``False`` is refused (use ``cls.name``)."""
+
+    def __init__(self, space, *, trust_region=True, **options):
+        if trust_region is False:
+            raise ValueError(f"trust_region: {name} always has a trust region; use method {cls.name!r} for none")
+        cls.__init__(self, space, trust_region=trust_region, **options)
+
+    sig = signature_without(cls, "trust_region")
+    params = list(sig.parameters.values())
+    params.append(inspect.Parameter("trust_region", inspect.Parameter.KEYWORD_ONLY, default=True))
+    setattr(__init__, "__signature__", sig.replace(parameters=params))
+    return type(f"{cls.__name__}_TR", (cls,), {"__init__": __init__, "name": name,
+                                                "__doc__": f"{cls.__name__} with a CASMOPOLITAN trust region."})
+
+
 METHODS = {
     "combo": COMBO,
     "bofm": BOFM,
+    # CASMOPOLITAN-style trust regions (Wan et al. 2021) on COMBO's and BO-FM's models (docs/trust_regions.md)
+    "combo-tr": with_trust_region(COMBO, "combo-tr"),
+    "bofm-tr": with_trust_region(BOFM, "bofm-tr"),
     "rs": RandomSearch,
     "random": RandomSearch,
     "sa": SimulatedAnnealing,

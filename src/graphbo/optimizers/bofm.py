@@ -19,6 +19,7 @@ import torch
 
 from ..acquisition.ei import LogExpectedImprovement
 from ..optim.mixed import METHODS, optimize_acquisition_mixed
+from ..optim.trust_region import TrustRegion, as_trust_region_options
 from .._validation import check_bool, check_choice, check_int
 from ..kernels.frequency_modulated import KERNELS, FMKernel
 from ..models.mixed_gp import PRIORS, MixedGP
@@ -54,6 +55,13 @@ class BOFM(Optimizer):
     prior : {"weak", "none"}, default "weak"
         Hyper-parameter fit: marginal likelihood plus weak priors, or marginal likelihood
         alone as BO-FM Sec. 5 states it (:class:`~graphbo.models.mixed_gp.MixedGP`).
+    trust_region : bool or dict, default False
+        Search only a trust region around the best point of the current region (CASMOPOLITAN,
+        Wan et al. 2021; :mod:`graphbo.optim.trust_region`, docs/trust_regions.md): a Hamming
+        ball on the discrete part times a box on the continuous part, which expand after
+        successes, shrink after failures and restart with a new random design when too small.
+        ``True`` takes CASMOPOLITAN's constants; a dict overrides some. The GP is fitted to all
+        the data.
     """
 
     name = "bofm"
@@ -61,7 +69,7 @@ class BOFM(Optimizer):
     def __init__(self, space: Space, *, seed: int | None = None, n_initial: int = 10,
                  initial_configs: Configs | None = None, kernel: str = "modlap", n_restarts: int = 10,
                  log_y: bool = False, n_random: int = 100_000, n_spray: int = 50, n_starts: int = 40,
-                 acq_optimizer: str = "supplement", prior: str = "weak"):
+                 acq_optimizer: str = "supplement", prior: str = "weak", trust_region: bool | dict = False):
         kernel = check_choice("kernel", kernel, KERNELS)
         self.acq_optimizer = check_choice("acq_optimizer", acq_optimizer, METHODS)
         prior = check_choice("prior", prior, PRIORS)
@@ -70,15 +78,22 @@ class BOFM(Optimizer):
         self.n_random = check_int("n_random", n_random, minimum=1)
         self.n_spray = check_int("n_spray", n_spray, minimum=0)
         self.n_starts = check_int("n_starts", n_starts, minimum=1)
+        tr_options = as_trust_region_options("trust_region", trust_region)
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
         spectra = [space.variables[j].spectrum for j in space.discrete_indices]
         self.kernel = FMKernel(kernel, spectra, len(space.continuous_indices))
         self.model = MixedGP(self.kernel, space, n_restarts=n_restarts, log_y=log_y, prior=prior)
+        #: the trust region (CASMOPOLITAN), or None
+        self.trust_region = None if tr_options is None else TrustRegion(space, n_initial, **tr_options)
         self.last_timing: dict[str, float] = {}
 
     def _suggest(self) -> np.ndarray:
         if self.n_told < 2:
             return self._distinct_random_rows(1, self._exclude)[0]
+        tr = self.trust_region
+        design = None if tr is None else tr.design_row(self._exclude, self.rng)
+        if design is not None:  # a restarted trust region's initial design
+            return design
         X, y = self.X, self.y
         t0, c0 = time.perf_counter(), time.process_time()
         self.model.fit(X, y, self.rng)
@@ -88,20 +103,29 @@ class BOFM(Optimizer):
             # collapses at and near them
             self.model.add_fantasies(np.stack(list(self._pending.values())))
         t1, c1 = time.perf_counter(), time.process_time()
+        region = None if tr is None else tr.region()
         row, _ = optimize_acquisition_mixed(
             LogExpectedImprovement(self.model),  # incumbent: the best real value, on the model's scale
-            self.space, self.rng, incumbent=X[int(np.argmin(y))], exclude=self._exclude,
-            n_random=self.n_random, n_spray=self.n_spray, n_starts=self.n_starts, method=self.acq_optimizer,
+            self.space, self.rng, incumbent=X[int(np.argmin(y))] if region is None else region.centre,
+            exclude=self._exclude, n_random=self.n_random, n_spray=self.n_spray, n_starts=self.n_starts,
+            method=self.acq_optimizer, region=region,
         )
         # wall seconds, and CPU seconds of this process (less sensitive to other jobs on the machine)
         self.last_timing = {"fit": t1 - t0, "acquisition": time.perf_counter() - t1,
                             "fit_cpu": c1 - c0, "acquisition_cpu": time.process_time() - c1}
         return row
 
+    def _observe(self, row: np.ndarray, value: float) -> None:
+        if self.trust_region is not None:
+            self.trust_region.observe(row, value)
+
     def _method_state(self) -> dict[str, Any]:
-        return {} if self.model.params is None else {"params": self.model.params.tolist()}
+        out = {} if self.trust_region is None else {"trust_region": self.trust_region.state()}
+        return out if self.model.params is None else {"params": self.model.params.tolist(), **out}
 
     def _load_method_state(self, state: Mapping[str, Any]) -> None:
+        if self.trust_region is not None and "trust_region" in state:
+            self.trust_region.load_state(state["trust_region"])
         self.model.params = torch.tensor(state["params"], dtype=torch.float64) if "params" in state else None
 
 

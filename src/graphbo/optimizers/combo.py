@@ -16,7 +16,9 @@ import numpy as np
 import torch
 
 from ..acquisition.ei import LogExpectedImprovement
+from ..exceptions import SpaceExhaustedError
 from ..optim.graph_local_search import optimize_acquisition_on_graph
+from ..optim.trust_region import TrustRegion, as_trust_region_options
 from ..kernels.diffusion import GraphDiffusionKernel
 from ..models.diffusion_gp import DiffusionGP, HyperSample
 from ..spaces.space import Space
@@ -57,6 +59,12 @@ class COMBO(Optimizer):
     device : str or torch.device, optional
         torch device for the GP algebra (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``; it must be
         available on this machine); CPU by default.
+    trust_region : bool or dict, default False
+        Search only a trust region around the best point of the current region (CASMOPOLITAN,
+        Wan et al. 2021; :mod:`graphbo.optim.trust_region`, docs/trust_regions.md): a Hamming
+        ball that expands after successes, shrinks after failures and restarts with a new
+        random design when it is too small. ``True`` takes CASMOPOLITAN's constants; a dict
+        overrides some (``radius_init``, ``fail_tol``, ...). The GP is fitted to all the data.
     """
 
     name = "combo"
@@ -64,7 +72,7 @@ class COMBO(Optimizer):
     def __init__(self, space: Space, *, seed: int | None = None, n_initial: int = 10,
                  initial_configs: Configs | None = None, n_burn: int = 100, n_samples: int = 10,
                  n_random: int = 20000, n_spray: int = 20, n_starts: int = 20, paper_kernel: bool = False,
-                 device: str | None = None):
+                 device: str | None = None, trust_region: bool | dict = False):
         n_burn = check_int("n_burn", n_burn, minimum=0)
         n_samples = check_int("n_samples", n_samples, minimum=1)
         self.n_random = check_int("n_random", n_random, minimum=1)
@@ -72,6 +80,7 @@ class COMBO(Optimizer):
         self.n_starts = check_int("n_starts", n_starts, minimum=1)
         device = check_device("device", device)
         paper_kernel = check_bool("paper_kernel", paper_kernel)
+        tr_options = as_trust_region_options("trust_region", trust_region)
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
         bad = [n for n in space.names if not isinstance(space[n], Variable)]
         if bad:
@@ -81,6 +90,8 @@ class COMBO(Optimizer):
         self.kernel = GraphDiffusionKernel([v.spectrum for v in space.variables if isinstance(v, Variable)],
                                            device=device, unit_diagonal=False if paper_kernel else None)
         self.model = DiffusionGP(self.kernel, n_burn=n_burn, n_samples=n_samples)
+        #: the trust region (CASMOPOLITAN), or None
+        self.trust_region = None if tr_options is None else TrustRegion(space, n_initial, **tr_options)
         self.last_acquisition_value: float | None = None
         #: seconds spent fitting and optimising the acquisition at the last model-based suggestion
         self.last_timing: dict[str, float] = {}
@@ -88,6 +99,10 @@ class COMBO(Optimizer):
     def _suggest(self) -> np.ndarray:
         if self.n_told == 0:
             return self._distinct_random_rows(1, self._exclude)[0]
+        tr = self.trust_region
+        design = None if tr is None else tr.design_row(self._exclude, self.rng)
+        if design is not None:  # a restarted trust region's initial design
+            return design
         with torch.no_grad():
             t0 = time.perf_counter()
             X, y = self.X, self.y
@@ -98,33 +113,52 @@ class COMBO(Optimizer):
             t1 = time.perf_counter()
             acquisition = LogExpectedImprovement(self.model)  # incumbent: the best real value
 
-            row, value = optimize_acquisition_on_graph(
-                acquisition,
-                self.space,
-                self.rng,
-                incumbent=X[int(np.argmin(y))],
-                exclude=self._exclude,
-                n_random=self.n_random,
-                n_spray=self.n_spray,
-                n_starts=self.n_starts,
-            )
+            region = None if tr is None else tr.region()
+            try:
+                row, value = optimize_acquisition_on_graph(
+                    acquisition,
+                    self.space,
+                    self.rng,
+                    incumbent=X[int(np.argmin(y))] if region is None else region.centre,
+                    exclude=self._exclude,
+                    n_random=self.n_random,
+                    n_spray=self.n_spray,
+                    n_starts=self.n_starts,
+                    region=region,
+                )
+            except SpaceExhaustedError:
+                if tr is None or region is None or self.space.size <= len(self._exclude):
+                    raise
+                tr.restart()  # every vertex of the region is evaluated or pending
+                row = tr.design_row(self._exclude, self.rng)
+                return self._distinct_random_rows(1, self._exclude)[0] if row is None else row
         self.last_timing = {"fit": t1 - t0, "acquisition": time.perf_counter() - t1}
         self.last_acquisition_value = value
         return row
 
+    def _observe(self, row: np.ndarray, value: float) -> None:
+        if self.trust_region is not None:
+            self.trust_region.observe(row, value)
+
     def _method_state(self) -> dict[str, Any]:
+        out = {} if self.trust_region is None else {"trust_region": self.trust_region.state()}
         st = self.model.state
         if st is None:
-            return {}
+            return out
+        if self.model.widths is not None:  # the slice sampler's adapted widths: a resumed chain continues the same
+            out["widths"] = self.model.widths.tolist()
         return {"mean": st.mean, "log_amp": st.log_amp, "log_noise": st.log_noise, "log_beta": st.log_beta.tolist(),
-                "beta": self.beta}
+                "beta": self.beta, **out}
 
     def _load_method_state(self, state: Mapping[str, Any]) -> None:
+        if self.trust_region is not None and "trust_region" in state:
+            self.trust_region.load_state(state["trust_region"])
         if "log_beta" in state:
             self.model.state = HyperSample(float(state["mean"]), float(state["log_amp"]), float(state["log_noise"]),
                                            np.asarray(state["log_beta"], dtype=float))
         else:
             self.model.state = None
+        self.model.widths = np.asarray(state["widths"], dtype=float) if "widths" in state else None
 
     @property
     def relevance(self) -> dict[str, float]:
