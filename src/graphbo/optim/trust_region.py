@@ -1,11 +1,11 @@
 """Trust regions on graph and mixed spaces (CASMOPOLITAN: Wan, Nguyen, Ha, Ru, Lu, Osborne, ICML 2021).
 
 A trust region is a ball around a centre: in Hamming distance over the discrete variables
-(the number of variables whose value differs from the centre's, CASMOPOLITAN Sec. 3.1) and,
-for continuous variables, a box of side ``length`` in unit coordinates centred on the
-centre's continuous part (Sec. 3.2), clipped to [0, 1]. :class:`Region` is one such region
+(the number of variables whose value differs from the centre's, CASMOPOLITAN's categorical
+trust region) and, for continuous variables, a box of side ``length`` in unit coordinates
+centred on the centre's continuous part (its mixed trust region), clipped to [0, 1]. :class:`Region` is one such region
 (membership and uniform-ish sampling); :class:`TrustRegion` is the state machine that moves
-it (Sec. 3.1, "trust region adjustment", after TuRBO):
+it (CASMOPOLITAN's trust-region adjustment, after TuRBO, Eriksson et al. 2019):
 
 * the centre is the best point observed since the last restart;
 * an observation is a *success* if it improves on that best by more than
@@ -19,7 +19,7 @@ it (Sec. 3.1, "trust region adjustment", after TuRBO):
   sizes go back to their initial values, the centre is forgotten, and a new initial design
   of ``n_initial`` random points is asked before the model takes over again.
 
-Defaults are CASMOPOLITAN's: ``factor`` 1.5, ``succ_tol`` 3, ``fail_tol`` 40, discrete radius
+Defaults are CASMOPOLITAN's (the authors' reference code, xingchenwan/Casmopolitan): ``factor`` 1.5, ``succ_tol`` 3, ``fail_tol`` 40, discrete radius
 initial 20 / minimum 1 / maximum 30 (capped here at the number of discrete variables, as the
 paper's per-problem settings do), continuous length initial 0.8 / minimum 0.5**7 /
 maximum 1.6, ``min_improvement`` 1e-3. docs/trust_regions.md has the rules and the
