@@ -2,12 +2,14 @@
 
     python benchmarks/study_load.py                       # 10,000 trials, random search, in blocks of 1,000
     python benchmarks/study_load.py --trials 2000 --block 500 --mode tell   # direct tells, a quick check
+    python benchmarks/study_load.py --file s.db      # fill s.db (kept); run again: time re-opening it only
 
 ``--mode ask`` runs the loop of :func:`graphbo.minimize` by hand on a random-search
 study in an SQLite file: ``ask`` (the optimizer's suggestion and the ``running``
 row written) then ``tell`` (the ``complete`` row and the optimizer state written),
 timed separately. ``--mode tell`` tells configurations that were never asked
-(``Study.tell(config, value)``: one new ``complete`` row each). The objective is a
+(``Study.tell(config, value)``: one new ``complete`` row each; a configuration is
+told once, so repeats of the random draw are skipped). The objective is a
 cheap sum, so the times are graphbo's own. For each block it prints the mean
 milliseconds per trial of ask and tell and the file's size after it; then the time
 to re-open the study (``Study(...)``: read, check, replay into the optimizer) and to
@@ -45,6 +47,7 @@ def file_bytes(path: str) -> int:
 def fill(path: str, space: gb.Space, trials: int, block: int, mode: str, seed: int) -> list[dict]:
     rows = []
     rng = np.random.default_rng(seed)
+    seen: set[bytes] = set()
     with Study(space, "rs", storage=path, seed=seed, n_initial=0) as study:
         for start in range(0, trials, block):
             t_ask = t_tell = 0.0
@@ -57,7 +60,11 @@ def fill(path: str, space: gb.Space, trials: int, block: int, mode: str, seed: i
                     t_ask += t1 - t0
                     t_tell += time.perf_counter() - t1
                 else:
-                    config = space.from_index(space.sample_index(1, rng)[0])
+                    row = space.sample_index(1, rng)[0]
+                    while row.tobytes() in seen:
+                        row = space.sample_index(1, rng)[0]
+                    seen.add(row.tobytes())
+                    config = space.from_index(row)
                     t0 = time.perf_counter()
                     study.tell(config, objective(config))
                     t_tell += time.perf_counter() - t0
@@ -84,18 +91,21 @@ def main() -> None:
     ap.add_argument("--vars", type=int, default=8, help="ordinal variables of 10 values")
     ap.add_argument("--repeats", type=int, default=3, help="re-openings timed (the best is shown)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--dir", default=None, help="folder for the study file (default: a temporary one)")
+    ap.add_argument("--file", default=None,
+                    help="study file to fill and keep (default: a temporary one); if it exists, only re-open it")
     args = ap.parse_args()
 
     space = make_space(args.vars)
-    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
-        path = os.path.join(tmp, "load.db")
-        rows = fill(path, space, args.trials, args.block, args.mode, args.seed)
-        print(f"study_load: mode={args.mode}, {args.trials} trials, {args.vars} ordinal variables of 10 values, "
-              f"graphbo {gb.__version__}")
-        print(f"{'trials':>13} {'ask ms':>8} {'tell ms':>8} {'block s':>8} {'file KiB':>9}")
-        for r in rows:
-            print(f"{r['trials']:>13} {r['ask_ms']:8.3f} {r['tell_ms']:8.3f} {r['total_s']:8.3f} {r['file_kb']:9.0f}")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.file or os.path.join(tmp, "load.db")
+        if not os.path.exists(path):
+            rows = fill(path, space, args.trials, args.block, args.mode, args.seed)
+            print(f"study_load: mode={args.mode}, {args.trials} trials, {args.vars} ordinal variables of 10 values, "
+                  f"graphbo {gb.__version__}")
+            print(f"{'trials':>13} {'ask ms':>8} {'tell ms':>8} {'block s':>8} {'file KiB':>9}")
+            for r in rows:
+                print(f"{r['trials']:>13} {r['ask_ms']:8.3f} {r['tell_ms']:8.3f} {r['total_s']:8.3f} "
+                      f"{r['file_kb']:9.0f}")
 
         def reopen():
             Study(space, "rs", storage=path, n_initial=0).close()

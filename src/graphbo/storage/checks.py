@@ -21,12 +21,18 @@ from .base import Trial
 __all__ = ["trial_problem", "study_problem"]
 
 _EARLIEST = datetime(2000, 1, 1, tzinfo=timezone.utc)
+_LAST_YEAR = str(datetime.now(timezone.utc).year - 1)  # before this year: surely not in the future
 
 
 def _time(text: Any, what: str) -> tuple[datetime | None, str | None]:
     """A stored timestamp as a datetime, or why it is not one."""
     if text is None:
         return None, None
+    if type(text) is str and len(text) == 32 and text.endswith("+00:00") and "2000" <= text[:4] <= _LAST_YEAR:
+        try:  # what graphbo writes: UTC, microseconds; the common case
+            return datetime.fromisoformat(text), None
+        except ValueError:
+            pass
     if not isinstance(text, str):
         return None, f"{what} {text!r} is not a timestamp"
     try:
@@ -41,7 +47,7 @@ def _time(text: Any, what: str) -> tuple[datetime | None, str | None]:
 
 
 def _number_problem(value: Any, what: str, *, finite: bool = True, non_negative: bool = False) -> str | None:
-    if value is None:
+    if value is None or (type(value) is float and math.isfinite(value) and (value >= 0 or not non_negative)):
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return f"{what} {value!r} is not a number"
@@ -88,9 +94,12 @@ def _row_problem(t: Trial, variables: list[tuple[Any, list | None]]) -> str | No
     row = t.row
     if len(row) != len(variables):
         return f"its index row has {len(row)} entries, the space {len(variables)} variables"
+    config = t.config
     for k, (name, values) in zip(row, variables):
         if values is None:
             continue
+        if type(k) is int and 0 <= k < len(values) and (name not in config or config[name] == values[k]):
+            continue  # the common case
         if (isinstance(k, bool) or not isinstance(k, (int, float)) or not 0 <= k < len(values)
                 or (isinstance(k, float) and not k.is_integer())):  # a mixed space's rows are floats
             return f"stored index {k!r} of variable {name!r} is not in 0..{len(values) - 1}"
