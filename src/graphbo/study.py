@@ -513,12 +513,12 @@ class Study:
             if t.status != "running":
                 raise ValueError(f"{what}: trial {number} is already {t.status}")
             return t
-        number = self._by_row.get(self.space.to_index(trial_or_config).tobytes())
-        if number is None:
+        found = self._by_row.get(self.space.to_index(trial_or_config).tobytes())
+        if found is None:
             return None
-        t = self._trials[number]
+        t = self._trials[found]
         if t.status != "running":
-            raise ValueError(f"{what}: this configuration is trial {number}, already {t.status}"
+            raise ValueError(f"{what}: this configuration is trial {found}, already {t.status}"
                              f"{'' if t.value is None else f' (value {t.value!r})'}; a study evaluates a "
                              "configuration once")
         return t
