@@ -13,15 +13,20 @@ from graphbo.models.diffusion_gp import DiffusionGP, HyperSample, _Sweeper
 
 
 class _ReferenceSweeper(_Sweeper):
-    """Every density from the general formula: tables gathered per variable, nothing carried between updates."""
+    """Every density from the general formula: tables gathered per variable, nothing carried between
+    updates, and the fixed unit bracket width of Neal's sampler (no adaptation)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._equal = {}
+        self.widths[:] = 1.0
 
-    def _update(self, logp_prior, lik, x0):
+    def adapted_widths(self):
+        return self.widths.copy()
+
+    def _update(self, coord, logp_prior, lik, x0):
         self._lik = None
-        return super()._update(logp_prior, lik, x0)
+        return super()._update(coord, logp_prior, lik, x0)
 
 
 def _problem(n, seed=0):
@@ -57,18 +62,23 @@ def test_fast_likelihoods_equal_the_general_formula(seed):
             assert got == pytest.approx(want, rel=1e-10, abs=1e-9)
 
 
-def _chain(sweeper_cls, seed, monkeypatch, n_samples):
+def _chain(sweeper_cls, seed, monkeypatch, n_samples, n_fits=1):
+    """The kept samples of ``n_fits`` consecutive fits (warm-started, widths adapted between them)."""
     monkeypatch.setattr(diffusion_gp, "_Sweeper", sweeper_cls)
     space, X, y = _problem(30)
     gp = DiffusionGP(gb.GraphDiffusionKernel([v.spectrum for v in space.variables]), n_burn=30,
-                     n_samples=n_samples)
-    gp.fit(X, y, np.random.default_rng(seed))
-    return np.array([[s.mean, s.log_amp, s.log_noise, *s.log_beta] for s in gp.samples])
+                     n_samples=n_samples // n_fits)
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n_fits):
+        gp.fit(X, y, rng)
+        out += [[s.mean, s.log_amp, s.log_noise, *s.log_beta] for s in gp.samples]
+    return np.array(out)
 
 
 def test_fast_chain_has_the_reference_chains_stationary_statistics(monkeypatch):
     n = 600
-    fast = _chain(_Sweeper, 1, monkeypatch, n)
+    fast = _chain(_Sweeper, 1, monkeypatch, n, n_fits=30)  # 30 fits of 20 sweeps: adapted widths, warm starts
     ref = _chain(_ReferenceSweeper, 2, monkeypatch, n)
 
     def batch_se(x):  # standard error from 20 batch means (accounts for autocorrelation)
@@ -78,3 +88,34 @@ def test_fast_chain_has_the_reference_chains_stationary_statistics(monkeypatch):
     se = np.sqrt(batch_se(fast) ** 2 + batch_se(ref) ** 2)
     z = np.abs(fast.mean(0) - ref.mean(0)) / np.maximum(se, 1e-9)
     assert np.all(z < 4.5), z
+
+
+def test_adapted_widths_need_fewer_likelihood_evaluations_than_unit_widths(monkeypatch):
+    """Many irrelevant binary variables: their log beta posteriors are broad, where unit brackets double often."""
+    space = gb.Space({f"b{i}": gb.Binary() for i in range(12)})
+    rng = np.random.default_rng(0)
+    X = space.sample_index(50, rng)
+    y = 2.0 * X[:, 0] - X[:, 1] + 0.05 * rng.normal(size=50)
+    kernel = gb.GraphDiffusionKernel([v.spectrum for v in space.variables])
+    calls = [0]
+    base = _Sweeper._loglik_of
+
+    def counting(self, *a, **k):
+        calls[0] += 1
+        return base(self, *a, **k)
+
+    monkeypatch.setattr(_Sweeper, "_loglik_of", counting)
+    counts = {}
+    for adapt in (False, True):
+        gp = DiffusionGP(kernel, n_burn=40, n_samples=10)
+        fit_rng = np.random.default_rng(1)
+        gp.fit(X, y, fit_rng)
+        calls[0] = 0
+        for _ in range(5):
+            if not adapt:
+                gp.widths = np.ones(3 + kernel.d)
+                gp.widths[0] = np.std(y)
+            gp.fit(X, y, fit_rng)
+        counts[adapt] = calls[0]
+    assert gp.widths is not None and np.all(gp.widths > 0)
+    assert counts[True] < 0.85 * counts[False], counts

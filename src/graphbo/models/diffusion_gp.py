@@ -40,6 +40,10 @@ from .slice_sampling import slice_sample
 __all__ = ["DiffusionGP", "HyperSample"]
 
 _LOG_2PI = math.log(2 * math.pi)
+_FIRST_TWO = np.array([0, 1])
+_ADAPT_EVERY = 10  # burn-in sweeps between width adaptations
+_WIDTH_PER_JUMP = 6.0  # bracket width per mean absolute move of a coordinate (about the slice's width)
+_WIDTH_RANGE = (1e-3, 50.0)  # relative to 1 (the log-scale coordinates); the mean's scales with std(y)
 
 
 @dataclass
@@ -87,6 +91,8 @@ class DiffusionGP(Surrogate):
         self.tau_noise = check_float("tau_noise", tau_noise, minimum=0.0, strict_minimum=True)
         self.state: HyperSample | None = None
         self.samples: list[HyperSample] = []
+        #: slice-sampling bracket widths of (mean, log sigma_f^2, log sigma_n^2, log beta_1..d), adapted between fits
+        self.widths: np.ndarray | None = None
         self._t: dict[str, Any] = dict(dtype=kernel.dtype, device=kernel.device)
         self._y_train = np.zeros(0)
 
@@ -110,15 +116,27 @@ class DiffusionGP(Surrogate):
             )
         state = self.state
         assert state is not None  # set above on the first fit; the sweeper updates it in place
-        sweeper = _Sweeper(self, X, y, rng)
+        sweeper = _Sweeper(self, X, y, rng, self._widths(d, y))
         self.samples = []
-        n_sweeps = (self.n_burn if first else 0) + self.n_samples
-        for s in range(n_sweeps):
+        n_burn = self.n_burn if first else 0
+        for s in range(n_burn + self.n_samples):
             sweeper.sweep()
-            if s >= n_sweeps - self.n_samples:
+            if s >= n_burn:
                 self.samples.append(state.copy())
+            elif (s + 1) % _ADAPT_EVERY == 0:  # burn-in: new widths between blocks of sweeps
+                sweeper.widths = sweeper.adapted_widths()
+        # widths for the next fit, from this fit's moves (fixed within a fit: each update stays a valid slice step)
+        self.widths = sweeper.adapted_widths()
         self.condition(X, y, self.samples)
         return self
+
+    def _widths(self, d: int, y: np.ndarray) -> np.ndarray:
+        """The bracket widths for this fit: the adapted ones, or 1 (the mean's: ``y``'s standard deviation)."""
+        if self.widths is not None and self.widths.shape == (3 + d,):
+            return self.widths.copy()
+        widths = np.ones(3 + d)
+        widths[0] = max(float(np.std(y)), 1e-8) if y.size > 1 else 1.0
+        return widths
 
     def condition(self, X: np.ndarray, y: np.ndarray, samples: list[HyperSample]) -> "DiffusionGP":
         """Condition on data ``(X, y)`` under the given hyper-parameter samples, ready to predict.
@@ -289,8 +307,12 @@ class _Sweeper:
       update before it, instead of recomputing it.
     """
 
-    def __init__(self, gp: DiffusionGP, X: np.ndarray, y: np.ndarray, rng: np.random.Generator):
+    def __init__(self, gp: DiffusionGP, X: np.ndarray, y: np.ndarray, rng: np.random.Generator,
+                 widths: np.ndarray | None = None):
         self.gp, self.X, self.y, self.rng = gp, X, y, rng
+        #: bracket width per coordinate (mean, log amp, log noise, log beta_i); fixed during a sweep
+        self.widths = np.ones(3 + gp.kernel.d) if widths is None else np.asarray(widths, dtype=float).copy()
+        self._moves: list[list[float]] = [[] for _ in range(3 + gp.kernel.d)]
         self.kernel = gp.kernel
         self.n = X.shape[0]
         self.y_mean, self.y_min, self.y_max = float(y.mean()), float(y.min()), float(y.max())
@@ -300,14 +322,18 @@ class _Sweeper:
         self._equal = {i: X[:, i][:, None] == X[:, i][None, :]
                        for i in range(self.kernel.d) if self.kernel.is_two_valued(i)}
         self._lik: float | None = None  # log-likelihood of the current state, when known
+        self._seen: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per variable: values seen, and each row's
 
     def _factor(self, i: int, log_beta_i: float) -> np.ndarray:
-        x = self.X[:, i]
-        return self.kernel.factor_table(i, log_beta_i)[x][:, x]
+        """``k_i`` over the training pairs, ``(n, n)``, from the table of the values seen only."""
+        if i not in self._seen:
+            self._seen[i] = np.unique(self.X[:, i], return_inverse=True)
+        values, inverse = self._seen[i]
+        return self.kernel.factor_table(i, log_beta_i, values)[inverse][:, inverse]
 
     def _two_values(self, i: int, log_beta_i: float) -> tuple[float, float]:
         """Diagonal and off-diagonal entries of a two-valued factor, floored at the table floor."""
-        table = self.kernel.factor_table(i, log_beta_i)
+        table = self.kernel.factor_table(i, log_beta_i, _FIRST_TWO)
         return max(float(table[0, 0]), _TINY), max(float(table[0, 1]), _TINY)
 
     def _log_factor(self, i: int, log_beta_i: float) -> np.ndarray:
@@ -344,8 +370,26 @@ class _Sweeper:
         z, _ = dtrtrs(L, self.y - mean, lower=1)
         return -0.5 * float(z @ z) - float(np.log(np.diagonal(L)).sum()) - 0.5 * self.n * _LOG_2PI
 
-    def _update(self, logp_prior: Callable[[float], float], lik: Callable[[float], float], x0: float) -> float:
-        """One slice-sampling update of a coordinate with density ``prior + likelihood``; tracks the likelihood."""
+    def adapted_widths(self) -> np.ndarray:
+        """Widths from the moves since the last adaptation: ``_WIDTH_PER_JUMP`` times the mean absolute move,
+        averaged in log scale with the current width (halved where the coordinate never moved)."""
+        out = self.widths.copy()
+        scale = np.ones_like(out)
+        scale[0] = max(float(np.std(self.y)), 1e-8) if self.y.size > 1 else 1.0
+        for c, moves in enumerate(self._moves):
+            if not moves:
+                continue
+            mean_move = float(np.mean(moves))
+            target = _WIDTH_PER_JUMP * mean_move if mean_move > 0 else 0.5 * out[c]
+            target = min(max(target, _WIDTH_RANGE[0] * scale[c]), _WIDTH_RANGE[1] * scale[c])
+            out[c] = math.sqrt(out[c] * target)
+            moves.clear()
+        return out
+
+    def _update(self, coord: int, logp_prior: Callable[[float], float], lik: Callable[[float], float],
+                x0: float) -> float:
+        """One slice-sampling update of coordinate ``coord`` with density ``prior + likelihood``, at its
+        width; tracks the likelihood and records the move."""
         liks: dict[float, float] = {}
 
         def logp(x: float) -> float:
@@ -358,8 +402,10 @@ class _Sweeper:
         start = None if self._lik is None else logp_prior(x0) + self._lik
         if start is not None:
             liks[x0] = self._lik  # type: ignore[assignment]
-        x1, _ = slice_sample(logp, x0, self.rng, logp_x0=start if start is not None and math.isfinite(start) else None)
+        x1, _ = slice_sample(logp, x0, self.rng, width=float(self.widths[coord]),
+                             logp_x0=start if start is not None and math.isfinite(start) else None)
         self._lik = liks.get(x1, self._lik)
+        self._moves[coord].append(abs(x1 - x0))
         return x1
 
     def sweep(self) -> None:
@@ -386,11 +432,11 @@ class _Sweeper:
                 return -0.5 * float(z @ z) + const
 
             self._lik = lik_mean(st.mean)
-            st.mean = self._update(lambda m: log_prior_mean(m, self.y_mean, self.y_min, self.y_max),
+            st.mean = self._update(0, lambda m: log_prior_mean(m, self.y_mean, self.y_min, self.y_max),
                                    lik_mean, st.mean)
         else:  # the current state's C is not positive definite even with jitter: the plain density
             self._lik = None
-            st.mean = self._update(lambda m: log_prior_mean(m, self.y_mean, self.y_min, self.y_max),
+            st.mean = self._update(0, lambda m: log_prior_mean(m, self.y_mean, self.y_min, self.y_max),
                                    lambda m: self._loglik(m, math.exp(st.log_amp), math.exp(st.log_noise), K),
                                    st.mean)
 
@@ -404,13 +450,13 @@ class _Sweeper:
             data_scale = math.log(max(self.y_var, 1e-12)) - math.log(float(np.mean(np.diagonal(K))))
             st.log_amp = min(max(data_scale, lo), hi)
             self._lik = None
-        st.log_amp = self._update(lambda a: log_prior_log_signal_variance(a, self.y_var, k_min, k_max),
+        st.log_amp = self._update(1, lambda a: log_prior_log_signal_variance(a, self.y_var, k_min, k_max),
                                   lambda a: self._loglik(st.mean, math.exp(a), math.exp(st.log_noise), K),
                                   st.log_amp)
         amp = math.exp(st.log_amp)
 
         # 3. noise variance, Horseshoe proxy (Eq. 11) with tau = sqrt(0.05)
-        st.log_noise = self._update(lambda v: log_horseshoe_upper(v, gp.tau_noise, LOG_NOISE_UPPER),
+        st.log_noise = self._update(2, lambda v: log_horseshoe_upper(v, gp.tau_noise, LOG_NOISE_UPPER),
                                     lambda v: self._loglik(st.mean, amp, math.exp(v), K), st.log_noise)
         noise = math.exp(st.log_noise)
 
@@ -418,7 +464,7 @@ class _Sweeper:
         for i in self.rng.permutation(self.kernel.d):
             log_rest = logK - self._log_factor(i, st.log_beta[i])
             K_rest = np.exp(log_rest)
-            st.log_beta[i] = self._update(lambda b: log_horseshoe_upper(b, gp.tau_beta, LOG_BETA_UPPER),
+            st.log_beta[i] = self._update(3 + int(i), lambda b: log_horseshoe_upper(b, gp.tau_beta, LOG_BETA_UPPER),
                                           self._beta_likelihood(i, K_rest, st.mean, amp, noise),
                                           float(st.log_beta[i]))
             logK = log_rest
