@@ -306,3 +306,17 @@ def test_a_reopened_sqlite_study_continues_as_an_uninterrupted_one(tmp_path, met
             step(second, 2)
         assert [(t.config, t.value) for t in second.trials] == expected
         assert second.optimizer.trust_region.state() == final_state
+
+
+def test_an_exhausted_ball_restarts_the_region():
+    # radius 2 of 6 bits: 22 vertices; without failures enough to shrink, the ball runs out first
+    opt = METHODS["combo-tr"](bits(6), seed=0, n_initial=3, trust_region={"radius_init": 2, "fail_tol": 40},
+                              **COMBO_FAST)
+    seen = set()
+    for _ in range(34):
+        c = opt.ask()
+        key = tuple(c.values())
+        assert key not in seen
+        seen.add(key)
+        opt.tell(c, onemax(c))
+    assert opt.trust_region.n_restarts >= 1

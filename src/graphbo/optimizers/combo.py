@@ -130,8 +130,8 @@ class COMBO(Optimizer):
                 if tr is None or region is None or self.space.size <= len(self._exclude):
                     raise
                 tr.restart()  # every vertex of the region is evaluated or pending
-                row = tr.design_row(self._exclude, self.rng)
-                return self._distinct_random_rows(1, self._exclude)[0] if row is None else row
+                first = tr.design_row(self._exclude, self.rng)
+                return self._distinct_random_rows(1, self._exclude)[0] if first is None else first
         self.last_timing = {"fit": t1 - t0, "acquisition": time.perf_counter() - t1}
         self.last_acquisition_value = value
         return row
