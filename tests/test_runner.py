@@ -380,7 +380,7 @@ def test_compare_defaults_to_the_benchmarks_own_methods(tmp_path):
 
     out = tmp_path / "cmp"
     assert cli_main(["compare", "nas-synthetic", "--seeds", "0", "--budget", "2", "--out", str(out)]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["ea", "nasbot", "rand"]
+    assert sorted(p.name for p in out.iterdir()) == ["ea", "nasbot", "rand", "treebo"]
     out2 = tmp_path / "cmp2"
     assert cli_main(["compare", "func2c", "--seeds", "0", "--budget", "2", "--out", str(out2)]) == 0
     assert sorted(p.name for p in out2.iterdir()) == ["bofm", "rs"]

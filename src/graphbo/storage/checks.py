@@ -114,6 +114,8 @@ def _variables(space: Any) -> list[tuple[Any, list | None]] | None:
     variables, e.g. an architecture space)."""
     if not isinstance(space, list) or not all(isinstance(d, dict) for d in space):
         return None
+    if any(d.get("class") == "ArchitectureSpace" for d in space):
+        return None  # an architecture's row is its own encoding, of any length
     return [(d.get("name"), d["values"] if isinstance(d.get("values"), list) else None) for d in space]
 
 
