@@ -119,3 +119,20 @@ def test_adapted_widths_need_fewer_likelihood_evaluations_than_unit_widths(monke
         counts[adapt] = calls[0]
     assert gp.widths is not None and np.all(gp.widths > 0)
     assert counts[True] < 0.85 * counts[False], counts
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_log_likelihood_is_the_gaussian_density(seed):
+    """Supplement Eq. (7) against SciPy's multivariate normal (the in-place LAPACK path, in Fortran order)."""
+    from scipy.stats import multivariate_normal
+
+    space, X, y = _problem(35, seed)
+    kernel = gb.GraphDiffusionKernel([v.spectrum for v in space.variables])
+    gp = DiffusionGP(kernel)
+    rng = np.random.default_rng(seed)
+    gp.state = HyperSample(0.1, 0.5, -3.0, rng.normal(size=4))
+    sweeper = _Sweeper(gp, X, y, rng)
+    K = np.exp(sum(sweeper._log_factor(i, gp.state.log_beta[i]) for i in range(4)))
+    amp, noise = math.exp(0.5), math.exp(-3.0)
+    want = multivariate_normal(mean=np.full(len(y), 0.1), cov=amp * K + noise * np.eye(len(y))).logpdf(y)
+    assert sweeper._loglik(0.1, amp, noise, K) == pytest.approx(want, rel=1e-9)

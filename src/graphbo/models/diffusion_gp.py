@@ -351,13 +351,14 @@ class _Sweeper:
 
     def _cholesky(self, noise: float, scaled_gram: Callable[[], np.ndarray]) -> np.ndarray | None:
         """Lower Cholesky factor of ``scaled_gram() + noise I`` (a fresh array each call), with one jitter retry."""
+        # C is symmetric, so its transpose is the same matrix in Fortran order: LAPACK factors it in place
         C = scaled_gram()
         C.flat[self._diag] += noise
-        L, info = dpotrf(C, lower=1, clean=0, overwrite_a=1)
+        L, info = dpotrf(C.T, lower=1, clean=0, overwrite_a=1)
         if info != 0:
             C = scaled_gram()
             C.flat[self._diag] += noise + 1e-6 * float(np.mean(np.diagonal(C)))
-            L, info = dpotrf(C, lower=1, clean=0, overwrite_a=1)
+            L, info = dpotrf(C.T, lower=1, clean=0, overwrite_a=1)
             if info != 0:
                 return None
         return L
