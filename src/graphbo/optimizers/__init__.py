@@ -1,6 +1,6 @@
 """Optimizers: COMBO and baselines, all with one ask/tell protocol.
 
-TPE and SMAC (and BOHB) wrap Optuna and SMAC3, and BOCS-SDP solves its relaxations with cvxpy,
+TPE and GPSampler (gp-optuna), SMAC and BOHB wrap Optuna and SMAC3, and BOCS-SDP solves its relaxations with cvxpy,
 imported only when used (``pip install "graphbo[tpe]"`` / ``"graphbo[smac]"`` / ``"graphbo[bocs]"``).
 """
 
@@ -14,6 +14,7 @@ from .bofm import BOFM, bofm_variant
 from .cocabo import CoCaBO, CoCaBOLearnedMix, CoCaBOMix0, CoCaBOMix05, CoCaBOMix1
 from .combo import COMBO
 from .nasbot import NASBOT, NASEvolution, NASRandom
+from .optuna_gp import OptunaGP
 from .random_search import RandomSearch
 from .regularized_evolution import RegularizedEvolution
 from .simulated_annealing import SimulatedAnnealing
@@ -54,6 +55,8 @@ METHODS = {
     # BOCS with the SDP-relaxation acquisition (COMBO's "BOCS-SDP"); `bocs` is BOCS-SA
     "bocs-sdp": BOCSSDP,
     "tpe": TPE,
+    # Optuna's GPSampler (Matern-5/2 GP, log-EI): the GP-BO practitioners run, as a peer (issue 18.4)
+    "gp-optuna": OptunaGP,
     "smac": SMAC,
     # BOHB through SMAC3's multi-fidelity facade: asks come with a fidelity (epochs), see graphbo.benchmarks.fidelity
     "bohb": BOHB,
@@ -79,4 +82,4 @@ from ..kernels.frequency_modulated import KERNELS as _FM_KERNELS  # noqa: E402
 METHODS.update({f"bofm-{k}": bofm_variant(k) for k in _FM_KERNELS})
 
 __all__ = ["Optimizer", "Observation", "COMBO", "RandomSearch", "SimulatedAnnealing", "RegularizedEvolution",
-           "BOCS", "BOCSSDP", "BOHB", "BOFM", "TPE", "SMAC", "CoCaBO", "NASBOT", "NASRandom", "NASEvolution", "TreeBO", "METHODS"]
+           "BOCS", "BOCSSDP", "BOHB", "BOFM", "TPE", "OptunaGP", "SMAC", "CoCaBO", "NASBOT", "NASRandom", "NASEvolution", "TreeBO", "METHODS"]

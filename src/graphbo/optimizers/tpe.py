@@ -24,7 +24,7 @@ from ..spaces.variables import Variable
 from .base import Configs
 from .external import ExternalOptimizer, import_extra
 
-__all__ = ["TPE"]
+__all__ = ["TPE", "OptunaOptimizer"]
 
 
 def _load_optuna():
@@ -56,7 +56,70 @@ def _distribution(optuna, var):
     return dist.FloatDistribution(var.low, var.high, log=var.log)
 
 
-class TPE(ExternalOptimizer):
+class OptunaOptimizer(ExternalOptimizer):
+    """What the Optuna-backed optimizers share (TPE here, GPSampler in :mod:`graphbo.optimizers.optuna_gp`).
+
+    An in-memory study that minimises, built around the sampler returned by
+    :meth:`_make_sampler` (seeded with :attr:`library_seed`); the variables'
+    distributions of :func:`_distribution`; every told evaluation (the initial
+    design included) added to the study, or told to the trial the sampler
+    proposed if it is still pending; failures told ``FAIL``; proposals that
+    repeat an evaluated or pending configuration kept *running* while the
+    sampler is asked again (running trials are pending points for both
+    samplers: TPE's constant liar, GPSampler's q-batch log-EI), then told
+    ``FAIL``, which both samplers ignore.
+    """
+
+    #: the method name for messages about the missing extra
+    library_method = "Optuna"
+
+    def __init__(self, space: Space, *, seed: int | None = None, n_initial: int = 10,
+                 initial_configs: Configs | None = None, max_retries: int = 20):
+        self.max_retries = check_int("max_retries", max_retries, minimum=0)
+        optuna = self._optuna = import_extra(self.library_method, "optuna", "tpe", _load_optuna)
+        super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
+        self._distributions = {name: _distribution(optuna, var) for name, var in zip(space.names, space.variables)}
+        with _quiet_optuna(optuna), warnings.catch_warnings():
+            # some sampler options are marked experimental (constant_liar in optuna 3-4, deterministic_objective)
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            self.study = optuna.create_study(direction="minimize", sampler=self._make_sampler(optuna))
+        self._duplicates: list[Any] = []  # trials the sampler repeated during one suggestion, told FAIL at its end
+
+    def _make_sampler(self, optuna: Any) -> Any:
+        """The Optuna sampler, seeded with :attr:`library_seed` (called once, after the initial design)."""
+        raise NotImplementedError
+
+    # -- ExternalOptimizer hooks ---------------------------------------------------------------------
+    def _quiet(self):
+        return _quiet_optuna(self._optuna)
+
+    def _tell_library(self, row: np.ndarray, value: float | None, fidelity: int | None = None) -> None:
+        # a trial the sampler proposed is finished; for any other configuration a trial is added
+        trial = self._pop_trial(row)
+        fail = self._optuna.trial.TrialState.FAIL
+        if trial is not None:
+            self.study.tell(trial, **({"state": fail} if value is None else {"values": value}))
+        else:
+            self.study.add_trial(self._optuna.trial.create_trial(
+                params=self._params_of(row), distributions=self._distributions,
+                **({"state": fail} if value is None else {"value": value})))
+
+    def _proposals(self) -> Iterator[Any]:
+        while True:
+            yield self.study.ask(self._distributions)
+
+    def _repeated(self, trial: Any, key: bytes) -> None:
+        # Kept running while retrying: a pending point for the sampler (TPE's constant liar counts
+        # it among the bad trials, GPSampler's q-batch log-EI conditions on it), which moves away from it.
+        self._duplicates.append(trial)
+
+    def _proposals_done(self) -> None:
+        fail = self._optuna.trial.TrialState.FAIL
+        while self._duplicates:  # failed trials are ignored by the samplers
+            self.study.tell(self._duplicates.pop(0), state=fail)
+
+
+class TPE(OptunaOptimizer):
     """Tree-structured Parzen Estimator (optuna's ``TPESampler``) as a graphbo baseline.
 
     Variables map onto optuna distributions: discrete ones over value
@@ -112,59 +175,21 @@ class TPE(ExternalOptimizer):
     """
 
     name = "tpe"
+    library_method = "TPE"
 
     def __init__(self, space: Space, *, seed: int | None = None, n_initial: int = 10,
                  initial_configs: Configs | None = None, n_startup_trials: int | None = None,
                  n_ei_candidates: int = 24, multivariate: bool = False, constant_liar: bool = True,
                  max_retries: int = 20, **sampler_kwargs: Any):
-        n_startup_trials = check_optional_int("n_startup_trials", n_startup_trials, minimum=0)
-        n_ei_candidates = check_int("n_ei_candidates", n_ei_candidates, minimum=1)
-        multivariate = check_bool("multivariate", multivariate)
-        constant_liar = check_bool("constant_liar", constant_liar)
-        self.max_retries = check_int("max_retries", max_retries, minimum=0)
-        optuna = self._optuna = import_extra("TPE", "optuna", "tpe", _load_optuna)
-        super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
-        self.n_startup_trials = len(self._initial) if n_startup_trials is None else n_startup_trials
-        self._distributions = {name: _distribution(optuna, var) for name, var in zip(space.names, space.variables)}
-        with _quiet_optuna(optuna), warnings.catch_warnings():
-            # constant_liar is marked experimental in optuna 3-4
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            sampler = optuna.samplers.TPESampler(
-                seed=self.library_seed,
-                n_startup_trials=self.n_startup_trials,
-                n_ei_candidates=n_ei_candidates,
-                multivariate=multivariate,
-                constant_liar=constant_liar,
-                **sampler_kwargs,
-            )
-            self.study = optuna.create_study(direction="minimize", sampler=sampler)
-        self._duplicates: list[Any] = []  # trials TPE repeated during one suggestion, told FAIL at its end
+        self._n_startup_option = check_optional_int("n_startup_trials", n_startup_trials, minimum=0)
+        self._tpe_options = dict(n_ei_candidates=check_int("n_ei_candidates", n_ei_candidates, minimum=1),
+                                 multivariate=check_bool("multivariate", multivariate),
+                                 constant_liar=check_bool("constant_liar", constant_liar), **sampler_kwargs)
+        super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs,
+                         max_retries=max_retries)
 
-    # -- ExternalOptimizer hooks ---------------------------------------------------------------------
-    def _quiet(self):
-        return _quiet_optuna(self._optuna)
+    def _make_sampler(self, optuna: Any) -> Any:
+        self.n_startup_trials = len(self._initial) if self._n_startup_option is None else self._n_startup_option
+        return optuna.samplers.TPESampler(seed=self.library_seed, n_startup_trials=self.n_startup_trials,
+                                          **self._tpe_options)
 
-    def _tell_library(self, row: np.ndarray, value: float | None, fidelity: int | None = None) -> None:
-        # a trial TPE proposed is finished; for any other configuration a trial is added
-        trial = self._pop_trial(row)
-        fail = self._optuna.trial.TrialState.FAIL
-        if trial is not None:
-            self.study.tell(trial, **({"state": fail} if value is None else {"values": value}))
-        else:
-            self.study.add_trial(self._optuna.trial.create_trial(
-                params=self._params_of(row), distributions=self._distributions,
-                **({"state": fail} if value is None else {"value": value})))
-
-    def _proposals(self) -> Iterator[Any]:
-        while True:
-            yield self.study.ask(self._distributions)
-
-    def _repeated(self, trial: Any, key: bytes) -> None:
-        # Kept running while retrying: with the constant liar, TPE counts
-        # it among the bad trials and moves away from it.
-        self._duplicates.append(trial)
-
-    def _proposals_done(self) -> None:
-        fail = self._optuna.trial.TrialState.FAIL
-        while self._duplicates:  # failed trials are ignored by TPE
-            self.study.tell(self._duplicates.pop(0), state=fail)
