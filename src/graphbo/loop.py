@@ -248,6 +248,7 @@ def minimize(
     timeout: float | None = None,
     failure_value: float | None = None,
     n_threads: int | None = DEFAULT_THREADS,
+    max_retries: int = 1,
     **options: Any,
 ) -> MinimizeResult:
     """Minimise ``objective`` over ``space`` with ``budget`` evaluations.
@@ -310,6 +311,11 @@ def minimize(
         torch and BLAS threads while the optimizer suggests (see :class:`graphbo.Study`;
         evaluations in this process run with the process's own settings). ``None`` leaves
         the settings alone.
+    max_retries : int, default 1
+        With ``storage``: how many times a trial left ``running`` by a process that
+        died while evaluating it (``os._exit``, a segfault, SIGKILL) is evaluated
+        again when the study is resumed; after that it is recorded failed with the
+        reason (see :class:`graphbo.Study`). An integer >= 0.
     **options
         Passed to the optimizer (for COMBO: ``n_initial``, ``n_random``, ...).
 
@@ -335,13 +341,15 @@ def minimize(
     budget = check_budget(budget)
     seed = check_seed(seed)
     n_workers = check_int("n_workers", n_workers, minimum=1)
+    max_retries = check_int("max_retries", max_retries, minimum=0)
     timeout = check_timeout(timeout)
     if failure_value is not None:
         failure_value = check_real("failure_value", failure_value)
     if executor is None and n_workers > 1:
         _check_picklable(objective)
     t_start = time.perf_counter()
-    study = Study(space, method, storage=storage, seed=seed, n_threads=n_threads, **options)
+    study = Study(space, method, storage=storage, seed=seed, n_threads=n_threads, max_retries=max_retries,
+                  **options)
     try:
         if executor is None and n_workers == 1:
             _run_in_process(study, objective, budget, timeout, failure_value, callback)

@@ -65,7 +65,7 @@ from .storage.base import FORMAT_VERSION, STATUSES, CorruptStudyError, StorageEr
 from .storage.jsonio import plain
 from .storage.sqlite import SQLiteStorage
 from .threads import DEFAULT_THREADS, limit_threads
-from ._validation import check_int, check_optional_int
+from ._validation import as_real, check_int, check_optional_int, check_seed
 
 __all__ = ["Study", "Trial", "StorageError", "read_study_info", "describe_space", "FORMAT_VERSION"]
 
@@ -142,12 +142,12 @@ def _space_types() -> tuple[type, ...]:
 
 
 def _check_number(value: Any, what: str) -> float:
-    if isinstance(value, (str, bytes, bool)) or value is None:
-        raise ValueError(f"{what} {value!r} is not a number")
+    """``value`` as a finite float if it is a real number (:func:`graphbo._validation.as_real`: no str, bytes,
+    bool, ``np.bool_``, complex or array of several numbers); ``ValueError`` naming ``what`` otherwise."""
     try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{what} {value!r} is not a number") from None
+        v = as_real(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what} must be a real number, got {exc}") from None
     if not math.isfinite(v):
         raise ValueError(f"{what} {value!r} is not finite")
     return v
@@ -255,8 +255,7 @@ class Study:
                             f"got {type(space).__name__}")
         if not isinstance(method, str) or method.lower() not in METHODS:
             raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS)}")
-        if seed is not None and (isinstance(seed, bool) or int(seed) != seed):
-            raise ValueError(f"seed must be an integer or None, got {seed!r}")
+        seed = check_seed(seed)
         self.n_threads = check_optional_int("n_threads", n_threads, minimum=1)
         self.max_retries = check_int("max_retries", max_retries, minimum=0)
         self._owns_storage = not isinstance(storage, Storage)

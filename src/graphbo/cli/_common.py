@@ -38,10 +38,21 @@ def unused_path(path: str) -> str:
 
 
 def resume_command(path: str) -> str:
-    """The exact command that continues the study file ``path``."""
+    """The exact command that continues the study file ``path``: for a study of the user's own function, with
+    ``--objective SPEC`` (the spec as stored by ``graphbo run``), since resume imports nothing the user did not
+    name."""
     import shlex
 
-    return f"graphbo resume {shlex.quote(path)}"
+    from ..storage.base import StorageError
+    from ..study import read_study_info
+
+    command = f"graphbo resume {shlex.quote(path)}"
+    try:
+        attrs = read_study_info(path).get("user_attrs")
+    except (StorageError, OSError):
+        return command
+    spec = attrs.get("objective") if isinstance(attrs, dict) else None
+    return f"{command} --objective {shlex.quote(spec)}" if isinstance(spec, str) else command
 
 
 def positive_int(text: str) -> int:

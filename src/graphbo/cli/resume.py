@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError, TypeError) as exc:
         print(f"{prog}: cannot rebuild benchmark {name!r} of {args.path}: {exc}", file=sys.stderr)
         return 2
-    budget = _budget(prog, args, attrs, bench.default_budget)
+    budget = _budget(prog, args, attrs, bench.default_budget, info)
     if budget is None:
         return 2
     finished = info["n_complete"] + info["n_failed"]
@@ -102,16 +102,24 @@ def run(args: argparse.Namespace) -> int:
                           info["method_options"], args)
 
 
-def _budget(prog: str, args: argparse.Namespace, attrs: dict, default: Any) -> int | None:
-    """``--budget``, else the stored budget (an integer >= 1), else ``default``; ``None`` after an error line."""
+def _budget(prog: str, args: argparse.Namespace, attrs: dict, default: Any, info: dict) -> int | None:
+    """``--budget``, else the stored budget (an integer >= 1), else ``default``; ``None`` after an error line,
+    also when the study already has more finished trials than that (checked before anything is printed)."""
     if args.budget is not None:
-        return int(args.budget)
-    stored = attrs.get("budget", default)
-    if isinstance(stored, bool) or not isinstance(stored, int) or stored < 1:
-        print(f"{prog}: {args.path}: its stored budget {stored!r} is not a positive integer; give --budget N",
-              file=sys.stderr)
+        budget = int(args.budget)
+    else:
+        stored = attrs.get("budget", default)
+        if isinstance(stored, bool) or not isinstance(stored, int) or stored < 1:
+            print(f"{prog}: {args.path}: its stored budget {stored!r} is not a positive integer; give --budget N",
+                  file=sys.stderr)
+            return None
+        budget = stored
+    finished = info["n_complete"] + info["n_failed"]
+    if finished > budget:
+        print(f"{prog}: {args.path} already has {finished} finished trials, more than the budget {budget}; give "
+              f"--budget {finished} or more", file=sys.stderr)
         return None
-    return stored
+    return budget
 
 
 def _resume_user(args: argparse.Namespace, info: dict, attrs: dict) -> int:
@@ -127,6 +135,9 @@ def _resume_user(args: argparse.Namespace, info: dict, attrs: dict) -> int:
         print(f"{prog}: {args.path} is a study of your own function; name it: --objective MODULE:FUNCTION"
               f"{hint}, or pass --trust-stored-objective to import the one the file names (only for a file you "
               "trust: it runs whatever it names)", file=sys.stderr)
+        return 2
+    budget = _budget(prog, args, attrs, None, info)
+    if budget is None:
         return 2
     try:
         space = space_from_dict(attrs.get("space"), source=f"{args.path} (its stored space)")
@@ -158,9 +169,6 @@ def _resume_user(args: argparse.Namespace, info: dict, attrs: dict) -> int:
         objective.resolve()
     except ObjectiveError as exc:
         print(f"{prog}: {args.path}: cannot re-import its objective: {exc}", file=sys.stderr)
-        return 2
-    budget = _budget(prog, args, attrs, None)
-    if budget is None:
         return 2
     if not args.quiet:
         finished = info["n_complete"] + info["n_failed"]

@@ -9,9 +9,11 @@ untouched when it raises. Minimisation everywhere.
 from __future__ import annotations
 
 import inspect
+import itertools
 import math
+from collections.abc import Set
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence, overload
+from typing import AbstractSet, Any, Iterable, Iterator, Mapping, Sequence, TypeVar, cast, overload
 
 import numpy as np
 
@@ -22,6 +24,7 @@ __all__ = ["Optimizer", "Observation", "Configs", "signature_without"]
 
 #: the type of ``initial_configs``: configurations (dicts of variable name -> value)
 Configs = Sequence[Mapping[str, Any]]
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -78,13 +81,15 @@ class Optimizer:
         n_random = int(max(0, min(n_initial, self.space.size) - len(rows)))
         return rows + self._distinct_random_rows(n_random, {r.tobytes() for r in rows})
 
-    def _distinct_random_rows(self, n: int, taken: set[bytes]) -> list[np.ndarray]:
+    def _distinct_random_rows(self, n: int, taken: AbstractSet[bytes]) -> list[np.ndarray]:
+        """``n`` distinct random rows, none in ``taken`` (read, never copied: an ask costs O(1) in the trials)."""
         rows: list[np.ndarray] = []
-        taken = set(taken)
+        new: set[bytes] = set()
         while len(rows) < n:
             for r in self.space.sample_index(n - len(rows), self.rng):
-                if r.tobytes() not in taken and len(rows) < n:
-                    taken.add(r.tobytes())
+                key = r.tobytes()
+                if key not in taken and key not in new and len(rows) < n:
+                    new.add(key)
                     rows.append(r)
         return rows
 
@@ -237,7 +242,40 @@ class Optimizer:
 
     @property
     def _exclude(self) -> set[bytes]:
-        return self._evaluated | set(self._pending)
+        """The rows never to suggest (evaluated, failed or pending), as a read-only view: nothing is copied.
+
+        Typed ``set`` for the acquisition optimisers' signatures, which only test membership, take its
+        length or iterate over it; it has no ``add``.
+        """
+        return cast("set[bytes]", _Excluded(self._evaluated, self._pending))
+
+
+class _Excluded(Set[bytes]):
+    """The union of the evaluated rows and the pending ones, without building it.
+
+    ``in`` and ``len`` cost O(1) in the evaluated rows (``len`` counts the pending rows not evaluated, a few:
+    the evaluations in flight); iteration gives each row once. The set operators (``|``, ``-``, ...) of
+    :class:`collections.abc.Set` return plain sets.
+    """
+
+    __slots__ = ("_evaluated", "_pending")
+
+    def __init__(self, evaluated: AbstractSet[bytes], pending: Mapping[bytes, Any]):
+        self._evaluated = evaluated
+        self._pending = pending
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._evaluated or key in self._pending
+
+    def __len__(self) -> int:
+        return len(self._evaluated) + sum(1 for k in self._pending if k not in self._evaluated)
+
+    def __iter__(self) -> Iterator[bytes]:
+        return itertools.chain(self._evaluated, (k for k in self._pending if k not in self._evaluated))
+
+    @classmethod
+    def _from_iterable(cls, it: Iterable[_T]) -> set[_T]:
+        return set(it)
 
 
 def signature_without(cls: type, name: str) -> inspect.Signature:
