@@ -12,11 +12,19 @@ against evaluations, mean +/- s.e. bands); and for COMBO the posterior mean
 of each ``beta_i`` at the end of the runs. A multi-fidelity run (BOHB) is
 shown against full-fidelity-equivalent evaluations, with its full-fidelity
 values only (:func:`~graphbo.experiments.runner.fidelity_best_so_far`).
+
+``graphbo report --suite DIR`` reads the same runs as a suite (several
+problems x methods x seeds, e.g. one ``graphbo compare --out DIR/PROBLEM`` per
+problem) and writes :func:`write_suite_report`: each method's mean rank over
+the problems, the mean best-found +/- s.e. per problem and method, and
+best-so-far curves (median and quartiles over seeds).
 """
 
 from __future__ import annotations
 
+import functools
 import glob
+import json
 import math
 import os
 from collections import defaultdict
@@ -25,12 +33,13 @@ from typing import Any, Sequence
 import numpy as np
 
 from .._lazy import require
+from ..benchmarks import load_benchmark
 from .paper_numbers import paper_number
 from ..storage import TraceError, read_run
 from ..storage.runs import RUN_SUFFIX, TRACE_SUFFIX
 from .runner import fidelity_best_so_far, trace_finished
 
-__all__ = ["benchmark_id", "collect", "write_report"]
+__all__ = ["benchmark_id", "collect", "write_report", "average_ranks", "suite_summary", "write_suite_report"]
 
 
 def benchmark_id(spec: dict[str, Any], label: str | None = None) -> str:
@@ -79,6 +88,7 @@ def collect(root: str | Sequence[str]) -> dict[str, dict[str, list[dict[str, Any
             "beta": _stored_beta(last_state.get("method") or {}),
             "best_config": evals[int(np.nanargmin(values))]["config"] if np.isfinite(values).any() else None,
             "best_value": float(np.nanmin(values)) if np.isfinite(values).any() else float("nan"),
+            "benchmark": (spec["benchmark"], dict(spec.get("benchmark_options", {}))),
         })
     return out
 
@@ -267,6 +277,190 @@ def write_report(root: str | Sequence[str], out: str | None = None, title: str =
             _plot_beta(bench, rel, rp)
             lines += [f"![COMBO beta on {bench}]({os.path.relpath(rp, os.path.dirname(out) or '.')})", ""]
         lines += _best_network(bench, runs, img_dir, os.path.dirname(out) or ".", slug)
+    with open(out, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    return out
+
+
+# -- suites: ranks over problems ---------------------------------------------------------------------------
+def average_ranks(values: dict[str, float]) -> dict[str, float]:
+    """Rank of each key by its value, 1 for the lowest (every objective is minimised); tied values share
+    the mean of the ranks they span (``{a: 1, b: 1, c: 3}`` -> ``{a: 1.5, b: 1.5, c: 3}``)."""
+    order = sorted(values, key=lambda k: values[k])
+    ranks: dict[str, float] = {}
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in order[i: j + 1]:
+            ranks[k] = (i + j) / 2.0 + 1.0
+        i = j + 1
+    return ranks
+
+
+def suite_summary(data: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, Any]:
+    """Per problem and method the best values at the budget of the finished runs, their mean and standard
+    error, the method's rank on the problem (by mean, ties averaged: :func:`average_ranks`) and whether it
+    is first or within two combined standard errors of the first (``mean - first <= 2 sqrt(se^2 + se_first^2)``,
+    a missing s.e. counted as 0); per method the mean rank over the problems it ran on."""
+    problems: dict[str, dict[str, dict[str, Any]]] = {}
+    for bench in sorted(data):
+        cells: dict[str, dict[str, Any]] = {}
+        for method, runs in sorted(data[bench].items()):
+            best = [float(r["best_so_far"][-1]) for r in runs if r["finished"]]
+            if best:
+                m, se = _mean_se(best)
+                cells[method] = {"best": best, "mean": m, "se": se, "unfinished": len(runs) - len(best)}
+        if not cells:
+            continue
+        ranks = average_ranks({k: c["mean"] for k, c in cells.items()})
+        first = min(cells.values(), key=lambda c: c["mean"])
+        for method, c in cells.items():
+            c["rank"], c["top_rank"] = ranks[method], min(ranks.values())
+            gap = c["mean"] - first["mean"]
+            c["near_first"] = bool(gap <= 2.0 * math.hypot(_zero_nan(c["se"]), _zero_nan(first["se"])))
+        problems[bench] = cells
+    methods = sorted({m for cells in problems.values() for m in cells})
+    overall = {}
+    for method in methods:
+        mine = [cells[method] for cells in problems.values() if method in cells]
+        overall[method] = {"mean_rank": float(np.mean([c["rank"] for c in mine])), "problems": len(mine),
+                           "first": sum(c["rank"] == c["top_rank"] for c in mine),
+                           "near_first": sum(c["near_first"] for c in mine)}
+    return {"problems": problems, "methods": overall}
+
+
+def _zero_nan(x: float) -> float:
+    return 0.0 if math.isnan(x) else x
+
+
+@functools.lru_cache(maxsize=None)
+def _optimum_of(name: str, options_json: str) -> float | None:
+    """The benchmark's known optimum (its ``optimum``), or ``None`` when it has none or cannot be loaded."""
+    try:
+        value = getattr(load_benchmark(name, **json.loads(options_json)), "optimum", None)
+    except Exception:  # a missing extra or data file: the curves are drawn without regret
+        return None
+    return float(value) if value is not None and math.isfinite(float(value)) else None
+
+
+def _run_optimum(run: dict[str, Any]) -> float | None:
+    name, options = run["benchmark"]
+    return _optimum_of(name, json.dumps(options, sort_keys=True))
+
+
+#: the smallest regret a log-scale plot shows; smaller ones (the optimum found, up to its printed digits) sit on it
+REGRET_FLOOR = 1e-8
+
+
+def curve_scale(runs: dict[str, list[dict]]) -> str:
+    """How a problem's best-so-far curves are drawn: ``"regret"`` when every finished run's benchmark knows
+    its optimum (best so far minus the optimum, log scale), ``"log"`` when all values are positive and span
+    more than two decades, else ``"linear"``."""
+    done = [r for rs in runs.values() for r in rs if r["finished"]]
+    if done and all(_run_optimum(r) is not None for r in done):
+        return "regret"
+    vals = np.concatenate([r["best_so_far"] for r in done]) if done else np.array([])
+    vals = vals[np.isfinite(vals)]
+    if vals.size and vals.min() > 0 and vals.max() / vals.min() > 100.0:
+        return "log"
+    return "linear"
+
+
+def _plot_suite_curves(bench: str, runs: dict[str, list[dict]], path: str) -> str:
+    """Best so far against evaluations, median and quartiles over the finished runs of each method; returns
+    the scale used (:func:`curve_scale`)."""
+    matplotlib = require("matplotlib", "the report's plots", extra="report")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scale = curve_scale(runs)
+    fig, ax = plt.subplots(figsize=(7.5, 4))
+    palette = getattr(plt.get_cmap("tab10"), "colors")
+    for i, (method, rs) in enumerate(sorted(runs.items())):
+        done = [r for r in rs if r["finished"]]
+        if not done:
+            continue
+        length = min(len(r["best_so_far"]) for r in done)
+        curves = np.stack([np.asarray(r["best_so_far"][:length], dtype=float) for r in done])
+        if scale == "regret":
+            opt = np.array([_run_optimum(r) for r in done], dtype=float)[:, None]
+            curves = np.maximum(curves - opt, REGRET_FLOOR)
+        q1, med, q3 = np.percentile(curves, [25, 50, 75], axis=0)
+        x = np.arange(1, length + 1)
+        colour_index, style = method_style(i)
+        ax.plot(x, med, color=palette[colour_index], linestyle=style, label=f"{method} ({len(done)})")
+        ax.fill_between(x, q1, q3, color=palette[colour_index], alpha=0.2)
+    if scale != "linear":
+        ax.set_yscale("log")
+    ax.set_xlabel("evaluations")
+    ax.set_ylabel("regret (best so far - optimum)" if scale == "regret" else "best value so far")
+    ax.set_title(bench)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return scale
+
+
+def write_suite_report(root: str | Sequence[str], out: str | None = None, title: str = "Suite",
+                       notes: str | None = None) -> str:
+    """Write the suite report of the runs under ``root`` (one folder or several; default file
+    ``suite.md`` in the first) and its PNGs (``img/<file stem>_<problem>_curves.png`` next to it);
+    return its path. See :func:`suite_summary` for the numbers."""
+    roots = [root] if isinstance(root, str) else list(root)
+    data = collect(roots)
+    summary = suite_summary(data)
+    problems, methods = summary["problems"], summary["methods"]
+    out = out or os.path.join(roots[0], "suite.md")
+    out_dir = os.path.dirname(out) or "."
+    img_dir = os.path.join(out_dir, "img")
+    os.makedirs(img_dir, exist_ok=True)
+    stem = os.path.splitext(os.path.basename(out))[0]
+    lines = [f"# {title}", "",
+             f"Generated by `graphbo report --suite {' '.join(roots)}` from the run files there. "
+             "Every objective is minimised. On each problem the methods are ranked by their mean best value at "
+             "the budget over finished runs (seeds), tied means sharing the mean of their ranks; a method's mean "
+             "rank is over the problems it ran on. \"first or ≈\" counts the problems where the method is first or "
+             "within two combined standard errors of the first (mean − first ≤ 2·sqrt(se² + se_first²)).", ""]
+    if notes:
+        lines += [notes.strip(), ""]
+    lines += ["## Mean rank", "", "| method | mean rank | problems | first | first or ≈ |", "|---|---|---|---|---|"]
+    for method in sorted(methods, key=lambda m: (methods[m]["mean_rank"], m)):
+        o = methods[method]
+        lines.append(f"| {method} | {o['mean_rank']:.2f} | {o['problems']} | {o['first']} | {o['near_first']} |")
+    names = sorted(methods)
+    lines += ["", "## Best value at the budget", "",
+              "Mean ± standard error over seeds, the rank on the problem in brackets; bold: first; "
+              "≈: within two standard errors of the first.", "",
+              "| problem | budget | seeds | " + " | ".join(names) + " |", "|---" * (len(names) + 3) + "|"]
+    for bench, cells in problems.items():
+        d = _digits([v for c in cells.values() for v in c["best"]])
+        budgets = sorted({r["budget"] for rs in data[bench].values() for r in rs})
+        seeds = sorted({len(c["best"]) for c in cells.values()})
+        row = [bench, ", ".join(map(str, budgets)), "–".join(map(str, sorted({seeds[0], seeds[-1]})))]
+        for method in names:
+            c = cells.get(method)
+            if c is None:
+                row.append("–")
+                continue
+            text = f"{_fmt(c['mean'], c['se'], d)} ({c['rank']:g})"
+            row.append(f"**{text}**" if c["rank"] == c["top_rank"] else (f"≈ {text}" if c["near_first"] else text))
+        lines.append("| " + " | ".join(row) + " |")
+    unfinished = [f"{b} {m} ({c['unfinished']})" for b, cells in problems.items() for m, c in cells.items()
+                  if c["unfinished"]]
+    if unfinished:
+        lines += ["", "Unfinished runs, left out: " + ", ".join(unfinished) + "."]
+    lines += ["", "## Best so far", "",
+              "Median (line) and quartiles (band) over seeds. Where the benchmark knows its optimum the curve is the "
+              f"regret (best so far minus the optimum) on a log scale, a regret below {REGRET_FLOOR:g} drawn at it; "
+              "otherwise the best value, on a log scale where it is positive and spans more than two decades.", ""]
+    for bench in problems:
+        slug = "".join(c if c.isalnum() else "_" for c in bench)
+        path = os.path.join(img_dir, f"{stem}_{slug}_curves.png")
+        scale = _plot_suite_curves(bench, data[bench], path)
+        lines += [f"### {bench}", "", f"![best so far on {bench} ({scale})]({os.path.relpath(path, out_dir)})", ""]
     with open(out, "w") as fh:
         fh.write("\n".join(lines) + "\n")
     return out

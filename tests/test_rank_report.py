@@ -1,0 +1,136 @@
+"""``graphbo report --suite`` (issue 18.5): ranks, means and curves of a suite, checked against the run files.
+
+Real ``graphbo compare`` runs (random search and simulated annealing on two cheap problems, two seeds,
+six evaluations); the numbers in the written file are recomputed here from the SQLite run files
+directly (``sqlite3``, not graphbo's readers) and ranked with SciPy.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import rankdata
+
+from graphbo.experiments.report import average_ranks, curve_scale
+
+pytest.importorskip("matplotlib")
+
+PROBLEMS = ("branin", "int-rosenbrock")
+METHODS = ("rs", "sa")
+
+
+def graphbo(*args, cwd):
+    proc = subprocess.run([sys.executable, "-m", "graphbo", *args], capture_output=True, text=True, cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory):
+    root = tmp_path_factory.mktemp("suite")
+    for problem in PROBLEMS:
+        graphbo("compare", problem, "--methods", ",".join(METHODS), "--seeds", "0-1", "--budget", "6",
+                "--n-initial", "2", "--out", str(root / "runs" / problem), cwd=root)
+    return root
+
+
+def best_found(db: Path) -> float:
+    with sqlite3.connect(db) as con:
+        values = [v for (v,) in con.execute("SELECT value FROM trials WHERE status = 'complete'")]
+    assert len(values) == 6
+    return min(values)
+
+
+def expected(root: Path):
+    """Mean and s.e. of the best found per problem and method, and the ranks, from the run files alone."""
+    cells = {}
+    for problem in PROBLEMS:
+        for method in METHODS:
+            best = [best_found(root / "runs" / problem / method / f"seed{s}.db") for s in (0, 1)]
+            cells[problem, method] = (float(np.mean(best)), float(np.std(best, ddof=1) / math.sqrt(2)))
+    ranks = {}
+    for problem in PROBLEMS:
+        r = rankdata([cells[problem, m][0] for m in METHODS], method="average")
+        ranks.update({(problem, m): float(x) for m, x in zip(METHODS, r)})
+    mean_rank = {m: float(np.mean([ranks[p, m] for p in PROBLEMS])) for m in METHODS}
+    return cells, ranks, mean_rank
+
+
+def table_rows(text: str, header_start: str) -> list[list[str]]:
+    lines = text.splitlines()
+    i = next(k for k, line in enumerate(lines) if line.startswith(header_start))
+    rows = []
+    for line in lines[i + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip("|").split("|")])
+    return rows
+
+
+def test_the_written_means_and_ranks_equal_those_of_the_run_files(suite):
+    out = suite / "docs" / "beyond.md"
+    graphbo("report", str(suite / "runs"), "--suite", "--out", str(out), "--title", "Beyond", cwd=suite)
+    text = out.read_text()
+    cells, ranks, mean_rank = expected(suite)
+
+    written_rank = {row[0]: row for row in table_rows(text, "| method | mean rank")}
+    assert set(written_rank) == set(METHODS)
+    for m in METHODS:
+        assert float(written_rank[m][1]) == pytest.approx(mean_rank[m], abs=0.005)
+        assert int(written_rank[m][2]) == len(PROBLEMS)
+        assert int(written_rank[m][3]) == sum(ranks[p, m] == min(ranks[p, o] for o in METHODS) for p in PROBLEMS)
+
+    rows = {row[0]: row for row in table_rows(text, "| problem | budget")}
+    assert set(rows) == set(PROBLEMS)
+    for p in PROBLEMS:
+        assert rows[p][1] == "6" and rows[p][2] == "2"
+        for j, m in enumerate(METHODS):
+            cell = rows[p][3 + j]
+            mean, se, rank = re.search(r"(-?[\d.]+) ± ([\d.]+) \(([\d.]+)\)", cell).groups()
+            digits = len(mean.split(".")[1])
+            assert float(mean) == pytest.approx(cells[p, m][0], abs=0.51 * 10 ** -digits)
+            assert float(se) == pytest.approx(cells[p, m][1], abs=0.51 * 10 ** -digits)
+            assert float(rank) == ranks[p, m]
+            assert cell.startswith("**") == (ranks[p, m] == min(ranks[p, o] for o in METHODS))
+
+    # one PNG per problem beside the file, linked from it
+    for p in PROBLEMS:
+        png = out.parent / "img" / f"beyond_{p.replace('-', '_')}_curves.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"(img/{png.name})" in text
+
+
+def test_the_default_file_is_in_the_runs_folder_not_the_docs(suite):
+    proc = graphbo("report", str(suite / "runs"), "--suite", cwd=suite)
+    assert (suite / "runs" / "suite.md").is_file()
+    assert str(suite / "runs" / "suite.md") in proc.stdout
+    assert not (suite / "docs" / "suite.md").exists()
+
+
+def test_ties_share_the_mean_of_their_ranks():
+    assert average_ranks({"a": 1.0, "b": 1.0, "c": 3.0}) == {"a": 1.5, "b": 1.5, "c": 3.0}
+    rng = np.random.default_rng(0)
+    values = rng.integers(0, 4, size=12).astype(float)  # many ties
+    ranks = average_ranks({f"m{i}": v for i, v in enumerate(values)})
+    np.testing.assert_array_equal([ranks[f"m{i}"] for i in range(12)], rankdata(values, method="average"))
+
+
+def _runs(curves, benchmark=("no-such-benchmark", {})):
+    return {"m": [{"finished": True, "best_so_far": np.asarray(c, dtype=float), "benchmark": benchmark}
+                  for c in curves]}
+
+
+def test_the_curves_scale():
+    # a benchmark that knows its optimum: regret on a log scale
+    assert curve_scale(_runs([[5.0, 1.0]], benchmark=("branin", {}))) == "regret"
+    # no known optimum: log scale only for positive values spanning more than two decades
+    assert curve_scale(_runs([[500.0, 4.0]])) == "log"
+    assert curve_scale(_runs([[50.0, 4.0]])) == "linear"
+    assert curve_scale(_runs([[500.0, -4.0]])) == "linear"
