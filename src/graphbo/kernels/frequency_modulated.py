@@ -49,6 +49,12 @@ __all__ = ["FMKernel", "KernelPairs", "KERNELS"]
 
 KERNELS = ("modlap", "moddif", "general", "fnn", "prodlap", "addlap", "proddif", "adddif")
 _FM_FAMILY = ("modlap", "moddif", "general", "fnn")
+#: smallest product of factors divided by one factor in :meth:`_FMProduct.backward` (1/eps above the
+#: smallest normal number: the quotient keeps full relative precision)
+_SAFE_PRODUCT = {dt: torch.finfo(dt).tiny / torch.finfo(dt).eps for dt in (torch.float16, torch.bfloat16,
+                                                                           torch.float32, torch.float64)}
+#: entries (rows x columns) of one block of :meth:`FMKernel._fm_gram_inplace`: its few buffers stay in cache
+_BLOCK_ENTRIES = 32_768
 
 
 class _FMProduct(torch.autograd.Function):
@@ -80,10 +86,17 @@ class _FMProduct(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, gK: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         b, x, norms, F, FG, acc, K, var = ctx.saved_tensors
-        # product of the other variables' factors, by prefix and suffix products (no division by a factor)
-        ones = torch.ones_like(acc[:1])
-        others = torch.cat([ones, acc[:-1].cumprod(0)]).mul_(torch.cat([acc[1:].flip(0).cumprod(0).flip(0), ones]))
-        g_acc = others.mul_(gK / norms.prod())
+        # product of the other variables' factors: the full product divided by the factor where every
+        # full product is a normal number (then no factor is 0 and no partial product underflowed);
+        # else by prefix and suffix products (no division by a factor)
+        full = K * norms.prod()
+        if bool((full.abs() >= _SAFE_PRODUCT[full.dtype]).all()):
+            g_acc = (gK * K)[None, :] / acc
+        else:
+            ones = torch.ones_like(acc[:1])
+            others = torch.cat([ones, acc[:-1].cumprod(0)]).mul_(
+                torch.cat([acc[1:].flip(0).cumprod(0).flip(0), ones]))
+            g_acc = others.mul_(gK / norms.prod())
         g_norms = -(gK * K).sum() / norms if ctx.needs_input_grad[3] else None
         # d f_j G_j / dz = phi'(z) G = -F FG (1/z) or -FG (exp(-z)); the sign is applied below
         H = g_acc.index_select(0, var).mul_(FG)
@@ -170,11 +183,17 @@ class FMKernel:
         self._es_var = torch.tensor([q for q, g in enumerate(self.eigenspaces) for _ in g], dtype=torch.long)
         self._es_lam = torch.tensor([lam for g in self.eigenspaces for lam, _ in g], dtype=dtype)
         self._es_tables = [torch.stack([P for _, P in g]) for g in self.eigenspaces]
+        # the value of a constant projector (the lambda = 0 eigenspace of a connected graph: 1/k), else None
+        self._es_const: list[list[float | None]] = [
+            [float(P.mean()) if float((P - P.mean()).abs().max()) <= 1e-13 * float(P.mean().abs()) else None
+             for _, P in g] for g in self.eigenspaces]
         # the full spectra, concatenated, for the normalising constants mean_i f(lambda_i, 0)
         self._spec_var = torch.tensor([q for q, lam in enumerate(self.lam) for _ in range(lam.numel())],
                                       dtype=torch.long)
         self._spec_lam = torch.cat(self.lam) if self.lam else torch.zeros(0, dtype=dtype)
         self._spec_size = torch.tensor([float(lam.numel()) for lam in self.lam], dtype=dtype)
+        #: where each variable's values start in the spectra laid end to end, shape ``(P + 1,)``
+        self._spec_offset = torch.tensor(np.cumsum([0] + [lam.numel() for lam in self.lam]), dtype=torch.long)
         # parameter layout: (name, size)
         layout = [("log_theta", self.Dc), ("log_beta", self.P)]
         if name in ("modlap", "moddif", "general"):
@@ -316,51 +335,84 @@ class FMKernel:
                          C2: torch.Tensor) -> torch.Tensor:
         """Eq. (5) without autograd, variable by variable in preallocated buffers (large prediction batches).
 
-        Equal to :meth:`_fm_gram` up to rounding. Only a few ``(n1, n2)`` arrays
-        are alive at a time, and the projector entries are gathered by whole rows
-        (``P_j[:, v2]`` once, then one row per ``v1``), which is several times faster
-        than an element-wise ``P_j[v1][:, v2]``.
+        Equal to :meth:`_fm_gram` up to rounding. The rows of the first set are taken in
+        blocks of about :data:`_BLOCK_ENTRIES` entries, so the few ``(block, n2)`` buffers
+        stay in cache; the projector entries are gathered by whole rows (``P_j[:, v2]``
+        once, then one row per ``v1``), and an eigenspace whose projector is constant
+        (the ``lambda = 0`` one of a connected graph, ``1/k`` everywhere) needs no gather.
+        For ModLap and FNN, ``1 / norm_q`` is folded into the denominators
+        (``f_j / norm_q = 1 / (norm_q z_j)``), so a factor costs no division pass.
         """
         p = self.unpack(params)
         n1, n2 = V1.shape[0], V2.shape[0]
+        out = torch.empty(n1, n2, dtype=self.dtype)
+        if n1 == 0 or n2 == 0:
+            return out
         with torch.no_grad():
             beta = torch.exp(p["log_beta"])
-            norms = self._norms(p, beta)
-            r2, buf, fj, rows, acc = (torch.empty(n1, n2, dtype=self.dtype) for _ in range(5))
-            r2.zero_()
-            if self.Dc:
-                theta = torch.exp(p["log_theta"])
-                S1, S2 = C1 / theta, C2 / theta
-                for d in range(self.Dc):
-                    torch.sub(S1[:, d, None], S2[None, :, d], out=buf)
-                    r2.addcmul_(buf, buf)
-            if self.name == "fnn":
-                torch.sub(2.0, self._nn_kernel(p, C1, C2), out=buf)  # f_j = 1 / (2 - k_NN + beta lambda_j)
-            else:
-                alpha = torch.exp(p["log_alpha"])
-            K: torch.Tensor | None = None
+            norm_list = self._norms(p, beta).tolist()
+            beta_list = beta.tolist()
+            alpha = torch.exp(p["log_alpha"]).tolist() if self.name != "fnn" else None
+            theta = torch.exp(p["log_theta"]) if self.Dc else None
+            S1 = C1 / theta if theta is not None else None
+            S2 = C2 / theta if theta is not None else None
+            fold = self.name in ("modlap", "fnn")
+            # per variable: (beta lambda_j, constant projector value or None, rows P_j[:, v2] or None)
+            terms = []
             for q in range(self.P):
-                if self.name != "fnn":
-                    torch.mul(r2, alpha[q], out=buf)  # alpha r^2 (modlap: 1 + alpha r^2 below)
-                    if self.name == "modlap":
-                        buf.add_(1.0)
-                acc.zero_()
-                v1 = V1[:, q]
-                tables = self._es_tables[q][:, :, V2[:, q]]  # (J_q, k_q, n2)
-                for (lam_j, _), table in zip(self.eigenspaces[q], tables):
-                    bl = beta[q] * lam_j
-                    if self.name in ("modlap", "fnn"):
-                        torch.add(buf, bl, out=fj).reciprocal_()
-                        f = fj
+                tables = self._es_tables[q]
+                const = self._es_const[q]
+                rows2 = tables[:, :, V2[:, q]]  # (J_q, k_q, n2)
+                terms.append([(beta_list[q] * lam_j, const[j], None if const[j] is not None else rows2[j])
+                              for j, (lam_j, _) in enumerate(self.eigenspaces[q])])
+            block = max(1, min(n1, _BLOCK_ENTRIES // n2))
+            r2_b, buf_b, fj_b, rows_b, acc_b = (torch.empty(block, n2, dtype=self.dtype) for _ in range(5))
+            for s in range(0, n1, block):
+                e = min(n1, s + block)
+                b = e - s
+                r2, buf, fj, rows, acc = r2_b[:b], buf_b[:b], fj_b[:b], rows_b[:b], acc_b[:b]
+                K = out[s:e]
+                r2.zero_()
+                if S1 is not None and S2 is not None:
+                    for d in range(self.Dc):
+                        torch.sub(S1[s:e, d, None], S2[None, :, d], out=buf)
+                        r2.addcmul_(buf, buf)
+                if self.name == "fnn":  # f_j = 1 / (2 - k_NN + beta lambda_j)
+                    torch.sub(2.0, self._nn_kernel(p, C1[s:e], C2), out=r2)
+                for q in range(self.P):
+                    nq = norm_list[q]
+                    if self.name == "fnn":
+                        torch.mul(r2, nq, out=buf)  # norm_q (2 - k_NN)
+                    elif self.name == "modlap":  # norm_q (1 + alpha r^2)
+                        torch.mul(r2, nq * alpha[q], out=buf).add_(nq)  # type: ignore[index]
                     else:
-                        f = self._modulate(p, bl, buf)
-                    acc.addcmul_(f, torch.index_select(table, 0, v1, out=rows))
-                if K is None:
-                    K = acc.div(norms[q])
-                else:
-                    K.mul_(acc).div_(norms[q])
-            assert K is not None  # called with at least one discrete variable
-            return K
+                        torch.mul(r2, alpha[q], out=buf)  # type: ignore[index]
+                    v1 = V1[s:e, q]
+                    first = True
+                    for bl, const, table in terms[q]:
+                        if fold:  # f_j / norm_q = 1 / (norm_q z_j)
+                            f = torch.add(buf, nq * bl, out=fj).reciprocal_()
+                        else:
+                            f = self._modulate(p, torch.as_tensor(bl, dtype=self.dtype), buf)
+                        if const is not None:
+                            if first:
+                                torch.mul(f, const, out=acc)
+                            else:
+                                acc.add_(f, alpha=const)
+                        else:
+                            g = torch.index_select(table, 0, v1, out=rows)
+                            if first:
+                                torch.mul(f, g, out=acc)
+                            else:
+                                acc.addcmul_(f, g)
+                        first = False
+                    if not fold:
+                        acc.div_(nq)
+                    if q == 0:
+                        K.copy_(acc)
+                    else:
+                        K.mul_(acc)
+            return out
 
     def diag(self, params: torch.Tensor, V: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
         """``k(x, x)`` for each row, without forming the Gram matrix (``r = 0``)."""
@@ -379,22 +431,26 @@ class FMKernel:
                 return g
             w = torch.sigmoid(p["logit_mix"])
             return w + (1 - w) * g
-        if self.name == "fnn":
-            s = torch.exp(p["log_sigma"])
-            x = torch.cat([torch.ones(m, 1, dtype=self.dtype), 2 * C - 1], 1)
-            nx = 1 + 2 * (x * s * x).sum(1)
-            knn = (2 / math.pi) * torch.asin((2 * (x * s * x).sum(1) / nx).clamp(-1.0, 1.0))
+        if self.name != "fnn":
+            # k(x, x) = prod_q d_q[v_q] with d_q[v] = sum_i U_q[v, i]^2 f(beta_q lambda_i, 0) / norm_q: one
+            # table of k_q values per variable, all tables laid end to end and read in one gather
+            beta = torch.exp(p["log_beta"])
+            F = self._modulate(p, beta[self._spec_var] * self._spec_lam, torch.zeros((), dtype=self.dtype))
+            norms = torch.zeros(self.P, dtype=self.dtype).index_add(0, self._spec_var, F) / self._spec_size
+            tables = torch.cat([(self.U[q].square() @ F[self._spec_offset[q]:self._spec_offset[q + 1]]) / norms[q]
+                                for q in range(self.P)])
+            return tables[V + self._spec_offset[:-1]].prod(1)
+        # FNN: the modulation depends on k_NN(c, c), so on the row
+        s = torch.exp(p["log_sigma"])
+        x = torch.cat([torch.ones(m, 1, dtype=self.dtype), 2 * C - 1], 1)
+        nx = 1 + 2 * (x * s * x).sum(1)
+        knn = (2 / math.pi) * torch.asin((2 * (x * s * x).sum(1) / nx).clamp(-1.0, 1.0))
         out = torch.ones(m, dtype=self.dtype)
-        zero = torch.zeros((), dtype=self.dtype)
         for q in range(self.P):
             lam, U = self.lam[q], self.U[q]
             beta = torch.exp(p["log_beta"][q])
-            if self.name == "fnn":
-                F = 1.0 / (2.0 + beta * lam - knn[:, None])
-                norm = (1.0 / (1.0 + beta * lam)).mean()
-            else:
-                F = self._modulate(p, beta * lam, zero)
-                norm = F.mean()
+            F = 1.0 / (2.0 + beta * lam - knn[:, None])
+            norm = (1.0 / (1.0 + beta * lam)).mean()
             out = out * (U[V[:, q]].square() * F).sum(-1) / norm
         return out
 

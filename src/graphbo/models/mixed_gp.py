@@ -7,6 +7,10 @@ paper's Sec. 5 states it) or the log marginal likelihood plus weak priors
 (``prior="weak"``, the default; docs/bofm_benchmarks.md gives the reason and
 the measured effect), by L-BFGS-B with autograd gradients from ``n_restarts``
 starting points (the previous optimum and random draws), keeping the best.
+With ``restart_every = k > 1`` the random restarts run only at the first fit and
+at every ``k``-th fit after it; the fits between (*warm* fits) run L-BFGS-B from
+the previous optimum alone, and fall back to the full restarts when that fails or
+ends worse than the default hyper-parameters (a one-evaluation check).
 
 A restart *fails* when its objective is non-finite or the penalty returned
 for a non-PD covariance (:data:`PENALTY`): it is replaced by a fresh random
@@ -88,13 +92,19 @@ class MixedGP(Surrogate):
     prior : {"weak", "none"}, default "weak"
         ``"none"``: plain type-II maximum likelihood, as BO-FM Sec. 5 states it.
         ``"weak"``: add the weak priors of :meth:`log_prior` (maximum a posteriori).
+    restart_every : int, default 1
+        Random restarts at every ``restart_every``-th fit only (``1``: at every fit); the
+        fits between start from the previous optimum alone (module docstring). How many
+        warm fits ran since the last full one is ``warm_fits`` (an optimizer keeps it in
+        its state, so a resumed run makes the same choice).
 
-    After :meth:`fit`, ``fit_info`` says how many restarts ran and failed, and which
-    fallback (``None``, ``"previous"``, ``"default"``, ``"default-unit-noise"``) was used.
+    After :meth:`fit`, ``fit_info`` says whether the fit was warm, how many restarts ran
+    and failed, and which fallback (``None``, ``"previous"``, ``"default"``,
+    ``"default-unit-noise"``) was used.
     """
 
     def __init__(self, kernel: MixedKernel, space: Space, n_restarts: int = 10, log_y: bool = False,
-                 maxiter: int = 100, prior: str = "weak") -> None:
+                 maxiter: int = 100, prior: str = "weak", restart_every: int = 1) -> None:
         missing = [a for a in _KERNEL_ATTRIBUTES if not hasattr(kernel, a)] + ([] if callable(kernel) else ["__call__"])
         if missing:
             raise TypeError(f"kernel must be a graphbo.FMKernel or a kernel with its interface (missing {missing}), "
@@ -110,6 +120,9 @@ class MixedGP(Surrogate):
         self.log_y = check_bool("log_y", log_y)
         self.maxiter = check_int("maxiter", maxiter, minimum=1)
         self.prior = check_choice("prior", prior, PRIORS)
+        self.restart_every = check_int("restart_every", restart_every, minimum=1)
+        #: warm fits (previous optimum only) since the last fit with random restarts
+        self.warm_fits = 0
         self.fit_info: dict[str, Any] = {}
         self.params: torch.Tensor | None = None  # [kernel params, log_amp, log_noise, mean]
         self.dtype = kernel.dtype
@@ -232,18 +245,28 @@ class MixedGP(Surrogate):
         previous = None
         if self.params is not None and self.params.numel() == default.size:
             previous = self.params.detach().numpy().astype(float)
-        queue = [previous if previous is not None and np.isfinite(previous).all() else default]
-        queue += [self._random_start(rng) for _ in range(self.n_restarts - 1)]
+        has_previous = previous is not None and np.isfinite(previous).all()
         best_x, best_f, n_failed, n_run, replacements = None, math.inf, 0, 0, 0
+        warm = has_previous and self.warm_fits + 1 < self.restart_every
+        if warm:  # the previous optimum alone, kept if it succeeds and beats the default point
+            assert previous is not None
+            n_run += 1
+            x, f = self._lbfgsb(fun, np.clip(previous, lo, hi), bounds)
+            if math.isfinite(f) and f < PENALTY and np.isfinite(x).all() and f <= value(np.clip(default, lo, hi)):
+                self.warm_fits += 1
+                self.fit_info = {"warm": True, "n_run": 1, "n_failed": 0, "fallback": None, "objective": f}
+                return torch.tensor(x, dtype=self.dtype)
+            if math.isfinite(f) and f < PENALTY and np.isfinite(x).all():
+                best_x, best_f = x, f  # a candidate of the full restarts below
+            else:
+                n_failed += 1
+        self.warm_fits = 0
+        queue = [] if warm else [previous if has_previous else default]
+        queue += [self._random_start(rng) for _ in range(self.n_restarts - 1)]
         while queue:
             x0 = np.clip(np.nan_to_num(queue.pop(0), nan=0.0), lo, hi)
             n_run += 1
-            try:
-                res = scipy.optimize.minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-                                              options={"maxiter": self.maxiter})
-                x, f = np.asarray(res.x, dtype=float), float(res.fun)
-            except (ValueError, RuntimeError, FloatingPointError):
-                x, f = x0, math.inf
+            x, f = self._lbfgsb(fun, x0, bounds)
             if not (math.isfinite(f) and f < PENALTY and np.isfinite(x).all()):
                 n_failed += 1
                 if replacements < self.n_restarts:  # a fresh random point instead of the failed restart
@@ -268,8 +291,19 @@ class MixedGP(Surrogate):
             logger.warning("MixedGP: all %d ML-II restarts failed (non-finite or penalty objective); "
                            "falling back to the %s hyper-parameters (objective %s)",
                            n_run, fallback.replace("-", " "), f"{best_f:.6g}")
-        self.fit_info = {"n_run": n_run, "n_failed": n_failed, "fallback": fallback, "objective": best_f}
+        self.fit_info = {"warm": False, "n_run": n_run, "n_failed": n_failed, "fallback": fallback,
+                         "objective": best_f}
         return torch.tensor(best_x, dtype=self.dtype)
+
+    def _lbfgsb(self, fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray,
+                bounds: list[tuple[float, float]]) -> tuple[np.ndarray, float]:
+        """One bounded L-BFGS-B run from ``x0``: its end point and objective (``inf`` if it raised)."""
+        try:
+            res = scipy.optimize.minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+                                          options={"maxiter": self.maxiter})
+            return np.asarray(res.x, dtype=float), float(res.fun)
+        except (ValueError, RuntimeError, FloatingPointError):
+            return x0, math.inf
 
     def condition(self, X: np.ndarray, y: np.ndarray) -> "MixedGP":
         """Condition on data ``(X, y)`` under the current hyper-parameters, without refitting them."""

@@ -42,6 +42,11 @@ class BOFM(Optimizer):
         ``prodlap``, ``addlap``, ``proddif``, ``adddif``.
     n_restarts : int, default 10
         ML-II restarts (the previous optimum is one of them).
+    restart_every : int, default 10
+        The ML-II restarts run at the first fit and every ``restart_every``-th fit after
+        it; the fits between start from the previous optimum alone, and run the restarts
+        when that fails or ends worse than the default hyper-parameters
+        (:class:`~graphbo.models.mixed_gp.MixedGP`). ``1``: restarts at every fit.
     log_y : bool, default False
         Fit the GP on log-transformed values (BO-FM Sec. 5.3).
     n_random, n_spray, n_starts : int, defaults 100000, 50, 40
@@ -69,7 +74,8 @@ class BOFM(Optimizer):
     def __init__(self, space: Space, *, seed: int | None = None, n_initial: int = 10,
                  initial_configs: Configs | None = None, kernel: str = "modlap", n_restarts: int = 10,
                  log_y: bool = False, n_random: int = 100_000, n_spray: int = 50, n_starts: int = 40,
-                 acq_optimizer: str = "supplement", prior: str = "weak", trust_region: bool | dict = False):
+                 acq_optimizer: str = "supplement", prior: str = "weak", trust_region: bool | dict = False,
+                 restart_every: int = 10):
         kernel = check_choice("kernel", kernel, KERNELS)
         self.acq_optimizer = check_choice("acq_optimizer", acq_optimizer, METHODS)
         prior = check_choice("prior", prior, PRIORS)
@@ -82,7 +88,8 @@ class BOFM(Optimizer):
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
         spectra = [space.variables[j].spectrum for j in space.discrete_indices]
         self.kernel = FMKernel(kernel, spectra, len(space.continuous_indices))
-        self.model = MixedGP(self.kernel, space, n_restarts=n_restarts, log_y=log_y, prior=prior)
+        self.model = MixedGP(self.kernel, space, n_restarts=n_restarts, log_y=log_y, prior=prior,
+                             restart_every=restart_every)
         #: the trust region (CASMOPOLITAN), or None
         self.trust_region = None if tr_options is None else TrustRegion(space, n_initial, **tr_options)
         self.last_timing: dict[str, float] = {}
@@ -121,12 +128,15 @@ class BOFM(Optimizer):
 
     def _method_state(self) -> dict[str, Any]:
         out = {} if self.trust_region is None else {"trust_region": self.trust_region.state()}
-        return out if self.model.params is None else {"params": self.model.params.tolist(), **out}
+        if self.model.params is None:
+            return out
+        return {"params": self.model.params.tolist(), "warm_fits": self.model.warm_fits, **out}
 
     def _load_method_state(self, state: Mapping[str, Any]) -> None:
         if self.trust_region is not None and "trust_region" in state:
             self.trust_region.load_state(state["trust_region"])
         self.model.params = torch.tensor(state["params"], dtype=torch.float64) if "params" in state else None
+        self.model.warm_fits = int(state.get("warm_fits", 0))
 
 
 def bofm_variant(kernel: str) -> type:

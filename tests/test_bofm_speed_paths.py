@@ -1,0 +1,159 @@
+"""BO-FM's fast paths compute the same model as the plain ones (issue 17.2).
+
+* warm-started ML-II fits (``restart_every > 1``) reach the cold fit's optimum, follow their
+  schedule, fall back to the full restarts when the warm start ends worse than the default
+  point, and keep their count through an optimizer's saved state;
+* the blocked, no-autograd Gram matrix (:meth:`FMKernel._fm_gram_inplace`) and the table
+  diagonal equal the autograd Gram matrix of Eq. (5), for every FM kernel, on complete graphs
+  (constant projectors) and path graphs, across several row blocks;
+* the backward pass of the FM product (division by a factor, or prefix and suffix products
+  when a factor is zero) gives the numerical gradient.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import graphbo as gb
+from graphbo.kernels import frequency_modulated as fm
+from graphbo.kernels.frequency_modulated import FMKernel
+from graphbo.models.mixed_gp import MixedGP
+
+
+def _space() -> gb.Space:
+    return gb.Space({"a": gb.Categorical(["x", "y", "z"]), "b": gb.Binary(), "c": gb.Integer(0, 6),
+                     "u": gb.Continuous(0.0, 1.0), "v": gb.Continuous(0.0, 1.0)})
+
+
+def _data(space: gb.Space, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = space.sample_index(n, rng).astype(float)
+    y = (np.sin(4 * X[:, 3]) + (X[:, 4] - 0.3) ** 2 + 0.3 * X[:, 0] - 0.2 * X[:, 1] + 0.05 * (X[:, 2] - 3) ** 2
+         + 0.01 * rng.normal(size=n))
+    return X, y
+
+
+def _kernel(space: gb.Space, name: str = "modlap") -> FMKernel:
+    spectra = [space.variables[j].spectrum for j in space.discrete_indices]
+    return FMKernel(name, spectra, len(space.continuous_indices))
+
+
+def test_warm_fit_reaches_the_cold_optimum_and_predicts_the_same():
+    space = _space()
+    X, y = _data(space, 40)
+    Xq = space.sample_index(30, np.random.default_rng(5)).astype(float)
+    cold = MixedGP(_kernel(space), space, n_restarts=6, restart_every=1)
+    warm = MixedGP(_kernel(space), space, n_restarts=6, restart_every=10)
+    for model in (cold, warm):
+        model.fit(X[:-1], y[:-1], np.random.default_rng(1))  # both: full restarts at the first fit
+    assert cold.fit_info["warm"] is False and warm.fit_info["warm"] is False
+    cold.fit(X, y, np.random.default_rng(2))
+    warm.fit(X, y, np.random.default_rng(2))
+    assert cold.fit_info["warm"] is False and cold.fit_info["n_run"] >= 6
+    assert warm.fit_info["warm"] is True and warm.fit_info["n_run"] == 1
+    assert warm.fit_info["objective"] == pytest.approx(cold.fit_info["objective"], abs=1e-4)
+    pc, pw = cold.posterior(Xq), warm.posterior(Xq)
+    assert torch.allclose(pc.mean, pw.mean, atol=1e-3)
+    assert torch.allclose(pc.variance, pw.variance, atol=1e-3)
+
+
+def test_restart_schedule():
+    space = _space()
+    X, y = _data(space, 30)
+    model = MixedGP(_kernel(space), space, n_restarts=3, restart_every=3)
+    warm = []
+    for n in range(20, 27):
+        model.fit(X[:n], y[:n], np.random.default_rng(n))
+        warm.append(model.fit_info["warm"])
+    assert warm == [False, True, True, False, True, True, False]
+
+
+def test_a_warm_start_worse_than_the_default_point_runs_the_restarts():
+    space = _space()
+    X, y = _data(space, 30)
+    model = MixedGP(_kernel(space), space, n_restarts=4, restart_every=10, maxiter=1)
+    model.fit(X, y, np.random.default_rng(0))
+    # a previous optimum far from the data (tiny signal, huge noise): one L-BFGS-B iteration
+    # cannot get below the default point's objective, so the warm fit must not be kept
+    model.params = torch.tensor([6.0] * model.kernel.size + [-6.0, 2.0, 3.0], dtype=torch.float64)
+    model.warm_fits = 0
+    model.fit(X, y, np.random.default_rng(1))
+    assert model.fit_info["warm"] is False
+    assert model.fit_info["n_run"] == 4 and model.warm_fits == 0
+    default = torch.cat([model.kernel.default_params(), torch.tensor([0.0, -4.0, 0.0], dtype=torch.float64)])
+    assert not torch.allclose(model.params, torch.tensor([6.0] * model.kernel.size + [-6.0, 2.0, 3.0],
+                                                         dtype=torch.float64))
+    assert model.fit_info["objective"] < float("inf") and default.numel() == model.params.numel()
+
+
+def test_bofm_state_keeps_the_warm_fit_count():
+    space = _space()
+    X, y = _data(space, 16)
+    opt = gb.BOFM(space, seed=0, n_initial=12, n_random=500, n_starts=4, n_restarts=2, restart_every=4)
+    for row, v in zip(X[:12], y[:12]):
+        opt.tell(space.from_index(row), float(v))
+    for _ in range(2):
+        config = opt.ask()
+        opt.tell(config, 1.0)
+    assert opt.model.warm_fits == 1
+    state = opt.get_state()
+    resumed = gb.BOFM(space, seed=0, n_initial=12, n_random=500, n_starts=4, n_restarts=2, restart_every=4)
+    for obs in opt.history:
+        resumed.tell(obs.config, obs.value)
+    resumed.set_state(state)
+    assert resumed.model.warm_fits == 1
+    assert resumed.ask() == opt.ask()
+    assert resumed.model.fit_info["warm"] is True and resumed.model.warm_fits == 2
+
+
+def test_restart_every_is_validated_by_name():
+    space = _space()
+    with pytest.raises(ValueError, match="restart_every"):
+        MixedGP(_kernel(space), space, restart_every=0)
+
+
+@pytest.mark.parametrize("name", ["modlap", "moddif", "fnn", "general"])
+def test_blocked_gram_and_diagonal_equal_eq5(name, monkeypatch):
+    space = _space()
+    kernel = _kernel(space, name)
+    assert any(c is not None for cs in kernel._es_const for c in cs)  # complete graphs: constant projectors
+    assert any(all(c is None for c in cs[1:]) and len(cs) > 2 for cs in kernel._es_const)  # the path graph
+    monkeypatch.setattr(fm, "_BLOCK_ENTRIES", 7 * 23)  # several blocks of 7 rows, the last one short
+    rng = np.random.default_rng(3)
+    A, B = space.sample_index(45, rng).astype(float), space.sample_index(23, rng).astype(float)
+    gp = MixedGP(kernel, space)
+    V1, C1 = gp.split(A)
+    V2, C2 = gp.split(B)
+    for _ in range(3):
+        params = torch.tensor(rng.normal(0.0, 1.0, kernel.size))
+        reference = kernel.gram(params, kernel.pairs(V1, C1, V2, C2))  # autograd path, all pairs at once
+        fast = kernel(params, V1, C1, V2, C2)  # no gradient needed: the blocked path
+        assert torch.allclose(fast, reference, rtol=1e-9, atol=1e-15)  # path graphs: cancellation
+        square = kernel.gram(params, kernel.pairs(V1, C1))
+        assert torch.allclose(kernel.diag(params, V1, C1), torch.diagonal(square), rtol=1e-9, atol=1e-15)
+
+
+def _product_inputs(zero_factor: bool) -> tuple[torch.Tensor, ...]:
+    rng = np.random.default_rng(7)
+    var = torch.tensor([0, 0, 1, 1, 1, 2])
+    J, T, P = var.numel(), 9, 3
+    a = torch.tensor(rng.uniform(1.0, 2.0, J), requires_grad=True)
+    b = torch.tensor(rng.uniform(0.2, 1.0, J), requires_grad=True)
+    x = torch.tensor(rng.uniform(0.0, 2.0, T), requires_grad=True)
+    norms = torch.tensor(rng.uniform(0.5, 1.5, P), requires_grad=True)
+    G = torch.tensor(rng.uniform(0.1, 1.0, (J, T)))
+    if zero_factor:
+        G[var == 1, 4] = 0.0  # variable 1's factor is exactly 0 at pair 4
+    return a, b, x, norms, G, var
+
+
+@pytest.mark.parametrize("zero_factor", [False, True])
+@pytest.mark.parametrize("exp", [False, True])
+def test_fm_product_gradient(zero_factor, exp):
+    a, b, x, norms, G, var = _product_inputs(zero_factor)
+    K = fm._fm_product(a, b, x, norms, G, var, exp)
+    assert (K[4] == 0) == zero_factor
+    assert torch.autograd.gradcheck(lambda a, b, x, n: fm._fm_product(a, b, x, n, G, var, exp),
+                                    (a, b, x, norms))
