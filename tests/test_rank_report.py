@@ -134,3 +134,21 @@ def test_the_curves_scale():
     assert curve_scale(_runs([[500.0, 4.0]])) == "log"
     assert curve_scale(_runs([[50.0, 4.0]])) == "linear"
     assert curve_scale(_runs([[500.0, -4.0]])) == "linear"
+
+
+def test_an_unfinished_run_is_left_out_and_named(suite, tmp_path):
+    import shutil
+
+    runs = tmp_path / "runs"
+    shutil.copytree(suite / "runs" / "branin", runs / "branin", ignore=shutil.ignore_patterns("*.lock"))
+    with sqlite3.connect(runs / "branin" / "sa" / "seed1.db") as con:  # seed 1 of sa cut to 4 of 6 evaluations
+        con.execute("DELETE FROM trials WHERE number >= 4")
+    out = tmp_path / "s.md"
+    graphbo("report", str(runs), "--suite", "--out", str(out), cwd=tmp_path)
+    text = out.read_text()
+    assert "left out: branin sa (1)." in text
+    (row,) = table_rows(text, "| problem | budget")
+    sa_alone = best_found(suite / "runs" / "branin" / "sa" / "seed0.db")
+    mean = re.search(r"(-?[\d.]+) \(", row[4]).group(1)  # one seed: a mean without ± s.e.
+    assert "±" not in row[4] and float(mean) == pytest.approx(sa_alone, abs=0.51 * 10 ** -len(mean.split(".")[1]))
+    assert row[2] == "1–2"

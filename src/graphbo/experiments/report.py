@@ -448,10 +448,10 @@ def write_suite_report(root: str | Sequence[str], out: str | None = None, title:
             text = f"{_fmt(c['mean'], c['se'], d)} ({c['rank']:g})"
             row.append(f"**{text}**" if c["rank"] == c["top_rank"] else (f"≈ {text}" if c["near_first"] else text))
         lines.append("| " + " | ".join(row) + " |")
-    unfinished = [f"{b} {m} ({c['unfinished']})" for b, cells in problems.items() for m, c in cells.items()
-                  if c["unfinished"]]
+    unfinished = [f"{b} {m} ({n})" for b in problems for m, rs in sorted(data[b].items())
+                  if (n := sum(not r["finished"] for r in rs))]
     if unfinished:
-        lines += ["", "Unfinished runs, left out: " + ", ".join(unfinished) + "."]
+        lines += ["", "Unfinished runs (problem, method, how many), left out: " + ", ".join(unfinished) + "."]
     lines += ["", "## Best so far", "",
               "Median (line) and quartiles (band) over seeds. Where the benchmark knows its optimum the curve is the "
               f"regret (best so far minus the optimum) on a log scale, a regret below {REGRET_FLOOR:g} drawn at it; "
