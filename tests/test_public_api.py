@@ -21,7 +21,7 @@ from graphbo.optimizers import (BOCS, BOFM, BOHB, COMBO, METHODS, NASBOT, SMAC, 
 from graphbo.optimizers.nasbot import NASOptimizer
 
 #: packages an optimizer needs beyond graphbo's core
-EXTRAS = {"TPE": "optuna", "SMAC": "smac", "BOHB": "smac"}
+EXTRAS = {"TPE": "optuna", "OptunaGP": "optuna", "SMAC": "smac", "BOHB": "smac"}
 #: options an optimizer needs (BOHB: the full fidelity)
 REQUIRED = {"BOHB": {"max_fidelity": 9}}
 
@@ -122,6 +122,9 @@ def test_a_configuration_outside_the_space_is_refused_at_construction():
 # -- each optimizer's own options ------------------------------------------------------------------------------
 CASES = [
     # (class or METHODS key, options, error, pattern the message matches)
+    ("gp-optuna", {"max_retries": -1}, ValueError, "max_retries"),
+    ("gp-optuna", {"n_startup_trials": -1}, ValueError, "n_startup_trials"),
+    ("gp-optuna", {"deterministic_objective": 1}, TypeError, "deterministic_objective"),
     (COMBO, {"n_burn": -1}, ValueError, "n_burn must be >= 0, got -1"),
     (COMBO, {"n_samples": 0}, ValueError, "n_samples"),
     (COMBO, {"n_random": "many"}, TypeError, "n_random must be an integer"),
