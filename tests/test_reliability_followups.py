@@ -180,7 +180,8 @@ def test_study_tell_and_fail_refuse_what_is_not_a_finite_real_number(value):
         assert [t.status for t in study.trials] == ["running"] and study.optimizer.n_told == 0
 
 
-@pytest.mark.parametrize("value, expected", [(np.float32(0.5), 0.5), (np.int64(3), 3.0), (np.array(2.5), 2.5), (7, 7.0)])
+@pytest.mark.parametrize("value, expected", [(np.float32(0.5), 0.5), (np.int64(3), 3.0), (np.array(2.5), 2.5),
+                                             (7, 7.0)])
 def test_study_tell_takes_real_numbers_of_any_kind(value, expected):
     with Study(small_space(), "rs", seed=0) as study:
         trial = study.tell(study.ask(), value)
