@@ -194,6 +194,8 @@ class FMKernel:
         self._spec_size = torch.tensor([float(lam.numel()) for lam in self.lam], dtype=dtype)
         #: where each variable's values start in the spectra laid end to end, shape ``(P + 1,)``
         self._spec_offset = torch.tensor(np.cumsum([0] + [lam.numel() for lam in self.lam]), dtype=torch.long)
+        self._spec_bounds = list(zip(self._spec_offset[:-1].tolist(), self._spec_offset[1:].tolist()))
+        self._U2 = [U.square() for U in self.U]  # squared eigenvectors, for k(x, x)
         # parameter layout: (name, size)
         layout = [("log_theta", self.Dc), ("log_beta", self.P)]
         if name in ("modlap", "moddif", "general"):
@@ -437,8 +439,7 @@ class FMKernel:
             beta = torch.exp(p["log_beta"])
             F = self._modulate(p, beta[self._spec_var] * self._spec_lam, torch.zeros((), dtype=self.dtype))
             norms = torch.zeros(self.P, dtype=self.dtype).index_add(0, self._spec_var, F) / self._spec_size
-            tables = torch.cat([(self.U[q].square() @ F[self._spec_offset[q]:self._spec_offset[q + 1]]) / norms[q]
-                                for q in range(self.P)])
+            tables = torch.cat([(self._U2[q] @ F[a:b]) / norms[q] for q, (a, b) in enumerate(self._spec_bounds)])
             return tables[V + self._spec_offset[:-1]].prod(1)
         # FNN: the modulation depends on k_NN(c, c), so on the row
         s = torch.exp(p["log_sigma"])
