@@ -67,7 +67,9 @@ BOMB_CHILD = textwrap.dedent("""
     except BaseException as exc:
         print(type(exc).__name__, str(exc)[:300])
     print(f"seconds={time.perf_counter() - start:.3f}")
-    print(f"maxrss_kib={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}")
+    # this image's peak (VmHWM): ru_maxrss would keep the forked parent's peak across exec
+    hwm = [line for line in open("/proc/self/status") if line.startswith("VmHWM:")]
+    print(f"maxrss_kib={int(hwm[0].split()[1]) if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}")
 """)
 
 
