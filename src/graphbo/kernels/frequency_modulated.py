@@ -363,9 +363,9 @@ class FMKernel:
             terms = []
             for q in range(self.P):
                 tables = self._es_tables[q]
-                const = self._es_const[q]
+                consts = self._es_const[q]
                 rows2 = tables[:, :, V2[:, q]]  # (J_q, k_q, n2)
-                terms.append([(beta_list[q] * lam_j, const[j], None if const[j] is not None else rows2[j])
+                terms.append([(beta_list[q] * lam_j, consts[j], None if consts[j] is not None else rows2[j])
                               for j, (lam_j, _) in enumerate(self.eigenspaces[q])])
             block = max(1, min(n1, _BLOCK_ENTRIES // n2))
             r2_b, buf_b, fj_b, rows_b, acc_b = (torch.empty(block, n2, dtype=self.dtype) for _ in range(5))
@@ -402,6 +402,7 @@ class FMKernel:
                             else:
                                 acc.add_(f, alpha=const)
                         else:
+                            assert table is not None  # rows are kept exactly where the projector is not constant
                             g = torch.index_select(table, 0, v1, out=rows)
                             if first:
                                 torch.mul(f, g, out=acc)

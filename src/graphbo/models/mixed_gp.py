@@ -261,7 +261,7 @@ class MixedGP(Surrogate):
             else:
                 n_failed += 1
         self.warm_fits = 0
-        queue = [] if warm else [previous if has_previous else default]
+        queue: list[np.ndarray] = [] if warm else [previous if has_previous and previous is not None else default]
         queue += [self._random_start(rng) for _ in range(self.n_restarts - 1)]
         while queue:
             x0 = np.clip(np.nan_to_num(queue.pop(0), nan=0.0), lo, hi)
