@@ -17,8 +17,7 @@ reported. With ``--baseline-ref``, every case is also run on that git revision (
 in a temporary worktree, imported instead of this checkout), alternating with the current
 code, so before and after share the machine's state.
 
-Problems: COMBO on wMaxSAT28 (``--maxsat``: the .wcnf file; default the shipped instance or
-``$GRAPHBO_MAXSAT_DIR``), BO-FM on the 53-dimensional mixed Ackley (``ackley53``) when the
+Problems: COMBO on wMaxSAT28 (``--maxsat``: a .wcnf file; default the shipped instance), BO-FM on the 53-dimensional mixed Ackley (``ackley53``) when the
 registry has it, else Func3C. One torch thread unless ``--threads`` says otherwise.
 """
 
@@ -42,15 +41,9 @@ def _benchmark(method: str, maxsat: str | None):
     from graphbo.benchmarks import REGISTRY, load_benchmark
 
     if method == "combo":
-        path = maxsat or _default_maxsat()
-        return "maxsat28", load_benchmark("maxsat", path=path)
+        return "maxsat28", load_benchmark("maxsat", path=maxsat or "maxsat28")  # the shipped instance by default
     name = "ackley53" if "ackley53" in REGISTRY else "func3c"
     return name, load_benchmark(name)
-
-
-def _default_maxsat() -> str:
-    folder = os.environ.get("GRAPHBO_MAXSAT_DIR") or os.path.join(ROOT, "..", "shared", "data", "maxsat")
-    return os.path.join(folder, "maxcut-johnson8-2-4.clq.wcnf")
 
 
 def _optimizer(method: str, space, seed: int, n: int, burn: int):
