@@ -97,3 +97,42 @@ def test_best_fresh_skips_excluded_rows_and_scores_lazily():
     assert row[0] == 7 and val == 8.0
     assert Acq.calls < 10
     assert best_fresh([part], [np.zeros(10, dtype=bool)]) is None
+
+
+def test_nan_scores_count_as_worst_and_end_the_search():
+    """A user acquisition that returns NaN (with finite bounds) neither loops nor wins."""
+    rows = np.arange(12)[:, None]
+    values = np.array([np.nan, 2.0, np.nan, 5.0, 1.0, np.nan, 3.0, 0.5, np.nan, 4.0, 2.5, np.nan])
+
+    class Acq:
+        def __call__(self, r):
+            return torch.as_tensor(values[r[:, 0]])
+
+        def upper_bound(self, r):
+            return torch.full((len(r),), 10.0)  # finite bounds everywhere, NaN scores underneath
+
+    part = BoundedScores(Acq(), rows, block=2)
+    row, val = best_fresh([part], [np.ones(12, dtype=bool)])
+    assert row[0] == 3 and val == 5.0
+    only_nan = np.isnan(values)
+    row, val = best_fresh([BoundedScores(Acq(), rows, block=2)], [only_nan])
+    assert row[0] == 0 and val == -np.inf  # a fresh row is still returned, scored as the worst
+    assert list(BoundedScores(Acq(), rows, block=2).top(3)) == [3, 9, 6]
+
+
+def test_acquisition_without_a_bound_of_its_own_is_scored_once():
+    class Mean(gb.AcquisitionFunction):
+        calls = 0
+
+        def __call__(self, X):
+            Mean.calls += len(X)
+            return -self.model.posterior(X).mean.mean(0)
+
+    space, f = _spaces()[0]
+    opt = _fitted_combo(space, f, 20, seed=0)
+    acq = Mean(opt.model)
+    assert not acq.has_upper_bound and LogExpectedImprovement(opt.model).has_upper_bound
+    assert not NegativeLowerConfidenceBound(opt.model, kappa=-1.0).has_upper_bound
+    rows = space.sample_index(1000, np.random.default_rng(0))
+    BoundedScores(acq, rows, block=64).top(5)
+    assert Mean.calls == 1000

@@ -37,3 +37,12 @@ class AcquisitionFunction(abc.ABC):
         (:meth:`Surrogate.mean_and_variance_bound`).
         """
         return self(X)
+
+    @property
+    def has_upper_bound(self) -> bool:
+        """Whether :meth:`upper_bound` is a bound of its own rather than the score itself.
+
+        Pruning (:mod:`graphbo.optim.bounded`) uses bounds only where this holds; otherwise
+        every candidate would be scored twice.
+        """
+        return type(self).upper_bound is not AcquisitionFunction.upper_bound

@@ -27,6 +27,11 @@ class NegativeLowerConfidenceBound(AcquisitionFunction):
         post = self.model.posterior(X)
         return (-(post.mean - self.kappa * post.variance.sqrt())).mean(0)
 
+    @property
+    def has_upper_bound(self) -> bool:
+        """A bound of its own for ``kappa >= 0`` only."""
+        return self.kappa >= 0
+
     def upper_bound(self, X: Any) -> torch.Tensor:
         """The score at the model's variance bound (the score grows with the standard deviation for ``kappa >= 0``)."""
         if self.kappa < 0:

@@ -29,6 +29,10 @@ def _slack(value: float) -> float:
     return TOLERANCE * (1.0 + abs(value)) if np.isfinite(value) else 0.0
 
 
+def _nan_as(values: np.ndarray, fill: float) -> np.ndarray:
+    return np.where(np.isnan(values), fill, values)
+
+
 def _unscorable(rows: np.ndarray) -> Any:
     raise RuntimeError("these scores were given, not computed")
 
@@ -52,10 +56,13 @@ class BoundedScores:
         self.acquisition = acquisition
         self.rows = rows
         self.block = max(int(block), 1)
-        self.exact = np.full(rows.shape[0], np.nan)
+        self.exact = np.full(rows.shape[0], -np.inf)
+        self.scored = np.zeros(rows.shape[0], dtype=bool)
         bound = getattr(acquisition, "upper_bound", None)
-        if prune and bound is not None and rows.shape[0] > self.block:
-            self.bound = as_scores(bound(rows))
+        if prune and bound is not None and getattr(acquisition, "has_upper_bound", True) \
+                and rows.shape[0] > self.block:
+            # a NaN bound says nothing: such a row is scored before any pruning decision
+            self.bound = _nan_as(as_scores(bound(rows)), np.inf)
         else:
             self._score(np.arange(rows.shape[0]))
             self.bound = self.exact.copy()
@@ -65,19 +72,22 @@ class BoundedScores:
         """Rows whose exact scores are already known."""
         out = cls.__new__(cls)
         out.acquisition, out.rows, out.block = _unscorable, rows, 1
-        out.exact = np.asarray(values, dtype=float).copy()
+        out.exact = _nan_as(np.asarray(values, dtype=float), -np.inf)
+        out.scored = np.ones(out.exact.shape[0], dtype=bool)
         out.bound = out.exact.copy()
         return out
 
     @property
     def known(self) -> np.ndarray:
         """Which rows have an exact score."""
-        return ~np.isnan(self.exact)
+        return self.scored
 
     def _score(self, idx: np.ndarray) -> None:
-        idx = idx[np.isnan(self.exact[idx])]
+        """Score rows ``idx`` exactly (those not scored yet); a NaN score counts as ``-inf``."""
+        idx = idx[~self.scored[idx]]
         if idx.size:
-            self.exact[idx] = as_scores(self.acquisition(self.rows[idx]))
+            self.exact[idx] = _nan_as(as_scores(self.acquisition(self.rows[idx])), -np.inf)
+            self.scored[idx] = True
 
     def top(self, k: int) -> np.ndarray:
         """Positions of the ``k`` best rows by exact score, distinct rows only, best first (ties: first position).
@@ -103,15 +113,13 @@ class BoundedScores:
         slack = np.where(np.isfinite(thresholds), TOLERANCE * (1.0 + np.abs(thresholds)), 0.0)
         need = np.flatnonzero(self.bound >= thresholds - slack)
         self._score(need)
-        return np.where(self.known, self.exact, -np.inf)
+        return np.where(self.scored, self.exact, -np.inf)
 
     def _best_distinct(self, k: int) -> np.ndarray:
-        vals = np.where(self.known, self.exact, -np.inf)
+        known = np.flatnonzero(self.scored)  # ascending positions: a stable sort keeps ties in position order
         out: list[int] = []
         taken: set[bytes] = set()
-        for i in np.argsort(-vals, kind="stable"):
-            if not self.known[i]:
-                break
+        for i in known[np.argsort(-self.exact[known], kind="stable")]:
             key = self.rows[i].tobytes()
             if key not in taken:
                 taken.add(key)
@@ -138,7 +146,7 @@ def best_fresh(parts: list[BoundedScores], fresh: list[np.ndarray]) -> tuple[np.
             known = part.known & ok
             if known.any():
                 i = int(np.flatnonzero(known)[np.argmax(part.exact[known])])
-                if part.exact[i] > best_val:
+                if best_at is None or part.exact[i] > best_val:
                     best_val, best_at = float(part.exact[i]), (p, i)
             unknown = ok & ~part.known
             if unknown.any():
