@@ -136,3 +136,20 @@ def test_log_likelihood_is_the_gaussian_density(seed):
     amp, noise = math.exp(0.5), math.exp(-3.0)
     want = multivariate_normal(mean=np.full(len(y), 0.1), cov=amp * K + noise * np.eye(len(y))).logpdf(y)
     assert sweeper._loglik(0.1, amp, noise, K) == pytest.approx(want, rel=1e-9)
+
+
+def test_stored_widths_are_clipped_to_the_current_data():
+    """Widths carried from other data (a resumed study, a constant start) are brought to this data's scale."""
+    space, X, y = _problem(40)
+    kernel = gb.GraphDiffusionKernel([v.spectrum for v in space.variables])
+    gp = DiffusionGP(kernel, n_burn=5, n_samples=3)
+    gp.widths = np.full(3 + kernel.d, 1e6)
+    gp.widths[0], gp.widths[1], gp.widths[2] = 1e-12, np.nan, -1.0
+    w = gp._widths(kernel.d, y)
+    low, high = diffusion_gp._WIDTH_RANGE
+    scale = np.ones_like(w)
+    scale[0] = np.std(y)
+    assert np.all(w >= low * scale * (1 - 1e-12)) and np.all(w <= high * scale * (1 + 1e-12))
+    assert w[0] == pytest.approx(low * np.std(y)) and w[1] == 1.0 and w[2] == 1.0 and w[3] == high
+    gp.fit(X, y, np.random.default_rng(0))
+    assert np.all(np.isfinite(gp.widths)) and np.all(gp.widths > 0)

@@ -131,12 +131,18 @@ class DiffusionGP(Surrogate):
         return self
 
     def _widths(self, d: int, y: np.ndarray) -> np.ndarray:
-        """The bracket widths for this fit: the adapted ones, or 1 (the mean's: ``y``'s standard deviation)."""
+        """The bracket widths for this fit: the adapted ones, or 1 (the mean's: ``y``'s standard deviation).
+
+        Adapted widths (from the last fit, or from a stored state) are clipped to ``_WIDTH_RANGE`` on the
+        current data's scale, so a width learnt on other data (a constant start, a resumed study) cannot
+        pin a coordinate; non-finite ones are reset.
+        """
+        scale = np.ones(3 + d)
+        scale[0] = max(float(np.std(y)), 1e-8) if y.size > 1 else 1.0
         if self.widths is not None and self.widths.shape == (3 + d,):
-            return self.widths.copy()
-        widths = np.ones(3 + d)
-        widths[0] = max(float(np.std(y)), 1e-8) if y.size > 1 else 1.0
-        return widths
+            widths = np.where(np.isfinite(self.widths) & (self.widths > 0), self.widths, scale)
+            return np.clip(widths, _WIDTH_RANGE[0] * scale, _WIDTH_RANGE[1] * scale)
+        return scale
 
     def condition(self, X: np.ndarray, y: np.ndarray, samples: list[HyperSample]) -> "DiffusionGP":
         """Condition on data ``(X, y)`` under the given hyper-parameter samples, ready to predict.
