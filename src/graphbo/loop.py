@@ -44,15 +44,25 @@ logger = logging.getLogger("graphbo")
 TIMEOUT_GRACE = 10.0
 
 
+#: entries of ``best_params`` a :class:`MinimizeResult`'s repr shows, and characters of each value
+REPR_PARAMS = 4
+REPR_VALUE_CHARS = 24
+
+
 @dataclass
 class MinimizeResult:
-    """Outcome of :func:`minimize`.
+    """Outcome of :func:`minimize`, in the user's terms.
 
-    ``history`` holds the complete evaluations in the order the optimizer
-    learnt them (with ``storage``, those of earlier sessions too);
-    ``suggest_seconds`` and ``evaluate_seconds`` are aligned with it.
-    ``trials`` holds every trial, failed ones included, by number. ``best`` is
-    ``None`` only if every evaluation failed.
+    ``best_value`` and ``best_params`` (the best configuration as a dict of
+    the variables' own values) are what most callers want. ``history`` holds
+    the complete evaluations in the order the optimizer learnt them (with
+    ``storage``, those of earlier sessions too); ``suggest_seconds`` and
+    ``evaluate_seconds`` are aligned with it. ``trials`` holds every trial,
+    failed ones included, by number (from 0, as everywhere in graphbo). ``best``
+    is ``None`` only if every evaluation failed. Every value (``best``,
+    ``history``, ``trials``) is in the user's sign: with
+    ``direction="maximize"`` the best is the highest; only ``optimizer``, which
+    graphbo runs as a minimiser, holds the negatives.
     """
 
     best: Observation | None
@@ -63,6 +73,8 @@ class MinimizeResult:
     trials: list[Trial] = field(default_factory=list)
     storage: str | None = None
     wall_seconds: float | None = None
+    method: str | None = None
+    direction: str = "minimize"
 
     def _completed_best(self) -> Observation:
         if self.best is None:
@@ -72,13 +84,34 @@ class MinimizeResult:
 
     @property
     def best_config(self) -> dict[str, Any]:
-        """The best configuration; ``ValueError`` if every evaluation failed."""
+        """The best configuration (the same as :attr:`best_params`); ``ValueError`` if every evaluation failed."""
         return self._completed_best().config
 
     @property
+    def best_params(self) -> dict[str, Any]:
+        """The best configuration as a dict of the variables' own values (a Categorical's category, an
+        Ordinal's value, a Continuous number; not index rows), a copy; ``ValueError`` if every evaluation
+        failed."""
+        return dict(self._completed_best().config)
+
+    @property
     def best_value(self) -> float:
-        """The best value; ``ValueError`` if every evaluation failed."""
+        """The best value in the user's sign (the lowest, or the highest with ``direction="maximize"``);
+        ``ValueError`` if every evaluation failed."""
         return self._completed_best().value
+
+    def __repr__(self) -> str:
+        """One line: method, direction when maximising, trial counts, best value and the first
+        :data:`REPR_PARAMS` best parameters, each value cut to :data:`REPR_VALUE_CHARS` characters."""
+        head = f"MinimizeResult(method={self.method!r}" + (
+            f", direction={self.direction!r}" if self.direction != "minimize" else "")
+        counts = f"trials={len(self.trials)} (complete {self.n_complete}, failed {self.n_failed})"
+        if self.best is None:
+            return f"{head}, {counts}, no completed trial)"
+        items = list(self.best.config.items())
+        shown = ", ".join(f"{k!r}: {_cut(_short(v), REPR_VALUE_CHARS)}" for k, v in items[:REPR_PARAMS])
+        more = f", ... {len(items) - REPR_PARAMS} more" if len(items) > REPR_PARAMS else ""
+        return f"{head}, {counts}, best_value={self.best.value:.6g}, best_params={{{shown}{more}}})"
 
     @property
     def failed_trials(self) -> list[Trial]:
@@ -91,6 +124,16 @@ class MinimizeResult:
     @property
     def n_complete(self) -> int:
         return sum(1 for t in self.trials if t.status == "complete")
+
+
+def _short(value: Any) -> str:
+    """A value for a one-line repr: a float to 6 significant digits, anything else its repr."""
+    return format(value, ".6g") if isinstance(value, float) else repr(value)
+
+
+def _cut(text: str, n: int) -> str:
+    """``text``, or its first ``n - 3`` characters and ``...``."""
+    return text if len(text) <= n else text[: n - 3] + "..."
 
 
 def make_optimizer(method: str, space: Space, seed: int | None = None, **options: Any) -> Optimizer:
@@ -249,9 +292,11 @@ def minimize(
     failure_value: float | None = None,
     n_threads: int | None = DEFAULT_THREADS,
     max_retries: int = 1,
+    direction: str | None = None,
     **options: Any,
 ) -> MinimizeResult:
-    """Minimise ``objective`` over ``space`` with ``budget`` evaluations.
+    """Minimise (or, with ``direction="maximize"``, maximise) ``objective`` over ``space`` with ``budget``
+    evaluations.
 
     Parameters
     ----------
@@ -271,7 +316,8 @@ def minimize(
     callback : callable, optional
         ``callback(number, config, value, optimizer, seconds)`` after each
         complete evaluation (``seconds``: suggestion plus evaluation time;
-        ``number``: the trial number). Not called for failed ones.
+        ``number``: the trial number, from 0; ``value``: as the objective
+        returned it, in the user's sign). Not called for failed ones.
     storage : str, path-like or graphbo.storage.Storage, optional
         SQLite file of the study (see :class:`graphbo.Study`), or another store. If it exists, the
         run resumes it: finished trials are not evaluated again, trials left
@@ -306,7 +352,8 @@ def minimize(
         By default a failed configuration stays out of the model (it is only
         excluded from later suggestions). With a value, the model is told that
         value for it instead: a penalty, which should be worse than the values
-        expected, e.g. the worst value seen.
+        expected, e.g. the worst value seen (in the objective's sign: with
+        ``direction="maximize"``, a low value).
     n_threads : int or None, default 1
         torch and BLAS threads while the optimizer suggests (see :class:`graphbo.Study`;
         evaluations in this process run with the process's own settings). ``None`` leaves
@@ -316,6 +363,13 @@ def minimize(
         died while evaluating it (``os._exit``, a segfault, SIGKILL) is evaluated
         again when the study is resumed; after that it is recorded failed with the
         reason (see :class:`graphbo.Study`). An integer >= 0.
+    direction : {"minimize", "maximize"}, optional
+        ``"maximize"`` looks for the highest value: the optimizer (a minimiser)
+        is told ``-value`` (and ``-failure_value``), while the result, the trials,
+        the history and the callback's ``value`` keep the objective's own sign.
+        Stored with ``storage``: ``None`` (the default) resumes a stored study in
+        its own direction and starts a new one minimising; resuming with the
+        other direction raises :class:`graphbo.StorageError`.
     **options
         Passed to the optimizer (for COMBO: ``n_initial``, ``n_random``, ...).
 
@@ -331,8 +385,9 @@ def minimize(
     the ones in flight stay ``running`` for the resume, and it is re-raised.
     """
     from .optimizers import METHODS
-    from .study import Study
+    from .study import Study, check_direction
 
+    direction = check_direction(direction)
     if getattr(METHODS.get(str(method).lower()), "multi_fidelity", False):
         raise ValueError(f"method {method!r} chooses a fidelity (epochs) for each evaluation, which "
                          "minimize's objective(config) cannot take: run it on a benchmark with fidelities through "
@@ -349,7 +404,7 @@ def minimize(
         _check_picklable(objective)
     t_start = time.perf_counter()
     study = Study(space, method, storage=storage, seed=seed, n_threads=n_threads, max_retries=max_retries,
-                  **options)
+                  direction=direction, **options)
     try:
         if executor is None and n_workers == 1:
             _run_in_process(study, objective, budget, timeout, failure_value, callback)
@@ -384,6 +439,8 @@ def _result(study: Study, wall: float) -> MinimizeResult:
         trials=study.trials,
         storage=study.path,
         wall_seconds=wall,
+        method=study.method,
+        direction=study.direction,
     )
 
 

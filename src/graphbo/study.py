@@ -33,6 +33,12 @@ checked; a file that is corrupt, not SQLite, not a graphbo study, written by a
 newer graphbo, or made for another space, method, seed or method options raises
 :class:`StorageError` naming the file, which is left byte-for-byte unchanged.
 
+A study minimises its objective unless made with ``direction="maximize"``,
+which is stored with it: graphbo minimises internally, so the optimizer is told
+the negatives, while the trials, the history and the best value keep the values
+as told (the user's sign). Trials are numbered from 0 in the order they were
+asked, the same number everywhere (store, logs, the ``graphbo`` command).
+
 A multi-fidelity method (BOHB) chooses a fidelity for each trial: it is the
 trial attribute ``"fidelity"`` (``trial.attrs``), which the evaluation must
 use; :func:`graphbo.minimize`, whose objective takes a configuration only,
@@ -61,13 +67,15 @@ from .optimizers.base import Observation, Optimizer
 from .spaces.space import Space
 from .spaces.variables import Variable
 from .storage import Storage, as_storage
-from .storage.base import FORMAT_VERSION, STATUSES, CorruptStudyError, StorageError, StoredStudy, Trial, now
+from .storage.base import (DIRECTIONS, FORMAT_VERSION, STATUSES, CorruptStudyError, StorageError, StoredStudy, Trial,
+                           now, stored_direction)
 from .storage.jsonio import plain
 from .storage.sqlite import SQLiteStorage
 from .threads import DEFAULT_THREADS, limit_threads
 from ._validation import as_real, check_int, check_optional_int, check_seed
 
-__all__ = ["Study", "Trial", "StorageError", "read_study_info", "describe_space", "FORMAT_VERSION"]
+__all__ = ["Study", "Trial", "StorageError", "read_study_info", "describe_space", "check_direction", "FORMAT_VERSION",
+           "DIRECTIONS"]
 
 #: configurations an optimizer suggested, each with its trial attributes (a multi-fidelity method's fidelity)
 _Asked = list[tuple[dict[str, Any], dict[str, Any]]]
@@ -153,6 +161,14 @@ def _check_number(value: Any, what: str) -> float:
     return v
 
 
+def check_direction(direction: Any, name: str = "direction") -> str | None:
+    """``direction`` checked: ``"minimize"``, ``"maximize"`` or ``None`` (a study's stored one, else minimize);
+    ``ValueError`` naming the argument otherwise."""
+    if direction is None or (isinstance(direction, str) and direction in DIRECTIONS):
+        return direction
+    raise ValueError(f"{name} must be 'minimize' or 'maximize', got {direction!r}")
+
+
 def _fidelity(t: Trial) -> dict[str, int]:
     """``fidelity=`` for the optimizer's tell and mark_failed: a multi-fidelity trial's, else nothing."""
     return {"fidelity": int(t.attrs["fidelity"])} if "fidelity" in t.attrs else {}
@@ -165,8 +181,10 @@ def _complete_value(t: Trial) -> float:
 
 
 def read_study_info(path: str | os.PathLike) -> dict[str, Any]:
-    """What a study file holds, read-only: its meta (method, seed, options, space, user_attrs), trial counts
-    (``n_trials``, ``n_running``, ``n_complete``, ``n_failed``) and ``best_value``.
+    """What a study file holds, read-only: its meta (method, seed, options, space, user_attrs), its
+    ``direction`` (``"minimize"`` for a study that stores none), trial counts (``n_trials``, ``n_running``,
+    ``n_complete``, ``n_failed``) and ``best_value`` (the lowest complete value, the highest for a maximising
+    study; ``None`` if none completed).
 
     Raises :class:`StorageError` if ``path`` is missing or not a usable study.
     """
@@ -179,9 +197,10 @@ def read_study_info(path: str | os.PathLike) -> dict[str, Any]:
     trials = stored.trials
     info = {k: v for k, v in stored.meta.items() if k != "optimizer_state"}
     info.setdefault("user_attrs", {})
+    info["direction"] = stored_direction(stored.meta)  # checked by the loader
     info["n_trials"] = len(trials)
     values = [t.value for t in trials if t.status == "complete" and t.value is not None]
-    info["best_value"] = min(values) if values else None
+    info["best_value"] = (max if info["direction"] == "maximize" else min)(values) if values else None
     info.update({f"n_{s}": sum(1 for t in trials if t.status == s) for s in STATUSES})
     return info
 
@@ -214,6 +233,14 @@ class Study:
         Seed of the optimizer. ``None`` draws one, which is stored, so a resumed
         study continues with the same random choices; resuming with ``None``
         takes the stored seed.
+    direction : {"minimize", "maximize"}, optional
+        Whether the best value is the lowest or the highest. graphbo minimises:
+        a maximising study tells its optimizer the negative of each value (and
+        of a failure's penalty), but stores and reports the values as they were
+        told (trials, :attr:`history`, :attr:`best_value`). Stored with the
+        study; ``None`` takes the stored direction when resuming and
+        ``"minimize"`` for a new study. Resuming with the other direction raises
+        :class:`StorageError`.
     user_attrs : mapping, optional
         Free attributes written with a new study, in the same write as its
         record (an existing study keeps its own; see :meth:`set_user_attr`).
@@ -247,7 +274,8 @@ class Study:
     """
 
     def __init__(self, space: Space, method: str = "combo", storage: str | os.PathLike | Storage | None = None,
-                 seed: int | None = None, *, user_attrs: Mapping[str, Any] | None = None,
+                 seed: int | None = None, *, direction: str | None = None,
+                 user_attrs: Mapping[str, Any] | None = None,
                  runtime_options: Mapping[str, Any] | None = None, n_threads: int | None = DEFAULT_THREADS,
                  max_retries: int = 1, **method_options: Any):
         if not isinstance(space, _space_types()):
@@ -256,6 +284,7 @@ class Study:
         if not isinstance(method, str) or method.lower() not in METHODS:
             raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS)}")
         seed = check_seed(seed)
+        direction = check_direction(direction)
         self.n_threads = check_optional_int("n_threads", n_threads, minimum=1)
         self.max_retries = check_int("max_retries", max_retries, minimum=0)
         self._owns_storage = not isinstance(storage, Storage)
@@ -270,11 +299,15 @@ class Study:
         space_desc = describe_space(space)
         stored = self._storage.load()
         if stored is not None:
-            self._check_match(stored.meta, space_desc, seed, options)
+            self._check_match(stored.meta, space_desc, seed, options, direction)
             seed = stored.meta["seed"]
+            direction = stored_direction(stored.meta)
         elif seed is None:
             seed = secrets.randbits(31)
         self.seed = int(seed)
+        #: ``"minimize"`` or ``"maximize"``
+        self.direction: str = direction or DIRECTIONS[0]
+        self._sign = -1.0 if self.direction == "maximize" else 1.0  # what the optimizer is told: sign * value
         self._optimizer_args = (dict(method_options), dict(runtime_options or {}))
         self._new_optimizer()
         self._resume_queue: list[Trial] = []
@@ -297,12 +330,20 @@ class Study:
                 raise
         else:
             self._storage.create({"method": self.method, "seed": self.seed, "method_options": plain(options),
-                                  "space": space_desc, "user_attrs": plain(dict(user_attrs or {}))})
+                                  "space": space_desc, "direction": self.direction,
+                                  "user_attrs": plain(dict(user_attrs or {}))})
 
     # -- opening ----------------------------------------------------------------------------
     def _check_match(self, meta: Mapping[str, Any], space_desc: list, seed: int | None,
-                     options: Mapping[str, Any]) -> None:
+                     options: Mapping[str, Any], direction: str | None) -> None:
         name = self._storage.name
+        stored_dir = stored_direction(meta)
+        if stored_dir is None:
+            raise CorruptStudyError(f"{name}: corrupt graphbo study (direction {meta.get('direction')!r}, not one "
+                                    f"of {list(DIRECTIONS)})")
+        if direction is not None and direction != stored_dir:
+            raise StorageError(f"{name}: the study was created with direction={stored_dir!r}, not {direction!r}; "
+                               f"give direction={stored_dir!r} or leave direction out")
         stored = meta["method"]
         if METHODS.get(str(stored).lower()) is not METHODS[self.method]:
             raise StorageError(f"{name}: the study was created with method {stored!r}, not {self.method!r}")
@@ -367,9 +408,11 @@ class Study:
             finished_trials = sorted((t for t in self._trials if t.status != "running"), key=_told_first)
             for t in finished_trials:
                 if t.status == "complete":
-                    self.optimizer.tell(t.config, t.value, **_fidelity(t))  # type: ignore[arg-type]  # None: ValueError
+                    if t.value is None:
+                        raise ValueError("a complete trial without a value")
+                    self.optimizer.tell(t.config, self._sign * t.value, **_fidelity(t))
                 elif t.penalty is not None:
-                    self.optimizer.tell(t.config, t.penalty, **_fidelity(t))
+                    self.optimizer.tell(t.config, self._sign * t.penalty, **_fidelity(t))
                 else:
                     self.optimizer.mark_failed(t.config, **_fidelity(t))
             state = stored.meta.get("optimizer_state")
@@ -525,7 +568,8 @@ class Study:
     def tell(self, trial: Trial | Mapping[str, Any] | int, value: float, *, seconds: float | None = None) -> Trial:
         """Record that a trial (a :class:`Trial`, its number, or its configuration) evaluated to ``value``.
 
-        The optimizer learns it and the trial is stored ``complete`` (with the
+        ``value`` is in the user's sign: a maximising study tells the optimizer
+        ``-value`` and stores ``value``. The optimizer learns it and the trial is stored ``complete`` (with the
         optimizer state) before this returns. A configuration that was never
         asked is added as a new complete trial. ``value`` must be a finite
         number: otherwise ``ValueError`` and nothing is stored.
@@ -539,7 +583,7 @@ class Study:
         else:
             assert not isinstance(trial, (Trial, int, np.integer))  # _resolve returns None for a configuration only
             cfg = self.space.from_index(self.space.to_index(trial))
-        self.optimizer.tell(cfg, v, **(_fidelity(t) if t is not None else {}))
+        self.optimizer.tell(cfg, self._sign * v, **(_fidelity(t) if t is not None else {}))
         return self._finish(t, cfg, "complete", v, None, None, seconds)
 
     def fail(self, trial: Trial | Mapping[str, Any] | int, error: str | BaseException = "failed", *,
@@ -547,7 +591,8 @@ class Study:
         """Record that a trial failed, with ``error`` (a message or the exception).
 
         The configuration is never suggested again. By default the model is not
-        told; with ``value``, it is told that value instead (a penalty).
+        told; with ``value``, it is told that value instead (a penalty, in the
+        user's sign like any value: for a maximising study, a low one).
         """
         self._check_open()
         t = self._resolve(trial, "fail")
@@ -563,7 +608,7 @@ class Study:
         if penalty is None:
             self.optimizer.mark_failed(cfg, **fidelity)
         else:
-            self.optimizer.tell(cfg, penalty, **fidelity)
+            self.optimizer.tell(cfg, self._sign * penalty, **fidelity)
         return self._finish(t, cfg, "failed", None, str(error), penalty, seconds)
 
     def _finish(self, t: Trial | None, cfg: dict[str, Any], status: str, value: float | None, error: str | None,
@@ -619,20 +664,45 @@ class Study:
 
     @property
     def history(self) -> list[Observation]:
-        """The complete evaluations, in the order the optimizer was told them."""
+        """The complete evaluations, in the order the optimizer was told them (values in the user's sign)."""
         done = sorted((t for t in self._trials if t.status == "complete"), key=_told_first)
         return [Observation(dict(t.config), float(_complete_value(t))) for t in done]
 
     @property
     def best_trial(self) -> Trial | None:
-        """The complete trial with the lowest value (the first of equals), or ``None``."""
+        """The complete trial with the lowest value (the highest for ``direction="maximize"``; the first told
+        of equals), or ``None``."""
         done = [t for t in self._trials if t.status == "complete"]
-        return dataclasses.replace(min(done, key=lambda t: (t.value,) + _told_first(t))) if done else None
+        sign = self._sign
+        return dataclasses.replace(min(done, key=lambda t: (sign * _complete_value(t),) + _told_first(t))) \
+            if done else None
 
     @property
     def best(self) -> Observation | None:
+        """The best complete evaluation (see :attr:`best_trial`), or ``None``."""
         t = self.best_trial
         return None if t is None else Observation(t.config, _complete_value(t))
+
+    def _completed_best(self) -> Trial:
+        t = self.best_trial
+        if t is None:
+            n_failed = sum(1 for t in self._trials if t.status == "failed")
+            raise ValueError(f"no trial of study {self._storage.name} completed ({len(self._trials)} trials, "
+                             f"{n_failed} failed; their errors are in study.failed_trials)")
+        return t
+
+    @property
+    def best_params(self) -> dict[str, Any]:
+        """The best configuration (see :attr:`best_trial`) as a dict of the variables' own values (a
+        Categorical's category, an Ordinal's value, a Continuous number; not index rows); ``ValueError`` if no
+        trial completed."""
+        return dict(self._completed_best().config)
+
+    @property
+    def best_value(self) -> float:
+        """The best value, in the user's sign (the lowest, or the highest for ``direction="maximize"``);
+        ``ValueError`` if no trial completed."""
+        return _complete_value(self._completed_best())
 
     # -- free attributes ------------------------------------------------------------------
     @property
@@ -670,5 +740,9 @@ class Study:
             pass
 
     def __repr__(self) -> str:
+        """One line: the store, method, seed, direction when maximising, trial counts, best value."""
         counts = ", ".join(f"{s} {sum(1 for t in self._trials if t.status == s)}" for s in STATUSES)
-        return f"Study({self._storage.name}, method={self.method!r}, seed={self.seed}, {counts})"
+        direction = ", direction='maximize'" if self.direction == "maximize" else ""
+        best = self.best_trial
+        shown = "" if best is None else f", best {_complete_value(best):.6g}"
+        return f"Study({self._storage.name}, method={self.method!r}, seed={self.seed}{direction}, {counts}{shown})"

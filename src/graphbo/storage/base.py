@@ -5,11 +5,14 @@ A store holds one study record:
 - its *meta*: ``application`` (``"graphbo"``), ``format`` (storage format
   version), ``graphbo_version``, ``created`` (added by the store), and what the
   study gives: ``method``, ``seed``, ``method_options``, ``space`` (a JSON
-  description), ``user_attrs`` (free JSON); plus ``optimizer_state``, the
-  latest optimizer state saved;
+  description), ``direction`` (``"minimize"`` or ``"maximize"``; a study
+  without it, as earlier graphbo wrote, minimises), ``user_attrs`` (free
+  JSON); plus ``optimizer_state``, the latest optimizer state saved;
 - its *trials* (:class:`Trial`), each ``running``, ``complete`` or
   ``failed``, with free per-trial attributes (a multi-fidelity method's
-  ``fidelity``).
+  ``fidelity``). Values and penalties are in the user's sign (what the
+  objective returned) whatever the direction: a maximising study tells its
+  optimizer their negatives.
 
 One writer at a time: :meth:`Storage.create` and :meth:`Storage.open` take the
 store for writing and :meth:`Storage.close` gives it back; opening a store that
@@ -33,10 +36,16 @@ from typing import Any, Mapping, NamedTuple, Sequence
 
 __all__ = ["Storage", "StoredStudy", "Trial", "StorageError", "TrialNotRunningError", "TraceError",
            "StudyLockedError", "NotAStudyError", "CorruptStudyError", "NewerFormatError", "StudyAccessError",
-           "StorageFullError", "FORMAT_VERSION", "STATUSES", "APPLICATION", "now"]
+           "StorageFullError", "FORMAT_VERSION", "STATUSES", "APPLICATION", "DIRECTIONS", "now", "stored_direction"]
 
-#: version of the storage format; a store with a larger one is refused
-FORMAT_VERSION = 1
+#: the newest storage format this graphbo reads; a store with a larger one is refused. Format 2 adds the
+#: ``direction`` meta key: a maximising study is written as format 2, so that a graphbo that reads only format 1
+#: (and would minimise its values) refuses it; a minimising study is still written as format 1
+FORMAT_VERSION = 2
+#: the format of a study that minimises (graphbo 0.1's, which older versions read)
+MINIMIZE_FORMAT = 1
+#: what a study optimises; the first is the default and what a study without a stored direction does
+DIRECTIONS = ("minimize", "maximize")
 #: the ``application`` mark in the meta of every graphbo study
 APPLICATION = "graphbo"
 STATUSES = ("running", "complete", "failed")
@@ -87,8 +96,11 @@ class TraceError(StorageError, ValueError):
 class Trial:
     """One evaluation of a study.
 
+    ``number`` counts from 0 in the order the trials were asked (a trial told
+    without being asked gets the next one); the store, the log messages and
+    the ``graphbo`` command's progress lines use the same number.
     ``status`` is ``"running"`` (asked, not yet told), ``"complete"``
-    (``value`` holds the objective) or ``"failed"`` (``error`` holds the
+    (``value`` holds the objective, in the user's sign) or ``"failed"`` (``error`` holds the
     message; ``penalty`` the value told to the model instead, if any).
     Timestamps are UTC ISO 8601 strings. ``row`` is the configuration's index
     row (a NumPy array in a study; a list as loaded from a store). ``attrs``
@@ -120,6 +132,13 @@ class StoredStudy(NamedTuple):
     trials: list[Trial]
 
 
+def stored_direction(meta: Mapping[str, Any]) -> str | None:
+    """The direction a stored meta records: ``"minimize"`` when it has none (a study written before directions
+    existed), ``None`` when the stored value is not one of :data:`DIRECTIONS` (damage)."""
+    direction = meta.get("direction", DIRECTIONS[0])
+    return direction if isinstance(direction, str) and direction in DIRECTIONS else None
+
+
 def now() -> str:
     """The current UTC time as an ISO 8601 string (microseconds), as trials record it."""
     return datetime.now(timezone.utc).isoformat(timespec="microseconds")
@@ -143,8 +162,10 @@ class Storage(abc.ABC):
         return self.path or "(in memory)"
 
     def stamped(self, meta: Mapping[str, Any]) -> dict[str, Any]:
-        """``meta`` with what the store adds to a new record: application, format, graphbo version, creation time."""
-        out = {"application": APPLICATION, "format": FORMAT_VERSION, "graphbo_version": graphbo_version()}
+        """``meta`` with what the store adds to a new record: application, format (:data:`MINIMIZE_FORMAT`
+        unless the study maximises), graphbo version, creation time."""
+        fmt = FORMAT_VERSION if meta.get("direction", DIRECTIONS[0]) != DIRECTIONS[0] else MINIMIZE_FORMAT
+        out = {"application": APPLICATION, "format": fmt, "graphbo_version": graphbo_version()}
         out.update(meta)
         out.setdefault("created", now())
         out.setdefault("user_attrs", {})
@@ -170,7 +191,8 @@ class Storage(abc.ABC):
     # -- opening ----------------------------------------------------------------------------------
     @abc.abstractmethod
     def create(self, meta: Mapping[str, Any]) -> None:
-        """Record a new study (``meta``: method, seed, method_options, space, user_attrs) and open it for writing.
+        """Record a new study (``meta``: method, seed, method_options, space, direction, user_attrs) and open it
+        for writing.
 
         Raises :class:`StorageError` if the store holds a study already or cannot be written.
         """

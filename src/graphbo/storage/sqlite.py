@@ -44,9 +44,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from .base import (APPLICATION, FORMAT_VERSION, STATUSES, CorruptStudyError, NewerFormatError, NotAStudyError,
-                   Storage, StorageError, StorageFullError, StoredStudy, StudyAccessError, StudyLockedError, Trial,
-                   graphbo_version)
+from .base import (APPLICATION, DIRECTIONS, FORMAT_VERSION, STATUSES, CorruptStudyError, NewerFormatError,
+                   NotAStudyError, Storage, StorageError, StorageFullError, StoredStudy, StudyAccessError,
+                   StudyLockedError, Trial, graphbo_version, stored_direction)
 from .checks import study_problem
 from .jsonio import dumps
 from .lock import describe_writer, holder_alive, is_ours, this_writer
@@ -226,6 +226,9 @@ class SQLiteStorage(Storage):
         seed = meta["seed"]
         if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
             raise CorruptStudyError(f"{path}: corrupt graphbo study (seed {seed!r})")
+        if stored_direction(meta) is None:
+            raise CorruptStudyError(f"{path}: corrupt graphbo study (direction {meta['direction']!r}, not one of "
+                                    f"{list(DIRECTIONS)})")
         writer = meta.get("writer")
         if writer is not None and not isinstance(writer, dict):
             raise CorruptStudyError(f"{path}: corrupt graphbo study (writer lock {writer!r}); "
