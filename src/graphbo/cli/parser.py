@@ -1,7 +1,7 @@
 """The ``graphbo`` command's argument parser and entry point.
 
 Each subcommand lives in a module of its own (``benchmarks``, ``run``,
-``resume``, ``compare``, ``report``) with ``add_parser(subparsers)``, which
+``resume``, ``compare``, ``report``, ``export``, ``unlock``) with ``add_parser(subparsers)``, which
 registers its options and sets ``func``, and ``run(args) -> int``.
 """
 
@@ -12,10 +12,10 @@ import re
 import sys
 from typing import NoReturn, Sequence
 
-from . import benchmarks, compare, report, resume, run, unlock
+from . import benchmarks, compare, export, report, resume, run, unlock
 
 #: the subcommands, in the order ``graphbo --help`` lists them
-SUBCOMMANDS = (benchmarks, run, resume, compare, report, unlock)
+SUBCOMMANDS = (benchmarks, run, resume, compare, report, export, unlock)
 
 
 DESCRIPTION = ("Bayesian optimisation over discrete, mixed and neural-architecture spaces: COMBO (graph "

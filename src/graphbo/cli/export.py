@@ -1,0 +1,29 @@
+"""``graphbo export STUDY.db --optuna URL``: a graphbo study as an Optuna study, for optuna-dashboard."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``graphbo export`` and its options."""
+    p = subparsers.add_parser(
+        "export", help="copy a study's trials into an Optuna study (to look at in optuna-dashboard)",
+        description="Writes a new Optuna study with the study's trials: configurations in the variables' own "
+                    "values, values, states and direction (graphbo.integrations.optuna_export). Look at it with "
+                    "`optuna-dashboard URL`. Needs the optuna extra.")
+    p.add_argument("path", help="the graphbo study file (.db)")
+    p.add_argument("--optuna", required=True, metavar="URL",
+                   help="the Optuna storage to write to, e.g. sqlite:///optuna.db")
+    p.add_argument("--study-name", default=None, help="the Optuna study's name (default: the file's stem)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Export; returns the exit code."""
+    from ..integrations.optuna_export import export_to_optuna
+
+    study = export_to_optuna(args.path, args.optuna, args.study_name)
+    print(f"graphbo export: {len(study.trials)} trials of {args.path} written to Optuna study "
+          f"{study.study_name!r} in {args.optuna} (view: optuna-dashboard {args.optuna})")
+    return 0

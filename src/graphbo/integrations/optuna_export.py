@@ -1,0 +1,123 @@
+"""A graphbo study as an Optuna study, to look at in optuna-dashboard.
+
+``export_to_optuna("study.db", "sqlite:///optuna.db")`` writes one Optuna study holding the
+graphbo study's trials: the same configurations (in the variables' own values), values (in
+the user's sign), states and direction. Optuna's distributions are chosen per variable from
+the study's stored space description:
+
+==========================================  ============================================
+graphbo variable                            Optuna distribution
+==========================================  ============================================
+``Ordinal`` of integers ``a, a+s, ..., b``  ``IntDistribution(a, b, step=s)``
+other ``Ordinal``, ``Categorical``,         ``CategoricalDistribution(values)`` (values
+``Binary``, ``GraphVariable``               that are not JSON scalars as their ``str``)
+``IntegerRange`` (``Integer`` beyond the    ``IntDistribution(low, high, log=log)``
+ordinal limit)
+``Continuous``                              ``FloatDistribution(low, high, log=log)``
+==========================================  ============================================
+
+An architecture space (NASBOT) has no per-variable parameters: its trials carry the
+architecture's description as the user attribute ``config`` and no parameters. Every
+exported trial keeps its graphbo number (``graphbo_number``), and failed ones their error.
+The exported study is a copy: graphbo never reads it back.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from typing import Any
+
+from .._lazy import require
+from ..storage import SQLiteStorage, StorageError
+from ..storage.base import stored_direction
+
+__all__ = ["export_to_optuna", "optuna_distributions"]
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _grid(values: list[Any]) -> tuple[int, int, int] | None:
+    """``(low, high, step)`` if ``values`` are integers in one increasing arithmetic progression."""
+    if len(values) < 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return None
+    step = values[1] - values[0]
+    if step <= 0 or any(b - a != step for a, b in zip(values, values[1:])):
+        return None
+    return values[0], values[-1], step
+
+
+def _choice(value: Any) -> Any:
+    return value if isinstance(value, _SCALARS) else str(value)
+
+
+def optuna_distributions(space_description: list[dict[str, Any]]) -> dict[str, Any]:
+    """Optuna distributions by variable name for a stored space description (``graphbo.study.describe_space``).
+
+    Raises ``ValueError`` for a variable class it does not know.
+    """
+    dist = require("optuna.distributions", "exporting to Optuna", "optuna")
+    out: dict[str, Any] = {}
+    for d in space_description:
+        name, cls = d["name"], d["class"]
+        if "values" in d:
+            grid = _grid(d["values"]) if cls == "Ordinal" else None
+            out[name] = (dist.IntDistribution(grid[0], grid[1], step=grid[2]) if grid is not None
+                         else dist.CategoricalDistribution([_choice(v) for v in d["values"]]))
+        elif cls == "IntegerRange":
+            out[name] = dist.IntDistribution(int(d["low"]), int(d["high"]), log=bool(d.get("log", False)))
+        elif cls == "Continuous":
+            out[name] = dist.FloatDistribution(float(d["low"]), float(d["high"]), log=bool(d.get("log", False)))
+        else:
+            raise ValueError(f"variable {name!r}: no Optuna distribution for a graphbo {cls}")
+    return out
+
+
+def _time(text: str | None) -> _dt.datetime | None:
+    return None if text is None else _dt.datetime.fromisoformat(text)
+
+
+def export_to_optuna(path: str | os.PathLike, optuna_storage: str, study_name: str | None = None) -> Any:
+    """Write the graphbo study at ``path`` as a new Optuna study in ``optuna_storage`` (an Optuna storage URL,
+    e.g. ``"sqlite:///optuna.db"``) named ``study_name`` (default: the file's stem); returns the Optuna study.
+
+    Raises :class:`~graphbo.storage.StorageError` if ``path`` is not a graphbo study, and Optuna's
+    ``DuplicatedStudyError`` if ``optuna_storage`` already has a study of that name.
+    """
+    optuna = require("optuna", "exporting to Optuna", "optuna")
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise StorageError(f"{path}: no such study file")
+    stored = SQLiteStorage(path).load()
+    if stored is None:
+        raise StorageError(f"{path}: not a graphbo study (empty)")
+    direction = stored_direction(stored.meta)
+    if direction is None:
+        raise StorageError(f"{path}: the stored direction {stored.meta.get('direction')!r} is damaged")
+    description = stored.meta.get("space")
+    per_variable = isinstance(description, list)
+    distributions = optuna_distributions(description) if per_variable else {}
+    name = study_name or os.path.splitext(os.path.basename(path))[0]
+    study = optuna.create_study(storage=optuna_storage, study_name=name, direction=direction)
+    study.set_user_attr("graphbo_method", stored.meta.get("method"))
+    study.set_user_attr("graphbo_seed", stored.meta.get("seed"))
+    state = optuna.trial.TrialState
+    states = {"complete": state.COMPLETE, "failed": state.FAIL, "running": state.RUNNING}
+    frozen = []
+    for t in sorted(stored.trials, key=lambda t: t.number):
+        attrs: dict[str, Any] = {"graphbo_number": t.number, **{k: _choice(v) for k, v in t.attrs.items()}}
+        if t.error is not None:
+            attrs["error"] = t.error
+        if per_variable:
+            params = {k: _choice(t.config[k]) for k in distributions}
+        else:
+            params, attrs["config"] = {}, str(t.config)
+        trial = optuna.trial.create_trial(
+            state=states[t.status], value=t.value if t.status == "complete" else None,
+            params=params, distributions=dict(distributions) if per_variable else {}, user_attrs=attrs)
+        trial.datetime_start = _time(t.started)
+        if t.status != "running":
+            trial.datetime_complete = _time(t.finished)
+        frozen.append(trial)
+    study.add_trials(frozen)
+    return study

@@ -1,0 +1,59 @@
+"""`graphbo export --optuna`: a graphbo study read back by the real Optuna, trial for trial."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+
+import numpy as np
+import pytest
+
+import graphbo as gb
+from graphbo.cli import main
+
+optuna = pytest.importorskip("optuna")
+
+
+def _space():
+    return gb.Space({"n": gb.Integer(1, 40), "k": gb.Ordinal([1, 2, 4, 8]), "act": gb.Categorical(["relu", "tanh"]),
+                     "lr": gb.Continuous(1e-4, 1e-1, log=True), "b": gb.Binary()})
+
+
+def _objective(c):
+    if c["n"] == 7:
+        raise RuntimeError("seven is unlucky")
+    return (c["n"] - 20) ** 2 / 100 + math.log10(c["lr"]) ** 2 + (c["act"] == "tanh") + 0.1 * c["k"] + c["b"]
+
+
+def test_exported_study_has_the_same_trials(tmp_path):
+    path = tmp_path / "study.db"
+    res = gb.minimize(_objective, _space(), method="rs", budget=25, seed=3, storage=path)
+    url = f"sqlite:///{tmp_path / 'optuna.db'}"
+    assert main(["export", str(path), "--optuna", url]) == 0
+    loaded = optuna.load_study(study_name="study", storage=url)
+    assert loaded.direction == optuna.study.StudyDirection.MINIMIZE
+    assert len(loaded.trials) == len(res.trials)
+    by_number = {t.user_attrs["graphbo_number"]: t for t in loaded.trials}
+    for t in res.trials:
+        o = by_number[t.number]
+        assert o.params == {k: (v if not isinstance(v, np.generic) else v.item()) for k, v in t.config.items()}
+        if t.status == "complete":
+            assert o.state == optuna.trial.TrialState.COMPLETE and o.value == pytest.approx(t.value)
+        else:
+            assert o.state == optuna.trial.TrialState.FAIL and "unlucky" in o.user_attrs["error"]
+    assert loaded.best_value == pytest.approx(res.best.value)
+    d = loaded.trials[0].distributions
+    assert isinstance(d["n"], optuna.distributions.IntDistribution) and (d["n"].low, d["n"].high) == (1, 40)
+    assert isinstance(d["k"], optuna.distributions.CategoricalDistribution)  # 1, 2, 4, 8 is not a grid
+    assert isinstance(d["lr"], optuna.distributions.FloatDistribution) and d["lr"].log
+    # a second export under the same name is refused by Optuna, nothing overwritten
+    assert main(["export", str(path), "--optuna", url]) == 1
+    assert len(optuna.load_study(study_name="study", storage=url).trials) == len(res.trials)
+
+
+def test_not_a_study_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "x.db"
+    sqlite3.connect(bad).close()
+    assert main(["export", str(bad), "--optuna", f"sqlite:///{tmp_path / 'o.db'}"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "graphbo export" in err[0]
