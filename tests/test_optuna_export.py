@@ -57,3 +57,15 @@ def test_not_a_study_is_one_line(tmp_path, capsys):
     assert main(["export", str(bad), "--optuna", f"sqlite:///{tmp_path / 'o.db'}"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "graphbo export" in err[0]
+
+
+def test_maximising_study_keeps_its_direction(tmp_path):
+    from graphbo.integrations.optuna_export import export_to_optuna
+
+    path = tmp_path / "max.db"
+    res = gb.minimize(lambda c: 0.0 if c["n"] == 7 else -_objective(c), _space(), method="rs", budget=8, seed=0,
+                      storage=path, direction="maximize")
+    study = export_to_optuna(path, f"sqlite:///{tmp_path / 'o.db'}", "m")
+    assert study.direction == optuna.study.StudyDirection.MAXIMIZE
+    assert study.best_value == pytest.approx(res.best_value)
+    assert study.best_value == pytest.approx(max(t.value for t in res.trials if t.status == "complete"))
