@@ -30,6 +30,7 @@ from typing import Any
 
 from .._lazy import require
 from ..storage import SQLiteStorage, StorageError
+from ..optimizers.tpe import _quiet_optuna
 from ..storage.base import stored_direction
 
 __all__ = ["export_to_optuna", "optuna_distributions"]
@@ -98,7 +99,8 @@ def export_to_optuna(path: str | os.PathLike, optuna_storage: str, study_name: s
     per_variable = isinstance(description, list)
     distributions = optuna_distributions(description) if per_variable else {}
     name = study_name or os.path.splitext(os.path.basename(path))[0]
-    study = optuna.create_study(storage=optuna_storage, study_name=name, direction=direction)
+    with _quiet_optuna(optuna):  # no "A new study created" line in the middle of graphbo's output
+        study = optuna.create_study(storage=optuna_storage, study_name=name, direction=direction)
     study.set_user_attr("graphbo_method", stored.meta.get("method"))
     study.set_user_attr("graphbo_seed", stored.meta.get("seed"))
     state = optuna.trial.TrialState
