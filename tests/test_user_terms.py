@@ -204,3 +204,84 @@ def test_study_repr_is_one_short_line():
         text = repr(study)
         assert "\n" not in text and len(text) < 200, text
         assert "direction='maximize'" in text and "complete 50" in text and f"best {study.best_value:.6g}" in text
+
+
+# -- the graphbo command: one trial numbering, values in the user's terms ---------------------------------------
+SPACE_YAML = """variables:
+  a: {type: ordinal, values: [0, 1, 2, 3, 4]}
+  b: {type: categorical, choices: [x, y, z]}
+"""
+OBJECTIVE_PY = """def f(c):
+    return -(c["a"] - 2) ** 2 + (1.0 if c["b"] == "z" else 0.0)
+"""
+
+
+def progress_rows(stdout):
+    """``(trial, value, best)`` of the progress lines under the ``trial value best seconds`` header."""
+    rows = []
+    for line in stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[0].isdigit():
+            rows.append((int(parts[0]), float(parts[1]), float(parts[2])))
+    return rows
+
+
+def run_cli(*argv, cwd):
+    return subprocess.run([sys.executable, "-m", "graphbo", *argv], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
+
+
+def test_cli_numbers_trials_as_the_study_does_and_maximizes(tmp_path):
+    (tmp_path / "space.yaml").write_text(SPACE_YAML)
+    (tmp_path / "userobj.py").write_text(OBJECTIVE_PY)
+    out = run_cli("run", "--space", "space.yaml", "--objective", "userobj:f", "--budget", "6", "--method", "rs",
+                  "--direction", "maximize", "--storage", "m.db", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "maximising userobj:f" in out.stdout
+    out2 = run_cli("resume", "m.db", "--objective", "userobj:f", "--budget", "10", cwd=tmp_path)
+    assert out2.returncode == 0, out2.stderr
+    assert "rs maximising userobj:f" in out2.stdout
+    with Study(gb.load_space(tmp_path / "space.yaml"), "rs", storage=tmp_path / "m.db", n_initial=10) as study:
+        trials = study.trials
+        assert study.direction == "maximize"
+    stored = {t.number: t.value for t in trials}
+    rows = progress_rows(out.stdout) + progress_rows(out2.stdout)
+    assert [r[0] for r in rows] == sorted(stored) == list(range(10))  # the printed number is Trial.number
+    assert all(stored[n] == value for n, value, _ in rows)
+    running = [max(v for _, v, _ in rows[: k + 1]) for k in range(len(rows))]
+    assert [b for _, _, b in rows] == running  # best so far is the highest
+    best = max(stored.values())
+    best_trial = min(n for n, v in stored.items() if v == best)
+    assert (f"best value {best:.6g} at {json.dumps(trials[best_trial].config)}"
+            in out2.stdout.splitlines()[-2])
+    # the other direction is refused, the file unchanged
+    before = (tmp_path / "m.db").read_bytes()
+    wrong = run_cli("run", "--space", "space.yaml", "--objective", "userobj:f", "--budget", "12", "--method", "rs",
+                    "--direction", "minimize", "--storage", "m.db", cwd=tmp_path)
+    assert wrong.returncode == 2 and "direction='maximize', not 'minimize'" in wrong.stderr
+    assert (tmp_path / "m.db").read_bytes() == before
+    bench = run_cli("run", "branin", "--direction", "maximize", cwd=tmp_path)
+    assert bench.returncode == 2 and "benchmarks are minimised" in bench.stderr
+
+
+def test_trace_lines_number_trials_as_the_trace_does(tmp_path):
+    out = run_cli("run", "branin", "--method", "rs", "--budget", "4", "--trace", "t.jsonl", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    evals = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()[1:]]
+    rows = progress_rows(out.stdout)
+    assert [r[0] for r in rows] == [e["i"] for e in evals] == [0, 1, 2, 3]
+    assert [r[1] for r in rows] == pytest.approx([e["value"] for e in evals], rel=1e-4)
+
+
+def test_config_text_uses_the_variables_values_or_a_benchmarks_native_domain():
+    from graphbo.cli._common import config_text
+
+    assert config_text(None, {"a": np.int64(3), "b": "z", "x": np.float64(0.25)}) == '{"a": 3, "b": "z", "x": 0.25}'
+
+    class OnAGrid:
+        """A benchmark whose variables are unit coordinates of x in [-5, 10]."""
+
+        def native_config(self, config):
+            return {"x": -5.0 + 15.0 * config["u"]}
+
+    assert config_text(OnAGrid(), {"u": 0.2}) == '{"x": -2.0} (the space\'s values: {"u": 0.2})'

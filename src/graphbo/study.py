@@ -741,6 +741,8 @@ class Study:
 
     def __repr__(self) -> str:
         """One line: the store, method, seed, direction when maximising, trial counts, best value."""
+        if not hasattr(self, "_trials"):  # __init__ failed early (a debugger or a traceback shows it)
+            return f"Study({self._storage.name if hasattr(self, '_storage') else '?'}, not opened)"
         counts = ", ".join(f"{s} {sum(1 for t in self._trials if t.status == s)}" for s in STATUSES)
         direction = ", direction='maximize'" if self.direction == "maximize" else ""
         best = self.best_trial

@@ -1,6 +1,8 @@
 """Helpers shared by the subcommands of the ``graphbo`` command.
 
-Default output paths, the per-evaluation progress lines, the options that
+Default output paths, the per-evaluation progress lines (numbered by trial number, from 0, as the study file
+and the log messages number them), configurations as printed (:func:`config_text`: the variables' own values,
+or a benchmark's native domain), the options that
 configure a built-in benchmark (``--wcnf``, ``--lamda``, ``--epochs``,
 ``--instance-seed``), ``--threads``, ``--option KEY=VALUE`` parsing, and running
 (or continuing) a study file for ``graphbo run`` and ``graphbo resume``; the argument types that validate
@@ -208,17 +210,34 @@ def parse_method_options(items: list[str] | None) -> dict:
     return options
 
 
-def progress(quiet: bool, best: float | None = None) -> Callable[..., None]:
-    """A ``minimize`` callback printing one line per complete evaluation (a header before the first)."""
-    state = [float("inf") if best is None else best, True]
+def config_text(objective: Any, config: dict[str, Any]) -> str:
+    """How the ``graphbo`` command prints a configuration: JSON of the variables' own values (NumPy numbers as
+    numbers); for a benchmark whose variables are coordinates of another domain (a ``native_config(config)``
+    method, e.g. a grid on ``[0, 1]`` standing for Branin's ``x1`` in ``[-5, 10]``), the native values first and
+    the space's values after them."""
+    from ..storage.jsonio import dumps
+
+    text = dumps(config)
+    native = getattr(objective, "native_config", None)
+    if callable(native):
+        return f"{dumps(native(config))} (the space's values: {text})"
+    return text
+
+
+def progress(quiet: bool, best: float | None = None, direction: str = "minimize") -> Callable[..., None]:
+    """A ``minimize`` callback printing one line per complete evaluation (a header before the first): the
+    trial number (from 0, :attr:`graphbo.Trial.number`), its value, the best so far (the highest when
+    ``direction`` is ``"maximize"``; ``best``: that of earlier sessions) and its seconds."""
+    pick = max if direction == "maximize" else min
+    state: list[Any] = [best, True]
 
     def callback(number, config, value, optimizer, seconds):
-        state[0] = min(state[0], value)
+        state[0] = value if state[0] is None else pick(state[0], value)
         if not quiet:
             if state[1]:
                 print(f"{'trial':>6} {'value':>12} {'best':>12} {'seconds':>8}")
                 state[1] = False
-            print(f"{number + 1:>6} {value:>12.5g} {state[0]:>12.5g} {seconds:>8.2f}", flush=True)
+            print(f"{number:>6} {value:>12.5g} {state[0]:>12.5g} {seconds:>8.2f}", flush=True)
 
     return callback
 
@@ -244,7 +263,7 @@ def minimize_study(prog: str, objective: Callable[[dict], Any], space: Any, path
         best = info.get("best_value")
         with limit_threads(args.threads):
             result = minimize(objective, space, method, budget=budget, seed=seed,
-                              callback=progress(args.quiet, best),
+                              callback=progress(args.quiet, best, info.get("direction", "minimize")),
                               storage=path, n_workers=args.workers, timeout=args.timeout, **method_options)
     except StorageError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
@@ -256,7 +275,7 @@ def minimize_study(prog: str, objective: Callable[[dict], Any], space: Any, path
     if result.best is None:
         print(f"every evaluation failed ({result.n_failed}); see the trials in {path}")
         return 1
-    print(f"best value {result.best.value:.6g} at {json.dumps(result.best.config, default=str)}"
+    print(f"best value {result.best.value:.6g} at {config_text(objective, result.best.config)}"
           + (f" ({result.n_failed} failed evaluations)" if result.n_failed else ""))
     print(f"study saved in {path}")
     return 0

@@ -1,7 +1,8 @@
 """``graphbo resume``: continue a study file written by ``graphbo run`` (a built-in benchmark) or ``graphbo run
 --space ... --objective ...`` (a user's function).
 
-A study file is data, and may come from someone else: resuming it never imports what it names unless the
+A study continues in the direction stored with it (``graphbo run --direction maximize`` for a function to
+maximise). A study file is data, and may come from someone else: resuming it never imports what it names unless the
 user says so. A study of a user's function needs the function named on the command line
 (``--objective SPEC``; the stored spec is shown in the error), or ``--trust-stored-objective``, which imports
 the stored spec with the stored working folder on ``sys.path`` and says so. A built-in benchmark is
@@ -172,7 +173,8 @@ def _resume_user(args: argparse.Namespace, info: dict, attrs: dict) -> int:
         return 2
     if not args.quiet:
         finished = info["n_complete"] + info["n_failed"]
-        print(f"graphbo: resuming {args.path}: {info['method']} minimising {spec}, seed {info['seed']}, "
+        verb = "maximising" if info.get("direction") == "maximize" else "minimising"  # the stored direction
+        print(f"graphbo: resuming {args.path}: {info['method']} {verb} {spec}, seed {info['seed']}, "
               f"{finished}/{budget} finished, {info['n_running']} interrupted")
     return minimize_study(prog, objective, space, args.path, info["method"], budget, info["seed"],
                           info["method_options"], args)

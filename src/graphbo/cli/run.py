@@ -2,7 +2,9 @@
 (``--space FILE --objective SPEC``). Every run is a study file (``--storage PATH``, default
 ``runs/NAME-METHOD-seedS-TIME.db``, printed first) that ``graphbo resume`` continues; Ctrl-C saves it and
 prints the resume command. ``--trace PATH`` writes a graphbo 0.1 JSON-lines trace instead (a benchmark only,
-not resumable)."""
+not resumable). ``--direction maximize`` maximises a user's function (stored with the study, so ``graphbo
+resume`` keeps it). Progress lines number the trials from 0, as the study file does; the best configuration is
+printed in the variables' own values (:func:`~graphbo.cli._common.config_text`)."""
 
 from __future__ import annotations
 
@@ -15,8 +17,8 @@ from typing import Any, Callable
 
 from ..objective_loading import ImportedObjective, ObjectiveError, load_objective, stored_spec
 from ._common import (METHODS_PLACEHOLDER, MethodListFormatter, add_benchmark_arguments, add_threads_argument,
-                      benchmark_options, default_path, minimize_study, natural_method, non_negative_int, positive_float,
-                      positive_int, unused_path)
+                      benchmark_options, config_text, default_path, minimize_study, natural_method, non_negative_int,
+                      positive_float, positive_int, unused_path)
 
 #: random initial evaluations of `graphbo run --space` when --n-initial is not given (the optimizers' default)
 _USER_N_INITIAL = 10
@@ -29,7 +31,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=MethodListFormatter,
         description="Optimise a built-in benchmark (`graphbo run BENCHMARK`), or your own function over a space "
                     "file (`graphbo run --space space.yaml --objective package.module:function --budget N`; see "
-                    "docs/spaces.md). The function takes a configuration dict and returns the value to minimise. "
+                    "docs/spaces.md). The function takes a configuration dict and returns the value to minimise "
+                    "(or to maximise, with --direction maximize). "
                     "Every run is a study file (its path is printed first): Ctrl-C saves it, and "
                     "`graphbo resume PATH` continues it.")
     p.add_argument("benchmark", nargs="?", default=None,
@@ -46,6 +49,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="evaluations, initial ones included (default: the paper's; required with --space)")
     p.add_argument("--n-initial", type=non_negative_int, default=None,
                    help=f"random initial evaluations (default: the paper's; {_USER_N_INITIAL} with --space)")
+    p.add_argument("--direction", choices=("minimize", "maximize"), default=None,
+                   help="with --space: whether your function's best value is its lowest (default) or highest; "
+                        "stored with the study (benchmarks are minimised)")
     p.add_argument("--seed", type=int, default=0)
     add_benchmark_arguments(p, "seed")
     p.add_argument("--trace", default=None,
@@ -69,6 +75,10 @@ def run(args: argparse.Namespace) -> int:
                   "MODULE:FUNCTION, not both", file=sys.stderr)
             return 2
         return _run_user(args)
+    if args.direction is not None and args.direction != "minimize":
+        print("graphbo run: --direction maximize applies to your own function (--space FILE --objective "
+              "MODULE:FUNCTION); benchmarks are minimised", file=sys.stderr)
+        return 2
     if args.benchmark is None:
         print("graphbo run: give a benchmark (see `graphbo benchmarks`) or your own problem with "
               "--space FILE --objective MODULE:FUNCTION", file=sys.stderr)
@@ -114,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
             "budget": budget, "n_initial": n_initial, "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
     if not args.quiet:
         print(f"graphbo: {args.method} on {bench.name}, budget {budget} ({n_initial} initial), seed {args.seed}")
-        print(f"{'eval':>6} {'value':>12} {'best':>12} {'seconds':>8}")
+        print(f"{'trial':>6} {'value':>12} {'best':>12} {'seconds':>8}")
     with open(trace_path, "x") as trace, limit_threads(args.threads):
         trace.write(json.dumps(meta) + "\n")
         trace.flush()
@@ -132,10 +142,10 @@ def run(args: argparse.Namespace) -> int:
             trace.write(json.dumps(rec, default=str) + "\n")
             trace.flush()
             if not args.quiet:
-                print(f"{i + 1:>6} {value:>12.5g} {best.value:>12.5g} {t2 - t0:>8.2f}", flush=True)
+                print(f"{i:>6} {value:>12.5g} {best.value:>12.5g} {t2 - t0:>8.2f}", flush=True)  # "i" of the trace
     best = opt.best
     assert best is not None  # budget >= 1 told
-    print(f"best value {best.value:.6g} at {json.dumps(best.config, default=str)}")
+    print(f"best value {best.value:.6g} at {config_text(bench, best.config)}")
     print(f"trace written to {trace_path}")
     return 0
 
@@ -168,8 +178,9 @@ def _run_study(args: argparse.Namespace, bench: Any, budget: int, n_initial: int
 
 def _open_study(prog: str, space: Any, args: argparse.Namespace, path: str, method_options: dict[str, Any],
                 attrs: dict[str, Any], budget: int, mismatch: Callable[[dict[str, Any]], str | None]) -> int | None:
-    """Create the study file ``path`` with ``attrs``, or check that an existing one holds the same
-    problem (``mismatch(stored attrs)`` says why not) and record the new ``budget``; an exit code on failure."""
+    """Create the study file ``path`` with ``attrs`` (and ``args.direction``), or check that an existing one
+    holds the same problem (``mismatch(stored attrs)`` says why not; another direction than ``args.direction``
+    is refused) and record the new ``budget``; an exit code on failure."""
     from ..study import StorageError, Study, read_study_info
 
     try:
@@ -185,12 +196,14 @@ def _open_study(prog: str, space: Any, args: argparse.Namespace, path: str, meth
                 print(f"{prog}: {path} already has {finished} finished trials, more than --budget {budget}; give "
                       f"--budget {finished} or more (nothing is changed)", file=sys.stderr)
                 return 2
-            with Study(space, args.method, storage=path, seed=args.seed, **method_options) as study:
+            with Study(space, args.method, storage=path, seed=args.seed, direction=args.direction,
+                       **method_options) as study:
                 if stored.get("budget") != budget:
                     study.set_user_attr("budget", budget)  # what `graphbo resume` continues to
             print(f"graphbo: continuing {path} ({finished}/{budget} trials finished)")
         else:
-            with Study(space, args.method, storage=path, seed=args.seed, **method_options) as study:
+            with Study(space, args.method, storage=path, seed=args.seed, direction=args.direction,
+                       **method_options) as study:
                 for key, value in attrs.items():
                     study.set_user_attr(key, value)
     except (StorageError, ValueError, TypeError) as exc:
@@ -259,6 +272,7 @@ def _run_user(args: argparse.Namespace) -> int:
     if failed is not None:
         return failed
     print(f"graphbo: study {path}" if args.quiet else
-          f"graphbo: {args.method} on {args.space} minimising {args.objective}, budget {args.budget} "
+          f"graphbo: {args.method} on {args.space} "
+          f"{'maximising' if args.direction == 'maximize' else 'minimising'} {args.objective}, budget {args.budget} "
           f"({n_initial} initial), seed {args.seed}, {args.workers} worker(s), study {path}", flush=True)
     return minimize_study(prog, objective, space, path, args.method, args.budget, args.seed, method_options, args)
