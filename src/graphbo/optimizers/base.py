@@ -11,16 +11,17 @@ from __future__ import annotations
 import inspect
 import itertools
 import math
-from collections.abc import Set
+from collections.abc import Collection, Set
 from dataclasses import dataclass
 from typing import AbstractSet, Any, Iterable, Iterator, Mapping, Sequence, TypeVar, cast, overload
 
 import numpy as np
 
-from .._validation import as_real, check_configs, check_int, check_seed
+from .._validation import as_real, check_configs, check_int, check_optional_int, check_seed
 from ..spaces.space import Space, as_generator
 
-__all__ = ["Optimizer", "Observation", "Configs", "signature_without"]
+__all__ = ["Optimizer", "Observation", "Configs", "signature_without", "training_subset", "check_max_train",
+           "DEFAULT_MAX_TRAIN", "MIN_MAX_TRAIN"]
 
 #: the type of ``initial_configs``: configurations (dicts of variable name -> value)
 Configs = Sequence[Mapping[str, Any]]
@@ -55,6 +56,10 @@ class Optimizer:
     """
 
     name = "base"
+    #: cap on the GP's training set (the ``max_train`` option of the GP-based optimizers; ``None``: no cap)
+    max_train: int | None = None
+    #: indices (into the told data the model could use) of the observations of the last model fit
+    last_training_indices: np.ndarray | None = None
     #: the space classes the optimizer accepts (the NAS optimizers take a ``graphbo.nas.ArchitectureSpace``)
     space_types: tuple[type, ...] = (Space,)
 
@@ -70,6 +75,9 @@ class Optimizer:
         self.space = space
         self.seed = seed
         self.rng = as_generator(seed)
+        #: seeds the training-set subsample of the GP methods (:func:`training_subset`): the seed, or a
+        #: number drawn once without one (saved by :meth:`get_state`)
+        self._subset_key = seed if seed is not None else int(self.rng.integers(2**63))
         self._X: list[np.ndarray] = []
         self._y: list[float] = []
         self._evaluated: set[bytes] = set()
@@ -217,6 +225,7 @@ class Optimizer:
             "rng": self.rng.bit_generator.state,
             "initial": [r.tolist() for r in self._initial],
             "method": self._method_state(),
+            "subset_key": self._subset_key,
         }
 
     def set_state(self, state: Mapping[str, Any]) -> None:
@@ -224,6 +233,8 @@ class Optimizer:
         self._load_method_state(state.get("method") or {})
         self._initial = [np.asarray(r, dtype=self.space.row_dtype) for r in state["initial"]]
         self._pending.clear()
+        if "subset_key" in state:  # states saved before the training-set cap have none
+            self._subset_key = check_int("subset_key", state["subset_key"], minimum=0)
         self.rng.bit_generator.state = state["rng"]  # last: restoring method state may draw numbers
 
     def _method_state(self) -> dict[str, Any]:
@@ -231,6 +242,13 @@ class Optimizer:
 
     def _load_method_state(self, state: Mapping[str, Any]) -> None:
         pass
+
+    def _training_indices(self, y: np.ndarray) -> np.ndarray:
+        """The observations (indices into ``y``) the model is fitted on: :func:`training_subset` under
+        ``max_train``, seeded by the optimizer's seed; kept in :attr:`last_training_indices`."""
+        idx = training_subset(y, self.max_train, self._subset_key)
+        self.last_training_indices = idx
+        return idx
 
     # -- hooks for subclasses ------------------------------------------------------
     def _suggest(self) -> np.ndarray:
@@ -250,17 +268,89 @@ class Optimizer:
         return cast("set[bytes]", _Excluded(self._evaluated, self._pending))
 
 
-class _Excluded(Set[bytes]):
-    """The union of the evaluated rows and the pending ones, without building it.
+#: default cap on the training set of the GP-based optimizers (``max_train``); see :func:`training_subset`
+DEFAULT_MAX_TRAIN = 1000
+#: the smallest cap accepted: the kept part then still holds a few best, recent and random observations
+MIN_MAX_TRAIN = 20
 
-    ``in`` and ``len`` cost O(1) in the evaluated rows (``len`` counts the pending rows not evaluated, a few:
-    the evaluations in flight); iteration gives each row once. The set operators (``|``, ``-``, ...) of
+
+def check_max_train(value: Any) -> int | None:
+    """The ``max_train`` option: ``None`` (fit on every observation) or an integer ``>= MIN_MAX_TRAIN``."""
+    return check_optional_int("max_train", value, minimum=MIN_MAX_TRAIN)
+
+
+def training_subset(y: Sequence[float] | np.ndarray, max_train: int | None, key: int) -> np.ndarray:
+    """Indices, ascending, of the observations a GP is fitted on when at most ``max_train`` may be.
+
+    Exact GP inference costs ``O(n^3)`` time and ``O(n^2)`` memory in the number ``n`` of training points
+    (Rasmussen & Williams 2006, Alg. 2.1; their Sec. 8.3.3, "subset of datapoints", fits a subset for
+    this reason), so a study of 10,000 trials would make every suggestion cost hours. With ``n <= max_train``
+    every observation is used. Beyond it, with ``h = max_train // 4`` (the *refresh period*) and
+    ``b = max_train - h``, the last refresh point is ``r = b + h * floor((n - 1 - b) / h)`` (so
+    ``max_train <= r < n``, and ``r`` moves every ``h`` observations) and the subset is
+
+    * a *kept part* of ``b`` observations among the first ``r``, fixed until the next refresh:
+      the ``b // 3`` lowest values (ties: the earlier one), then the ``b // 3`` most recent
+      of the others, then a uniform sample of the remaining ones, without replacement, from
+      a generator seeded with ``(key, r)``;
+    * every observation since the refresh point (``n - r`` of them, 1 to ``h``).
+
+    It has between ``b + 1`` and ``max_train`` rows; it is a function of ``y[:r]``, ``max_train``,
+    ``key`` and ``n`` alone (reproducible, and recomputed identically on resume); and between refresh
+    points it grows by appending, so a model that caches per-pair work on a growing list (NASBOT's
+    OTMANN distances) recomputes it only every ``h`` observations.
+
+    Why these parts. Expected improvement looks for improvement on the incumbent, so the model must be
+    accurate near the best points (and the best value itself is always in the subset: the lowest of
+    ``y[:r]`` is the first of the kept best, a later one is in the recent part, so the incumbent of EI is
+    the best of *all* observations). The recent observations are where the search is working now; a
+    model that did not see them would suggest again next to a region it has just found poor. A uniform
+    sample of the rest keeps an unbiased picture of the whole landscape, so that the fitted mean,
+    amplitude and length-scales are not those of the good region alone (a fit on the best points only
+    underestimates the variance and flatters the unexplored space).
+
+    Parameters
+    ----------
+    y : sequence of float
+        Every told value the model could be fitted on, in the order told.
+    max_train : int or None
+        The cap (``None``: no cap, every index).
+    key : int
+        Non-negative seed of the uniform part (the optimizer's seed, see ``Optimizer._subset_key``).
+    """
+    y = np.asarray(y, dtype=float).reshape(-1)
+    n = y.size
+    if max_train is None or n <= max_train:
+        return np.arange(n)
+    h = max(1, max_train // 4)
+    b = max_train - h
+    r = b + h * ((n - 1 - b) // h)
+    n_best, n_recent = b // 3, b // 3
+    best = np.argsort(y[:r], kind="stable")[:n_best]
+    taken = np.zeros(r, dtype=bool)
+    taken[best] = True
+    others = np.flatnonzero(~taken)
+    recent = others[len(others) - n_recent:] if n_recent else others[:0]
+    taken[recent] = True
+    rest = np.flatnonzero(~taken)
+    rng = np.random.default_rng([int(key), int(r)])
+    sample = rng.choice(rest, size=b - n_best - n_recent, replace=False)
+    taken[sample] = True
+    return np.concatenate([np.flatnonzero(taken), np.arange(r, n)])
+
+
+class _Excluded(Set[Any]):
+    """The union of a growing set of done items (evaluated rows, their keys) and a few pending ones, without
+    building it.
+
+    ``in`` and ``len`` cost O(1) in the done items (``len`` counts the pending items not done, a few:
+    the evaluations in flight); iteration gives each item once. The set operators (``|``, ``-``, ...) of
     :class:`collections.abc.Set` return plain sets.
     """
 
     __slots__ = ("_evaluated", "_pending")
 
-    def __init__(self, evaluated: AbstractSet[bytes], pending: Mapping[bytes, Any]):
+    def __init__(self, evaluated: AbstractSet[Any], pending: Collection[Any]):
         self._evaluated = evaluated
         self._pending = pending
 
@@ -270,7 +360,7 @@ class _Excluded(Set[bytes]):
     def __len__(self) -> int:
         return len(self._evaluated) + sum(1 for k in self._pending if k not in self._evaluated)
 
-    def __iter__(self) -> Iterator[bytes]:
+    def __iter__(self) -> Iterator[Any]:
         return itertools.chain(self._evaluated, (k for k in self._pending if k not in self._evaluated))
 
     @classmethod

@@ -24,7 +24,7 @@ from .._validation import check_bool, check_choice, check_int
 from ..kernels.frequency_modulated import KERNELS, FMKernel
 from ..models.mixed_gp import PRIORS, MixedGP
 from ..spaces.space import Space
-from .base import Configs, Optimizer, signature_without
+from .base import DEFAULT_MAX_TRAIN, Configs, Optimizer, check_max_train, signature_without
 
 __all__ = ["BOFM"]
 
@@ -66,7 +66,14 @@ class BOFM(Optimizer):
         ball on the discrete part times a box on the continuous part, which expand after
         successes, shrink after failures and restart with a new random design when too small.
         ``True`` takes CASMOPOLITAN's constants; a dict overrides some. The GP is fitted to all
-        the data.
+        the data (up to ``max_train``).
+    max_train : int or None, default 1000
+        Most observations the GP is fitted on (``>= 20``; ``None``: all of them). Beyond it the fit
+        uses the best ones, the most recent ones and a seeded uniform sample of the others
+        (:func:`~graphbo.optimizers.base.training_subset`), so a suggestion costs the same at
+        10,000 told trials as at ``max_train`` (docs/reliability.md, "Load"). Every evaluated
+        configuration stays excluded from the suggestions, and EI's incumbent is the best of all
+        the observations. :attr:`last_training_indices` holds the trials of the last fit.
     """
 
     name = "bofm"
@@ -75,7 +82,7 @@ class BOFM(Optimizer):
                  initial_configs: Configs | None = None, kernel: str = "modlap", n_restarts: int = 10,
                  log_y: bool = False, n_random: int = 100_000, n_spray: int = 50, n_starts: int = 40,
                  acq_optimizer: str = "supplement", prior: str = "weak", trust_region: bool | dict = False,
-                 restart_every: int = 10):
+                 restart_every: int = 10, max_train: int | None = DEFAULT_MAX_TRAIN):
         kernel = check_choice("kernel", kernel, KERNELS)
         self.acq_optimizer = check_choice("acq_optimizer", acq_optimizer, METHODS)
         prior = check_choice("prior", prior, PRIORS)
@@ -85,6 +92,7 @@ class BOFM(Optimizer):
         self.n_spray = check_int("n_spray", n_spray, minimum=0)
         self.n_starts = check_int("n_starts", n_starts, minimum=1)
         tr_options = as_trust_region_options("trust_region", trust_region)
+        self.max_train = check_max_train(max_train)
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
         spectra = [space.variables[j].spectrum for j in space.discrete_indices]
         self.kernel = FMKernel(kernel, spectra, len(space.continuous_indices))
@@ -103,7 +111,8 @@ class BOFM(Optimizer):
             return design
         X, y = self.X, self.y
         t0, c0 = time.perf_counter(), time.process_time()
-        self.model.fit(X, y, self.rng)
+        train = self._training_indices(y)  # every observation up to max_train (its docstring)
+        self.model.fit(X[train], y[train], self.rng)
         if self._pending:
             # kriging believer (Surrogate.add_fantasies): pending rows join the data at their posterior
             # mean, under the hyper-parameters fitted to the real data, so EI's exploration term
@@ -112,7 +121,8 @@ class BOFM(Optimizer):
         t1, c1 = time.perf_counter(), time.process_time()
         region = None if tr is None else tr.region()
         row, _ = optimize_acquisition_mixed(
-            LogExpectedImprovement(self.model),  # incumbent: the best real value, on the model's scale
+            # incumbent: the best real value, on the model's scale, of all observations (training_subset keeps it)
+            LogExpectedImprovement(self.model),
             self.space, self.rng, incumbent=X[int(np.argmin(y))] if region is None else region.centre,
             exclude=self._exclude, n_random=self.n_random, n_spray=self.n_spray, n_starts=self.n_starts,
             method=self.acq_optimizer, region=region,

@@ -24,7 +24,7 @@ from ..models.diffusion_gp import DiffusionGP, HyperSample
 from ..spaces.space import Space
 from ..spaces.variables import Variable
 from .._validation import check_bool, check_device, check_int
-from .base import Configs, Optimizer
+from .base import DEFAULT_MAX_TRAIN, Configs, Optimizer, check_max_train
 
 __all__ = ["COMBO"]
 
@@ -64,7 +64,15 @@ class COMBO(Optimizer):
         Wan et al. 2021; :mod:`graphbo.optim.trust_region`, docs/trust_regions.md): a Hamming
         ball that expands after successes, shrinks after failures and restarts with a new
         random design when it is too small. ``True`` takes CASMOPOLITAN's constants; a dict
-        overrides some (``radius_init``, ``fail_tol``, ...). The GP is fitted to all the data.
+        overrides some (``radius_init``, ``fail_tol``, ...). The GP is fitted to all the data
+        (up to ``max_train``).
+    max_train : int or None, default 1000
+        Most observations the GP is fitted on (``>= 20``; ``None``: all of them). Beyond it the fit
+        uses the best ones, the most recent ones and a seeded uniform sample of the others
+        (:func:`~graphbo.optimizers.base.training_subset`), so a suggestion costs the same at
+        10,000 told trials as at ``max_train`` (docs/reliability.md, "Load"). Every evaluated
+        configuration stays excluded from the suggestions, and EI's incumbent is the best of all
+        the observations. :attr:`last_training_indices` holds the trials of the last fit.
     """
 
     name = "combo"
@@ -72,7 +80,8 @@ class COMBO(Optimizer):
     def __init__(self, space: Space, *, seed: int | None = None, n_initial: int = 10,
                  initial_configs: Configs | None = None, n_burn: int = 100, n_samples: int = 10,
                  n_random: int = 20000, n_spray: int = 20, n_starts: int = 20, paper_kernel: bool = False,
-                 device: str | None = None, trust_region: bool | dict = False):
+                 device: str | None = None, trust_region: bool | dict = False,
+                 max_train: int | None = DEFAULT_MAX_TRAIN):
         n_burn = check_int("n_burn", n_burn, minimum=0)
         n_samples = check_int("n_samples", n_samples, minimum=1)
         self.n_random = check_int("n_random", n_random, minimum=1)
@@ -81,6 +90,7 @@ class COMBO(Optimizer):
         device = check_device("device", device)
         paper_kernel = check_bool("paper_kernel", paper_kernel)
         tr_options = as_trust_region_options("trust_region", trust_region)
+        self.max_train = check_max_train(max_train)
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
         bad = [n for n in space.names if not isinstance(space[n], Variable)]
         if bad:
@@ -106,12 +116,14 @@ class COMBO(Optimizer):
         with torch.no_grad():
             t0 = time.perf_counter()
             X, y = self.X, self.y
-            self.model.fit(X, y, self.rng)
+            train = self._training_indices(y)  # every observation up to max_train (its docstring)
+            self.model.fit(X[train], y[train], self.rng)
             if self._pending:
                 # kriging believer: pending rows at each posterior sample's mean (Surrogate.add_fantasies)
                 self.model.add_fantasies(np.stack(list(self._pending.values())))
             t1 = time.perf_counter()
-            acquisition = LogExpectedImprovement(self.model)  # incumbent: the best real value
+            # incumbent: the best real value, that of all observations (training_subset always keeps it)
+            acquisition = LogExpectedImprovement(self.model)
 
             region = None if tr is None else tr.region()
             try:

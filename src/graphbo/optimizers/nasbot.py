@@ -42,8 +42,9 @@ pending networks.
 
 from __future__ import annotations
 
+import itertools
 import time
-from typing import Any, Callable, Mapping, Sequence
+from typing import AbstractSet, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -57,7 +58,7 @@ from ..nas.domain.modifiers import mutate
 from ..nas.distance.otmann import DEFAULT_NU_STRS
 from ..nas.domain.space import ArchitectureSpace
 from .._validation import check_choice, check_floats, check_int, check_optional_int
-from .base import Configs, Optimizer
+from .base import DEFAULT_MAX_TRAIN, Configs, Optimizer, _Excluded, check_max_train
 
 __all__ = ["NASOptimizer", "NASBOT", "NASRandom", "NASEvolution", "EA_START_CHOICES"]
 
@@ -94,6 +95,10 @@ class NASOptimizer(Optimizer):
                 space = ArchitectureSpace(space)
             except ValueError as exc:
                 raise ValueError(f"space must be a graphbo.nas.ArchitectureSpace or a domain name ({exc})") from None
+        #: keys (:meth:`ArchitectureSpace.key`) of the evaluated and failed networks, and one network per key,
+        #: updated by ``tell`` and ``mark_failed``: an ask reads them instead of hashing every network again
+        self._done_keys: set[str] = set()
+        self._done_archs: list[Architecture] = []
         # Optimizer types its space as a Space; it takes any of space_types, here an ArchitectureSpace
         super().__init__(space, seed=seed, n_initial=n_initial,  # type: ignore[arg-type]  # see space_types
                          initial_configs=initial_configs)
@@ -125,14 +130,22 @@ class NASOptimizer(Optimizer):
     def _row_key(self, row: np.ndarray | bytes) -> str:
         return self.space.key(self.space.architecture_at(row))
 
-    def _excluded_rows(self) -> list[bytes]:
-        return list(self._evaluated) + list(self._pending)
+    def _excluded_keys(self) -> AbstractSet[str]:
+        """Keys of the evaluated, failed and pending networks: a view of the kept set of done keys and the
+        pending ones (O(pending) per call, nothing that grows with the told networks is rebuilt)."""
+        return _Excluded(self._done_keys, {self._row_key(b) for b in self._pending})
 
-    def _excluded_keys(self) -> set[str]:
-        return {self._row_key(b) for b in self._excluded_rows()}
+    def _excluded_archs(self) -> Iterable[Architecture]:
+        """One network per excluded key (done ones first, then the pending ones), for the EA's ``exclude``."""
+        return itertools.chain(self._done_archs, (self.space.architecture_at(b) for b in self._pending))
 
-    def _excluded_archs(self) -> list[Architecture]:
-        return [self.space.architecture_at(b) for b in self._excluded_rows()]
+    def _note_done(self, row: np.ndarray) -> None:
+        """An evaluated or failed network joins the kept exclusion sets (O(1) per ``tell``)."""
+        arch = self.space.architecture_at(row)
+        key = self.space.key(arch)
+        if key not in self._done_keys:
+            self._done_keys.add(key)
+            self._done_archs.append(arch)
 
     @property
     def step(self) -> int:
@@ -141,8 +154,8 @@ class NASOptimizer(Optimizer):
 
     # -- protocol -----------------------------------------------------------------------------------------
     def _ask_one(self) -> dict[str, Any]:
-        excluded = self._excluded_keys()
         row = None
+        excluded = self._excluded_keys()  # a view: nothing is built unless the initial design is asked
         while self._initial:
             cand = np.asarray(self._initial.pop(0), dtype=np.int64)
             if self._row_key(cand) not in excluded:
@@ -162,17 +175,20 @@ class NASOptimizer(Optimizer):
         if isinstance(config, Architecture):
             config = config.to_dict()
         super().tell(config, value)
-        self._drop_pending_like(config)
+        self._note_done(self._X[-1])
+        self._drop_pending_like(self._X[-1])
 
     def mark_failed(self, config: Mapping[str, Any] | Architecture) -> None:
         if isinstance(config, Architecture):
             config = config.to_dict()
         super().mark_failed(config)
-        self._drop_pending_like(config)
+        row = self.space.to_index(config)
+        self._note_done(row)
+        self._drop_pending_like(row)
 
-    def _drop_pending_like(self, config) -> None:
+    def _drop_pending_like(self, row: np.ndarray) -> None:
         """A renumbered copy of a pending network was told: it is not pending any more."""
-        key = self._row_key(self.space.to_index(config))
+        key = self._row_key(row)
         for b in [b for b in self._pending if self._row_key(b) == key]:
             del self._pending[b]
 
@@ -194,7 +210,7 @@ class NASOptimizer(Optimizer):
         pool = self.space.initial_pool()
         return pool + self._archs if self.ea_start == "pool+evaluated" else pool
 
-    def _first_allowed(self, res: EAResult, excluded: set[str]) -> np.ndarray | None:
+    def _first_allowed(self, res: EAResult, excluded: AbstractSet[str]) -> np.ndarray | None:
         for a in res.top:
             if self.space.key(a) in excluded:  # pragma: no cover - the EA never returns excluded ones
                 continue
@@ -247,7 +263,17 @@ class NASBOT(NASOptimizer):
         A fixed number of acquisition evaluations per suggestion instead of the
         schedule ``n_EA(t) = clip(25 sqrt(t), 50, 500)``.
     ea_start : {"pool+evaluated", "pool"}
-        See :class:`NASOptimizer`.
+        See :class:`NASOptimizer`; with more than ``max_train`` told networks, "evaluated" means
+        those of the GP's training set (so the EA scores a bounded start population).
+    max_train : int or None, default 1000
+        Most networks the GP is fitted on (``>= 20``; ``None``: all of them). Beyond it the fit
+        uses the best ones, the most recent ones and a seeded uniform sample of the others
+        (:func:`~graphbo.optimizers.base.training_subset`), so a suggestion costs about the same at
+        10,000 told networks as at ``max_train`` (docs/reliability.md, "Load"); the kept part
+        changes every ``max_train // 4`` tells, and only then are all its OTMANN distances computed
+        again. Every evaluated network stays excluded from the suggestions, and EI's incumbent is
+        the best of all the observations. :attr:`last_training_indices` holds the networks of the
+        last fit (indices into :attr:`architectures`).
 
     Attributes
     ----------
@@ -265,11 +291,12 @@ class NASBOT(NASOptimizer):
     def __init__(self, space: ArchitectureSpace | str, *, seed: int | None = None, n_initial: int = 10,
                  initial_configs: Configs | None = None, nu_strs: Sequence[float] = DEFAULT_NU_STRS,
                  n_burn: int = 100, n_samples: int = 10, ea_evaluations: int | None = None,
-                 ea_start: str = "pool+evaluated"):
+                 ea_start: str = "pool+evaluated", max_train: int | None = DEFAULT_MAX_TRAIN):
         nu_strs = check_floats("nu_strs", nu_strs, minimum=0.0)
         n_burn = check_int("n_burn", n_burn, minimum=0)
         n_samples = check_int("n_samples", n_samples, minimum=1)
         self.ea_evaluations = check_optional_int("ea_evaluations", ea_evaluations, minimum=1)
+        self.max_train = check_max_train(max_train)
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs, ea_start=ea_start)
         self.model = OTMANNGP(self.space.kind, nu_strs=nu_strs, n_burn=n_burn, n_samples=n_samples)
         self._fitted_n = -1
@@ -283,19 +310,24 @@ class NASBOT(NASOptimizer):
             clock = self.model.clock
             timing0 = dict(self.model.timing)
             t0 = clock()
-            y = self.y
+            y_all = self.y
+            # every network up to max_train; between refreshes of its kept part the list only grows,
+            # so the distance cache extends (training_subset)
+            train = self._training_indices(y_all)
+            archs, y = [self._archs[i] for i in train], y_all[train]
             if self._fitted_n != self.n_told:
-                self.model.fit(self._archs, y, self.rng)
+                self.model.fit(archs, y, self.rng)
                 self._fitted_n = self.n_told
-            elif not self.model._ready or self.model.n_data != self.n_told:  # restored by set_state
-                self.model.set_samples(self._archs, y, self.model.samples)
+            elif not self.model._ready or self.model.n_data != len(archs):  # restored by set_state
+                self.model.set_samples(archs, y, self.model.samples)
             else:
                 self.model.condition()  # the same data: drop the fantasies of the previous ask
             pending = [self.space.architecture_at(b) for b in self._pending]
             self.model.add_fantasies(pending)  # kriging believer
             t1 = clock()
             dist_fit = self.model.timing["distances"] - timing0["distances"]
-            acquisition = LogExpectedImprovement(self.model)  # incumbent: the best real value
+            # incumbent: the best real value, that of all observations (training_subset always keeps it)
+            acquisition = LogExpectedImprovement(self.model)
 
             def phi(archs: list[Architecture]) -> np.ndarray:
                 return acquisition(archs).numpy()
@@ -311,6 +343,17 @@ class NASBOT(NASOptimizer):
                             "acquisition": (t2 - t1) - (dist - dist_fit), "ea_evaluations": float(n_ea)}
         self.last_acquisition_value = float(self.last_ea.best_value) if self.last_ea is not None else None
         return row
+
+    def _ea_start(self) -> list[Architecture]:
+        """The initial pool, and (``ea_start="pool+evaluated"``) the told networks of the GP's training set:
+        all of them up to ``max_train``."""
+        pool = self.space.initial_pool()
+        if self.ea_start != "pool+evaluated":
+            return pool
+        train = self.last_training_indices
+        if train is None or len(train) == len(self._archs):
+            return pool + self._archs
+        return pool + [self._archs[i] for i in train]
 
     # -- state ------------------------------------------------------------------------------------------
     def _method_state(self) -> dict[str, Any]:
@@ -385,7 +428,7 @@ class NASEvolution(NASOptimizer):
             return self._random_row()
         probs = selection_probabilities(-self.y, SIGMA_SCALE)
         parents = self.rng.choice(len(self._archs), size=self.n_mutations, replace=True, p=probs)
-        taken = set(excluded)
+        taken: set[str] = set()  # the keys of this generation (the excluded ones are a view, not copied)
         children: list[np.ndarray] = []
         for i in parents:
             for _ in range(self.max_mutation_tries):
@@ -393,7 +436,7 @@ class NASEvolution(NASOptimizer):
                 if child is None:
                     continue
                 key = self.space.key(child)
-                if key in taken:
+                if key in taken or key in excluded:
                     continue
                 try:
                     row = self.space.to_index(child)

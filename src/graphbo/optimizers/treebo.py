@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import AbstractSet, Any, Sequence
 
 import numpy as np
 import torch
@@ -79,7 +79,7 @@ from ..models.gp import robust_cholesky
 from ..nas.domain.architecture import (CNN_CONV_LABELS, CNN_POOL_LABELS, CNN_PROCESSING_LABELS,
                                        DECISION_LABELS, MLP_PROCESSING_LABELS, Architecture)
 from ..nas.domain.space import ArchitectureSpace
-from .base import Configs
+from .base import DEFAULT_MAX_TRAIN, Configs, _Excluded, check_max_train
 from .nasbot import NASOptimizer
 
 __all__ = ["Chain", "FeedForwardTree", "TreeGP", "TreeBO", "chain_of"]
@@ -481,6 +481,14 @@ class TreeBO(NASOptimizer):
     n_parents, n_neighbours : int, defaults 10 and 20
     n_restarts : int, default 3
         Starts of the hyper-parameter fit.
+    max_train : int or None, default 1000
+        Most told chains the GP is fitted on (``>= 20``; ``None``: all of them). Beyond it the fit
+        uses the best ones, the most recent ones and a seeded uniform sample of the others
+        (:func:`~graphbo.optimizers.base.training_subset`), so a suggestion costs the same at
+        10,000 told networks as at ``max_train`` (docs/reliability.md, "Load"). Every evaluated
+        network stays excluded from the suggestions, and EI's incumbent is the best of all the told
+        chains. :attr:`last_training_indices` holds the chains of the last fit (indices into the told
+        chains, in order; networks that are not chains are not modelled).
 
     Attributes
     ----------
@@ -495,12 +503,14 @@ class TreeBO(NASOptimizer):
     def __init__(self, space: ArchitectureSpace | str, *, seed: int | None = None, n_initial: int = 10,
                  initial_configs: Configs | None = None, max_depth: int | None = None,
                  units_grid: Sequence[int] | None = None, n_candidates: int = 500, n_local_rounds: int = 3,
-                 n_parents: int = 10, n_neighbours: int = 20, n_restarts: int = 3):
+                 n_parents: int = 10, n_neighbours: int = 20, n_restarts: int = 3,
+                 max_train: int | None = DEFAULT_MAX_TRAIN):
         self.n_candidates = check_int("n_candidates", n_candidates, minimum=1)
         self.n_local_rounds = check_int("n_local_rounds", n_local_rounds, minimum=0)
         self.n_parents = check_int("n_parents", n_parents, minimum=1)
         self.n_neighbours = check_int("n_neighbours", n_neighbours, minimum=1)
         n_restarts = check_int("n_restarts", n_restarts, minimum=1)
+        self.max_train = check_max_train(max_train)
         check_optional_int("max_depth", max_depth, minimum=1)
         if isinstance(space, str):
             try:
@@ -512,6 +522,11 @@ class TreeBO(NASOptimizer):
         self.tree = FeedForwardTree(space, max_depth=max_depth, units_grid=units_grid)
         self.model = TreeGP(self.tree, n_restarts=n_restarts)
         self.last_acquisition_value: float | None = None
+        #: the told chains and their values, in order, and the chains of the evaluated and failed networks:
+        #: kept up to date by tell and mark_failed, so an ask decodes no told network again
+        self._told_chains: list[Chain] = []
+        self._told_chain_values: list[float] = []
+        self._done_chains: set[Chain] = set()
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
 
     # -- initial design: the pool, then random chains --------------------------------------------
@@ -544,7 +559,24 @@ class TreeBO(NASOptimizer):
                 out.append(c)
         return out
 
-    def _random_chain(self, excluded: set[Chain]) -> np.ndarray:
+    def _observe(self, row: np.ndarray, value: float) -> None:
+        super()._observe(row, value)
+        c = chain_of(self._archs[-1])
+        if c is not None:
+            self._told_chains.append(c)
+            self._told_chain_values.append(value)
+
+    def _note_done(self, row: np.ndarray) -> None:
+        super()._note_done(row)
+        c = chain_of(self.space.architecture_at(row))
+        if c is not None:
+            self._done_chains.add(c)
+
+    def _excluded_chains(self) -> AbstractSet[Chain]:
+        """Chains of the evaluated, failed and pending networks: a view of the kept set and the pending ones."""
+        return _Excluded(self._done_chains, set(self._chains_of_rows(list(self._pending.values()))))
+
+    def _random_chain(self, excluded: AbstractSet[Chain]) -> np.ndarray:
         for _ in range(1000):
             c = self.tree.sample(self.rng)
             if c not in excluded and self.tree.valid(c):
@@ -552,16 +584,16 @@ class TreeBO(NASOptimizer):
         raise RuntimeError("could not find a feed-forward network that was not evaluated yet in 1000 random draws")
 
     def _suggest(self) -> np.ndarray:
-        excluded = set(self._chains_of_rows(self._excluded_rows()))
-        told = [(c, v) for c, v in ((chain_of(a), v) for a, v in zip(self._archs, self._y)) if c is not None]
-        if len(told) < 2:
+        excluded = self._excluded_chains()
+        if len(self._told_chains) < 2:
             self.last_acquisition_value = None
             return self._random_chain(excluded)
-        X = [c for c, _ in told]
-        y = np.array([v for _, v in told])
-        self.model.fit(X, y, self.rng)
+        X, y = self._told_chains, np.asarray(self._told_chain_values, dtype=float)
+        train = self._training_indices(y)  # every told chain up to max_train (its docstring)
+        self.model.fit([X[i] for i in train], y[train], self.rng)
         with torch.no_grad():
             self.model.add_fantasies(self._chains_of_rows(list(self._pending.values())))
+            # incumbent: the best told chain's value, of all of them (training_subset always keeps it)
             acquisition = LogExpectedImprovement(self.model)
             best_chain, value = self._maximise(acquisition, X, y, excluded)
         if best_chain is None:
@@ -571,7 +603,7 @@ class TreeBO(NASOptimizer):
         return self.space.to_index(self.tree.to_architecture(best_chain))
 
     def _maximise(self, acquisition, X: list[Chain], y: np.ndarray,
-                  excluded: set[Chain]) -> tuple[Chain | None, float]:
+                  excluded: AbstractSet[Chain]) -> tuple[Chain | None, float]:
         """Random chains, then rounds of local moves from the best ones; the best valid new chain."""
         rng, tree = self.rng, self.tree
         scored: dict[Chain, float] = {}
