@@ -388,7 +388,8 @@ def test_cli_run_optimizes_a_module_function_over_a_yaml_space(tmp_path):
     assert len({json.dumps(c, sort_keys=True) for _, c, _, _ in trials}) == 6
     best = min(trials, key=lambda t: t[3])
     assert f"best value {best[3]:.6g} at {json.dumps(best[1])}" in out.stdout
-    assert "     6 " in out.stdout  # progress lines, as for benchmarks
+    numbers = [int(words[0]) for words in map(str.split, out.stdout.splitlines()) if words and words[0].isdigit()]
+    assert numbers == [t[0] for t in trials]  # progress lines, as for benchmarks, numbered as the study file
     assert attrs["objective"] == "gbt_user_objective:objective" and attrs["budget"] == 6
     assert space_from_dict(attrs["space"]) is not None and attrs["space"] == space_to_dict(space)
 
