@@ -60,7 +60,7 @@ def test_not_a_study_is_one_line(tmp_path, capsys):
 
 
 def test_maximising_study_keeps_its_direction(tmp_path):
-    from graphbo.integrations.optuna_export import export_to_optuna
+    from graphbo.experiments.optuna_export import export_to_optuna
 
     path = tmp_path / "max.db"
     res = gb.minimize(lambda c: 0.0 if c["n"] == 7 else -_objective(c), _space(), method="rs", budget=8, seed=0,

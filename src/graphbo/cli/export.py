@@ -10,7 +10,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "export", help="copy a study's trials into an Optuna study (to look at in optuna-dashboard)",
         description="Writes a new Optuna study with the study's trials: configurations in the variables' own "
-                    "values, values, states and direction (graphbo.integrations.optuna_export). Look at it with "
+                    "values, values, states and direction (graphbo.experiments.optuna_export). Look at it with "
                     "`optuna-dashboard URL`. Needs the optuna extra.")
     p.add_argument("path", help="the graphbo study file (.db)")
     p.add_argument("--optuna", required=True, metavar="URL",
@@ -21,7 +21,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Export; returns the exit code."""
-    from ..integrations.optuna_export import export_to_optuna
+    from ..experiments.optuna_export import export_to_optuna
 
     study = export_to_optuna(args.path, args.optuna, args.study_name)
     print(f"graphbo export: {len(study.trials)} trials of {args.path} written to Optuna study "
