@@ -8,7 +8,8 @@ benchmark (with its options) and method, and writes a markdown file with,
 per benchmark: mean +/- standard error of the best value at the budget over
 finished runs, the paper's number beside it, the number of seeds, the mean
 wall-clock per run; a convergence plot (best so far
-against evaluations, mean +/- s.e. bands); and for COMBO the posterior mean
+against evaluations, mean +/- s.e. bands, the paper's number as a dotted
+line, a log axis by ``log``: :func:`value_scale`); and for COMBO the posterior mean
 of each ``beta_i`` at the end of the runs. A multi-fidelity run (BOHB) is
 shown against full-fidelity-equivalent evaluations, with its full-fidelity
 values only (:func:`~graphbo.experiments.runner.fidelity_best_so_far`).
@@ -39,7 +40,8 @@ from ..storage import TraceError, read_run
 from ..storage.runs import RUN_SUFFIX, TRACE_SUFFIX
 from .runner import fidelity_best_so_far, trace_finished
 
-__all__ = ["benchmark_id", "collect", "write_report", "average_ranks", "suite_summary", "write_suite_report"]
+__all__ = ["benchmark_id", "collect", "write_report", "average_ranks", "suite_summary", "write_suite_report",
+           "LOG_CHOICES", "check_log", "value_scale", "apply_scale", "curve_scale", "paper_lines"]
 
 
 def benchmark_id(spec: dict[str, Any], label: str | None = None) -> str:
@@ -149,14 +151,76 @@ def method_style(i: int) -> tuple[int, str]:
     return i % N_COLOURS, LINE_STYLES[(i // N_COLOURS) % len(LINE_STYLES)]
 
 
-def _plot_convergence(bench: str, runs: dict[str, list[dict]], path: str) -> None:
+#: the ``--log`` choices of ``graphbo report``: a log y axis when it helps (``auto``), always (``on``), never (``off``)
+LOG_CHOICES = ("auto", "on", "off")
+#: ``auto`` draws values on a log axis when they are positive and their largest is this many times their smallest
+LOG_SPAN = 100.0
+
+
+def check_log(log: str) -> str:
+    """``log`` if it is one of :data:`LOG_CHOICES`; else ``ValueError`` naming the argument."""
+    if log not in LOG_CHOICES:
+        raise ValueError(f"log must be one of {', '.join(LOG_CHOICES)}, got {log!r}")
+    return log
+
+
+def value_scale(values: Any, log: str = "auto") -> str:
+    """The y scale of best-so-far values: ``"log"``, ``"symlog"`` or ``"linear"``.
+
+    ``auto``: ``log`` when every finite value is positive and they span more than two decades
+    (:data:`LOG_SPAN`), else ``linear``; ``on``: ``log`` for positive values, ``symlog`` (logarithmic
+    in ``|y|`` away from 0, linear near it) when some are zero or negative; ``off``: ``linear``.
+    """
+    check_log(log)
+    v = np.asarray(values, dtype=float).ravel()
+    v = v[np.isfinite(v)]
+    if log == "off" or not v.size:
+        return "linear"
+    positive = bool(v.min() > 0)
+    if log == "auto":
+        return "log" if positive and v.max() / v.min() > LOG_SPAN else "linear"
+    return "log" if positive else "symlog"
+
+
+def apply_scale(ax: Any, scale: str, values: Any) -> str:
+    """Set ``ax``'s y scale to ``scale`` (a :func:`value_scale` result, or ``"regret"``: log) and return
+    matplotlib's name of it. ``symlog``'s linear band reaches the smallest non-zero ``|value|`` (at least a
+    millionth of the largest), so that every value but 0 sits in the logarithmic part."""
+    if scale in ("log", "regret"):
+        ax.set_yscale("log")
+    elif scale == "symlog":
+        a = np.abs(np.asarray(values, dtype=float).ravel())
+        a = a[np.isfinite(a) & (a > 0)]
+        ax.set_yscale("symlog", linthresh=float(max(a.min(), 1e-6 * a.max())) if a.size else 1.0)
+    return str(ax.get_yscale())
+
+
+def paper_lines(bench: str, runs: dict[str, list[dict]]) -> dict[str, float]:
+    """The paper's mean best value at the budget (:func:`~graphbo.experiments.paper_numbers.paper_number`)
+    of each method with finished runs on ``bench``, where the paper reports one at the runs' budget."""
+    budget = max((r["budget"] for rs in runs.values() for r in rs), default=None)
+    out = {}
+    for method, rs in runs.items():
+        p = paper_number(bench, method, budget=budget)
+        if p is not None and any(r["finished"] for r in rs):
+            out[method] = float(p[0])
+    return out
+
+
+def _plot_convergence(bench: str, runs: dict[str, list[dict]], path: str, log: str = "auto",
+                      paper: dict[str, float] | None = None) -> Any:
+    """Best so far against evaluations, mean +/- s.e. over the finished runs of each method, with the
+    paper's mean at the budget (``paper``: :func:`paper_lines`) as a dotted line in the method's colour;
+    the y scale is :func:`value_scale` of what is drawn. Returns the (closed) figure's axes."""
     matplotlib = require("matplotlib", "the report's plots", extra="report")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    check_log(log)
+    paper = paper or {}
     fig, ax = plt.subplots(figsize=(7.5, 4))
     palette = getattr(plt.get_cmap("tab10"), "colors")  # a ListedColormap: its ten colours
-    drawn = 0
+    drawn, shown = 0, []
     for method, rs in sorted(runs.items()):
         done = [r["best_so_far"] for r in rs if r["finished"]]
         if not done:
@@ -169,7 +233,13 @@ def _plot_convergence(bench: str, runs: dict[str, list[dict]], path: str) -> Non
         color = palette[colour_index]
         ax.plot(x, m, color=color, linestyle=style, label=f"{method} ({len(done)})")
         ax.fill_between(x, m - se, m + se, color=color, alpha=0.2)
+        shown.append(m)
+        if method in paper:
+            ax.axhline(paper[method], color=color, linestyle=":", linewidth=1.2, label=f"{method}, paper")
+            shown.append(np.array([paper[method]]))
         drawn += 1
+    values = np.concatenate(shown) if shown else np.array([])
+    apply_scale(ax, value_scale(values, log), values)
     ax.set_xlabel("evaluations")
     ax.set_ylabel("best value so far")
     ax.set_title(bench)
@@ -177,6 +247,7 @@ def _plot_convergence(bench: str, runs: dict[str, list[dict]], path: str) -> Non
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+    return ax
 
 
 def _stored_beta(method_state: dict[str, Any]) -> dict[str, float] | None:
@@ -226,24 +297,28 @@ def _best_network(bench: str, runs: dict[str, list[dict]], img_dir: str, out_dir
 
 
 def write_report(root: str | Sequence[str], out: str | None = None, title: str = "Results",
-                 notes: str | None = None) -> str:
+                 notes: str | None = None, log: str = "auto") -> str:
     """Write the markdown report of the runs under ``root`` (one folder or several), and
     its PNGs next to it; return its path. ``notes``: markdown put under the header (the
-    conditions of the runs, say), so that it survives regenerating the report."""
+    conditions of the runs, say), so that it survives regenerating the report. ``log``: the
+    convergence plots' y scale (:data:`LOG_CHOICES`, :func:`value_scale`)."""
+    check_log(log)
     roots = [root] if isinstance(root, str) else list(root)
     data = collect(roots)
     out = out or os.path.join(roots[0], "report.md")
     root = " ".join(roots)
     img_dir = os.path.join(os.path.dirname(out) or ".", "img")
     os.makedirs(img_dir, exist_ok=True)
+    command = f"graphbo report {root}" + ("" if log == "auto" else f" --log {log}")
     lines = [f"# {title}", "",
-             f"Generated by `graphbo report {root}` from the traces under {'that folder' if len(roots) == 1 else 'those folders'}. "
+             f"Generated by `{command}` from the traces under {'that folder' if len(roots) == 1 else 'those folders'}. "
              "Best value at the budget, mean ± standard error over finished runs (seeds); "
              "the paper's mean ± s.e. beside it where it reports one (over 25 runs in COMBO's tables, 5 in BO-FM's). "
              "\"vs paper\" is ours minus the paper's mean in combined standard errors "
              "(sqrt(se_ours² + se_paper²)): negative is better (every objective is minimised), "
              "and |vs paper| ≤ 2 is within two standard errors. "
-             "Wall-clock is the mean per run (suggestions plus evaluations).", ""]
+             "Wall-clock is the mean per run (suggestions plus evaluations). "
+             "In the convergence plots a dotted line in a method's colour is the paper's mean at the budget.", ""]
     if notes:
         lines += [notes.strip(), ""]
     for bench in sorted(data):
@@ -269,7 +344,7 @@ def write_report(root: str | Sequence[str], out: str | None = None, title: str =
             lines.append(f"| {method} | {ours} | {seeds} | {paper} | {versus} | {secs} |")
         slug = "".join(c if c.isalnum() else "_" for c in bench)
         conv = os.path.join(img_dir, f"{slug}_convergence.png")
-        _plot_convergence(bench, runs, conv)
+        _plot_convergence(bench, runs, conv, log=log, paper=paper_lines(bench, runs))
         lines += ["", f"![convergence on {bench}]({os.path.relpath(conv, os.path.dirname(out) or '.')})", ""]
         rel = [r["beta"] for r in runs.get("combo", []) if r["finished"] and r["beta"]]
         if rel:
@@ -354,30 +429,35 @@ def _run_optimum(run: dict[str, Any]) -> float | None:
 REGRET_FLOOR = 1e-8
 
 
-def curve_scale(runs: dict[str, list[dict]]) -> str:
-    """How a problem's best-so-far curves are drawn: ``"regret"`` when every finished run's benchmark knows
-    its optimum (best so far minus the optimum, log scale), ``"log"`` when all values are positive and span
-    more than two decades, else ``"linear"``."""
+def curve_scale(runs: dict[str, list[dict]], log: str = "auto") -> str:
+    """How a problem's best-so-far curves are drawn.
+
+    ``auto``: ``"regret"`` when every finished run's benchmark knows its optimum (best so far minus the
+    optimum, log scale), ``"log"`` when all values are positive and span more than two decades, else
+    ``"linear"``. ``on``: ``"regret"`` where the optimum is known, else :func:`value_scale` with ``on``
+    (``"log"``, or ``"symlog"`` for values that are not all positive). ``off``: ``"linear"``.
+    """
+    check_log(log)
     done = [r for rs in runs.values() for r in rs if r["finished"]]
+    if log == "off":
+        return "linear"
     if done and all(_run_optimum(r) is not None for r in done):
         return "regret"
     vals = np.concatenate([r["best_so_far"] for r in done]) if done else np.array([])
-    vals = vals[np.isfinite(vals)]
-    if vals.size and vals.min() > 0 and vals.max() / vals.min() > 100.0:
-        return "log"
-    return "linear"
+    return value_scale(vals, log)
 
 
-def _plot_suite_curves(bench: str, runs: dict[str, list[dict]], path: str) -> str:
+def _plot_suite_curves(bench: str, runs: dict[str, list[dict]], path: str, log: str = "auto") -> str:
     """Best so far against evaluations, median and quartiles over the finished runs of each method; returns
     the scale used (:func:`curve_scale`)."""
     matplotlib = require("matplotlib", "the report's plots", extra="report")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    scale = curve_scale(runs)
+    scale = curve_scale(runs, log)
     fig, ax = plt.subplots(figsize=(7.5, 4))
     palette = getattr(plt.get_cmap("tab10"), "colors")
+    drawn: list[np.ndarray] = []
     for i, (method, rs) in enumerate(sorted(runs.items())):
         done = [r for r in rs if r["finished"]]
         if not done:
@@ -392,8 +472,8 @@ def _plot_suite_curves(bench: str, runs: dict[str, list[dict]], path: str) -> st
         colour_index, style = method_style(i)
         ax.plot(x, med, color=palette[colour_index], linestyle=style, label=f"{method} ({len(done)})")
         ax.fill_between(x, q1, q3, color=palette[colour_index], alpha=0.2)
-    if scale != "linear":
-        ax.set_yscale("log")
+        drawn.append(curves)
+    apply_scale(ax, scale, np.concatenate([c.ravel() for c in drawn]) if drawn else np.array([]))
     ax.set_xlabel("evaluations")
     ax.set_ylabel("regret (best so far - optimum)" if scale == "regret" else "best value so far")
     ax.set_title(bench)
@@ -405,10 +485,11 @@ def _plot_suite_curves(bench: str, runs: dict[str, list[dict]], path: str) -> st
 
 
 def write_suite_report(root: str | Sequence[str], out: str | None = None, title: str = "Suite",
-                       notes: str | None = None) -> str:
+                       notes: str | None = None, log: str = "auto") -> str:
     """Write the suite report of the runs under ``root`` (one folder or several; default file
     ``suite.md`` in the first) and its PNGs (``img/<file stem>_<problem>_curves.png`` next to it);
-    return its path. See :func:`suite_summary` for the numbers."""
+    return its path. See :func:`suite_summary` for the numbers, :func:`curve_scale` for ``log``."""
+    check_log(log)
     roots = [root] if isinstance(root, str) else list(root)
     data = collect(roots)
     summary = suite_summary(data)
@@ -418,8 +499,9 @@ def write_suite_report(root: str | Sequence[str], out: str | None = None, title:
     img_dir = os.path.join(out_dir, "img")
     os.makedirs(img_dir, exist_ok=True)
     stem = os.path.splitext(os.path.basename(out))[0]
+    command = f"graphbo report --suite {' '.join(roots)}" + ("" if log == "auto" else f" --log {log}")
     lines = [f"# {title}", "",
-             f"Generated by `graphbo report --suite {' '.join(roots)}` from the run files there. "
+             f"Generated by `{command}` from the run files there. "
              "Every objective is minimised. On each problem the methods are ranked by their mean best value at "
              "the budget over finished runs (seeds), tied means sharing the mean of their ranks; a method's mean "
              "rank is over the problems it ran on. \"first or ≈\" counts the problems where the method is first or "
@@ -455,11 +537,13 @@ def write_suite_report(root: str | Sequence[str], out: str | None = None, title:
     lines += ["", "## Best so far", "",
               "Median (line) and quartiles (band) over seeds. Where the benchmark knows its optimum the curve is the "
               f"regret (best so far minus the optimum) on a log scale, a regret below {REGRET_FLOOR:g} drawn at it; "
-              "otherwise the best value, on a log scale where it is positive and spans more than two decades.", ""]
+              "otherwise the best value, on a log scale where it is positive and spans more than two decades "
+              "(`--log on`: always, symmetric-log where it is not positive; `--log off`: a linear scale "
+              "throughout).", ""]
     for bench in problems:
         slug = "".join(c if c.isalnum() else "_" for c in bench)
         path = os.path.join(img_dir, f"{stem}_{slug}_curves.png")
-        scale = _plot_suite_curves(bench, data[bench], path)
+        scale = _plot_suite_curves(bench, data[bench], path, log)
         lines += [f"### {bench}", "", f"![best so far on {bench} ({scale})]({os.path.relpath(path, out_dir)})", ""]
     with open(out, "w") as fh:
         fh.write("\n".join(lines) + "\n")
