@@ -8,7 +8,7 @@ import argparse
 import sys
 
 from ._common import (METHODS_PLACEHOLDER, SEEDS_FORMS, MethodListFormatter, add_benchmark_arguments,
-                      benchmark_options, natural_method, non_negative_int, parse_method_options, positive_int,
+                      benchmark_options, non_negative_int, parse_method_options, positive_int,
                       seed_list)
 
 
@@ -18,9 +18,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                               formatter_class=MethodListFormatter)
     p.add_argument("benchmark")
     p.add_argument("--methods", default=None,
-                   help="comma-separated methods (default: the paper's method and random search for the benchmark: "
-                        "combo,rs for discrete, bofm,rs for mixed, nasbot,rand,ea,treebo for architecture benchmarks); "
-                        f"from {METHODS_PLACEHOLDER}")
+                   help="comma-separated methods (default: auto and random search, or for architecture benchmarks "
+                        "nasbot,rand,ea,treebo); auto is graphbo's choice for the benchmark's space and budget "
+                        "(combo, combo-tr, bofm, bofm-tr or nasbot; docs/auto.md), run and stored under the name "
+                        f"it chose; from auto, {METHODS_PLACEHOLDER}")
     p.add_argument("--seeds", type=seed_list, default="0-4", help=f"run seeds: {SEEDS_FORMS} (default: 0-4)")
     p.add_argument("--budget", type=positive_int, default=None,
                    help="evaluations per run (default: the paper's for the benchmark)")
@@ -38,11 +39,27 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 BASELINES = {"nasbot": "rand,ea,treebo"}
 
 
-def default_methods(space) -> str:
-    """The method of the paper a benchmark's space comes from (:func:`natural_method`, what ``graphbo run``
-    uses) and its baselines."""
-    method = natural_method(space)
+def default_methods(space, budget: int | None = None) -> str:
+    """``auto``'s method for a benchmark's space and budget (:func:`graphbo.optimizers.auto.choose_method`;
+    with no budget, the space's natural method or its trust-region variant) and its baselines."""
+    from ..optimizers.auto import choose_method
+
+    method = choose_method(space, budget)
     return f"{method},{BASELINES.get(method, 'rs')}"
+
+
+def resolve_methods(names: list[str], space, budget: int) -> list[str]:
+    """``names`` with ``auto`` (any case) replaced by the method it chooses for ``space`` and ``budget``, each
+    method once, in order (``auto,combo`` on a small discrete space is one run of ``combo``). Names that are
+    not methods are kept, for the caller to report."""
+    from ..optimizers.auto import AUTO, choose_method
+
+    resolved: list[str] = []
+    for name in names:
+        method = choose_method(space, budget) if name.lower() == AUTO else name
+        if method not in resolved:
+            resolved.append(method)
+    return resolved
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,14 +83,19 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"graphbo compare: {exc}", file=sys.stderr)
         return 2
+    budget = args.budget if args.budget is not None else probe.default_budget
     if args.methods is None:
-        args.methods = default_methods(probe.space)
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+        args.methods = default_methods(probe.space, budget)
+    named = [m.strip() for m in args.methods.split(",") if m.strip()]
+    methods = resolve_methods(named, probe.space, budget)
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
-        print(f"graphbo compare: unknown method(s) {unknown}; choose from {sorted(METHODS)}", file=sys.stderr)
+        print(f"graphbo compare: unknown method(s) {unknown}; choose from {['auto'] + sorted(METHODS)}",
+              file=sys.stderr)
         return 2
-    budget = args.budget if args.budget is not None else probe.default_budget
+    if any(m.lower() == "auto" for m in named):
+        print(f"graphbo compare: auto chose {resolve_methods(['auto'], probe.space, budget)[0]} for "
+              f"{args.benchmark} with budget {budget} (docs/auto.md)", flush=True)
     n_initial = args.n_initial if args.n_initial is not None else probe.default_n_initial
     try:
         method_options = parse_method_options(args.option)
