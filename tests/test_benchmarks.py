@@ -19,6 +19,12 @@ def test_branin_minimisers_and_grid_minimum():
     assert b({"x1": 0.0, "x2": 0.0}) == pytest.approx(branin(-5.0, 0.0))
     assert b({"x1": 1.0, "x2": 1.0}) == pytest.approx(branin(10.0, 15.0))
     assert len(b.space["x1"].values) == 51 and b.space["x1"].edge_weight == 50.0
+    rng = np.random.default_rng(0)
+    for row in b.space.sample_index(5, rng):
+        config = b.space.from_index(row)
+        native = b.native_config(config)
+        assert -5.0 <= native["x1"] <= 10.0 and 0.0 <= native["x2"] <= 15.0
+        assert b(config) == pytest.approx(branin(native["x1"], native["x2"]))
 
 
 def write(tmp_path, text):

@@ -59,6 +59,10 @@ class Branin(Benchmark):
         u = self._grid[np.asarray(row)]
         return float(branin(-5.0 + 15.0 * u[0], 15.0 * u[1]))
 
+    def native_config(self, config) -> dict[str, float]:
+        """The configuration on Branin's own domain: ``x1 = -5 + 15 u1``, ``x2 = 15 u2``."""
+        return {"x1": -5.0 + 15.0 * float(config["x1"]), "x2": 15.0 * float(config["x2"])}
+
     def grid_minimum(self) -> float:
         """Best value over the whole grid (0.40377 for 51 points)."""
         u1, u2 = np.meshgrid(self._grid, self._grid, indexing="ij")
