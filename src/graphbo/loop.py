@@ -8,15 +8,16 @@ run goes on. With ``n_workers > 1`` (or an ``executor``), evaluations run
 asynchronously: ``n_workers`` are kept in flight and a new configuration is
 asked for as soon as any one finishes.
 
-This module imports no model code at import time, so the evaluation helper
-:func:`_evaluate`, which runs in worker processes, stays light to unpickle.
+This module imports no model code at import time; the evaluation helper
+:func:`graphbo.evaluation._evaluate`, which runs in worker processes, stays
+light to unpickle. The sequential run is :meth:`graphbo.Study.optimize`; the
+progress bar is :mod:`graphbo.progress`'s.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
 import logging
-import math
 import os
 import signal
 import threading
@@ -24,11 +25,14 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from ._validation import as_real, check_budget, check_int, check_real, check_seed, check_timeout
+from ._validation import check_budget, check_int, check_real, check_seed, check_timeout
+from .evaluation import _describe_error, _evaluate
+from .progress import check_show_progress
 from .threads import DEFAULT_THREADS
 
 if TYPE_CHECKING:  # pragma: no cover
     from .optimizers.base import Observation, Optimizer
+    from .progress import ProgressBar
     from .storage import Storage
     from .spaces.space import Space
     from .study import Study, Trial
@@ -147,135 +151,6 @@ def make_optimizer(method: str, space: Space, seed: int | None = None, **options
     return cls(space, seed=seed, **options)
 
 
-# -- evaluating one configuration (in this process or a worker) ----------------------------------
-class _EvaluationTimeout(BaseException):
-    """Raised by the alarm inside an evaluation that ran past its timeout (a BaseException, so that
-    an objective catching ``Exception`` does not swallow it)."""
-
-
-#: after the first alarm, the alarm repeats every this many seconds until the objective returns: an objective
-#: that catches the first ``_EvaluationTimeout`` (``except BaseException``) is interrupted again
-ALARM_REPEAT = 1.0
-
-
-def _call(objective: Callable, config: dict[str, Any], timeout: float | None, thread_fallback: bool) -> Any:
-    """``objective(config)``, interrupted after ``timeout`` seconds where possible.
-
-    In a main thread (this process with ``n_workers=1``, or a process-pool worker)
-    a ``SIGALRM`` timer interrupts Python code and sleeps, and repeats every
-    :data:`ALARM_REPEAT` seconds until the objective gives up; once the alarm has
-    gone off the evaluation is a timeout even if the objective swallowed it and
-    returned a value. Elsewhere (a Dask worker's thread, a caller's thread), with
-    ``thread_fallback``, the objective runs in a daemon thread that is abandoned at
-    the timeout: the caller moves on, the abandoned evaluation runs to its end in
-    the background.
-    """
-    if timeout is None:
-        return objective(config)
-    if hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread():
-        fired: list[bool] = []
-
-        def on_alarm(signum, frame):
-            fired.append(True)
-            raise _EvaluationTimeout()
-
-        previous = signal.signal(signal.SIGALRM, on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, timeout, ALARM_REPEAT)
-        try:
-            value = objective(config)
-        except (Exception, SystemExit):
-            if fired:  # the objective caught the timeout and failed otherwise
-                raise _EvaluationTimeout() from None
-            raise
-        finally:
-            _stop_alarm(previous)
-        if fired:  # the objective caught the timeout and went on
-            raise _EvaluationTimeout()
-        return value
-    if not thread_fallback:
-        return objective(config)
-    box: dict[str, Any] = {}
-
-    def target():
-        try:
-            box["value"] = objective(config)
-        except BaseException as exc:  # handed to the caller
-            box["error"] = exc
-
-    worker = threading.Thread(target=target, name="graphbo-evaluation", daemon=True)
-    worker.start()
-    worker.join(timeout)
-    if worker.is_alive():
-        raise _EvaluationTimeout()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
-
-
-def _stop_alarm(previous: Any) -> None:
-    """Cancel the repeating timer and restore the previous handler, even if an alarm goes off meanwhile."""
-    while True:
-        try:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            break
-        except _EvaluationTimeout:  # delivered just before the timer was cancelled: cancel again
-            continue
-    while True:
-        try:
-            signal.signal(signal.SIGALRM, previous)
-            break
-        except _EvaluationTimeout:  # pragma: no cover - a last alarm already pending
-            continue
-
-
-def _evaluate(objective: Callable, config: dict[str, Any], timeout: float | None = None,
-              thread_fallback: bool = True, tag: str | None = None) -> tuple[bool, float | None, str | None, float]:
-    """Evaluate and classify: ``(ok, value, error message, seconds)``. Never raises an ``Exception``.
-
-    Failures: the objective raised any ``Exception`` (or ``SystemExit``),
-    returned something that is not a real number (``None``, a string, a bool, a
-    complex number, an array or tensor of several numbers, an integer too large
-    for a float) or a non-finite one, or ran past ``timeout``.
-    ``KeyboardInterrupt`` propagates. ``tag``: a file to write this process's id
-    into first (the loop's own process pool uses it to know which worker
-    evaluates what).
-    """
-    if tag is not None:
-        with open(tag, "w") as fh:
-            fh.write(str(os.getpid()))
-    t0 = time.perf_counter()
-    try:
-        try:
-            raw = _call(objective, config, timeout, thread_fallback)
-        except _EvaluationTimeout:
-            return False, None, f"timed out after {timeout:g} s", time.perf_counter() - t0
-        except (Exception, SystemExit) as exc:
-            return False, None, _describe_error(exc), time.perf_counter() - t0
-    except _EvaluationTimeout:  # the alarm went off just as the objective returned or raised
-        return False, None, f"timed out after {timeout:g} s", time.perf_counter() - t0
-    seconds = time.perf_counter() - t0
-    try:
-        value = as_real(raw)
-    except (TypeError, ValueError) as exc:
-        return False, None, f"objective returned {exc}", seconds
-    except Exception as exc:  # a returned object whose ndim, item() or repr fails
-        return False, None, f"objective returned an unusable {type(raw).__name__} ({_describe_error(exc)})", seconds
-    if not math.isfinite(value):
-        return False, None, f"objective returned {value!r}, not a finite number", seconds
-    return True, value, None, seconds
-
-
-def _describe_error(exc: BaseException) -> str:
-    """``Type: message`` of an exception, bounded in length (and safe if its ``str`` fails)."""
-    try:
-        text = str(exc)
-    except Exception:
-        text = "<message not printable>"
-    if len(text) > 2000:
-        text = text[:2000] + "..."
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
 # -- the loop -------------------------------------------------------------------------------------
 def minimize(
     objective: Callable[[dict[str, Any]], float],
@@ -293,6 +168,7 @@ def minimize(
     n_threads: int | None = DEFAULT_THREADS,
     max_retries: int = 1,
     direction: str | None = None,
+    show_progress: bool | None = None,
     **options: Any,
 ) -> MinimizeResult:
     """Minimise (or, with ``direction="maximize"``, maximise) ``objective`` over ``space`` with ``budget``
@@ -370,6 +246,14 @@ def minimize(
         Stored with ``storage``: ``None`` (the default) resumes a stored study in
         its own direction and starts a new one minimising; resuming with the
         other direction raises :class:`graphbo.StorageError`.
+    show_progress : bool or None, default None
+        A progress bar on standard error (:mod:`graphbo.progress`): finished
+        trials out of ``budget``, the best value so far (in the objective's
+        sign) and the seconds of the last suggestion. ``None`` shows it only
+        when standard error is a terminal; ``True`` or ``False`` force it.
+        Everything else goes to the ``graphbo`` logger (Python ``logging``):
+        the study created or resumed (INFO), each finished trial (DEBUG),
+        failed evaluations and an exhausted space (WARNING).
     **options
         Passed to the optimizer (for COMBO: ``n_initial``, ``n_random``, ...).
 
@@ -379,7 +263,9 @@ def minimize(
     an integer too large for a float) or not finite; a timeout; in a worker
     process, the worker's death. An objective that ends or crashes *this*
     process (``os._exit``, a segfault with ``n_workers=1``) leaves its trial
-    ``running``, to be resumed.
+    ``running``, to be resumed. A discrete space whose configurations are all
+    evaluated before the budget is used ends the run there, with its result
+    and a warning.
 
     A ``KeyboardInterrupt`` (Ctrl-C) stops the run: finished trials are saved,
     the ones in flight stay ``running`` for the resume, and it is re-raised.
@@ -400,6 +286,7 @@ def minimize(
     timeout = check_timeout(timeout)
     if failure_value is not None:
         failure_value = check_real("failure_value", failure_value)
+    show_progress = check_show_progress(show_progress)
     if executor is None and n_workers > 1:
         _check_picklable(objective)
     t_start = time.perf_counter()
@@ -407,9 +294,12 @@ def minimize(
                   direction=direction, **options)
     try:
         if executor is None and n_workers == 1:
-            _run_in_process(study, objective, budget, timeout, failure_value, callback)
+            study.optimize(objective, budget, timeout=timeout, failure_value=failure_value, callback=callback,
+                           show_progress=show_progress)
         else:
-            _run_async(study, objective, budget, int(n_workers), executor, timeout, failure_value, callback)
+            with study._progress_bar(budget, show_progress) as bar:
+                _run_async(study, objective, budget, int(n_workers), executor, timeout, failure_value, callback,
+                           bar)
     finally:
         study.close()
     return _result(study, time.perf_counter() - t_start)
@@ -445,29 +335,16 @@ def _result(study: Study, wall: float) -> MinimizeResult:
 
 
 def _record(study: Study, trial: Trial, ok: bool, value: float | None, error: str | None, seconds: float,
-            failure_value: float | None, callback: Callable | None) -> None:
-    if ok:
-        assert value is not None  # _evaluate returns a number with ok
-        done = study.tell(trial, value, seconds=seconds)
-        if callback is not None:
-            callback(done.number, done.config, done.value, study.optimizer, (done.suggest_seconds or 0.0) + seconds)
-    else:
-        assert error is not None  # every failure comes with its message
-        study.fail(trial, error, value=failure_value, seconds=seconds)
-        logger.warning("graphbo: trial %d failed (%s) at %s", trial.number, error, trial.config)
-
-
-def _run_in_process(study: Study, objective: Callable, budget: int, timeout: float | None,
-                    failure_value: float | None, callback: Callable | None) -> None:
-    while study.n_finished < budget:
-        trial = study.ask()
-        ok, value, error, seconds = _evaluate(objective, trial.config, timeout)
-        _record(study, trial, ok, value, error, seconds, failure_value, callback)
+            failure_value: float | None, callback: Callable | None, bar: ProgressBar) -> None:
+    done = study._record_evaluation(trial, ok, value, error, seconds, failure_value, callback)
+    bar.finished(done.value if done.status == "complete" else None, done.suggest_seconds)
 
 
 def _run_async(study: Study, objective: Callable, budget: int, n_workers: int, executor: cf.Executor | None,
-               timeout: float | None, failure_value: float | None, callback: Callable | None) -> None:
-    """Keep ``n_workers`` evaluations in flight; ask for a new one as soon as any finishes.
+               timeout: float | None, failure_value: float | None, callback: Callable | None,
+               bar: ProgressBar) -> None:
+    """Keep ``n_workers`` evaluations in flight; ask for a new one as soon as any finishes (none once the space
+    is exhausted: the run ends when the evaluations in flight do).
 
     With the loop's own pool (no ``executor``): a worker that dies fails the trial
     it was evaluating (found by the process id each evaluation writes first), the
@@ -478,6 +355,7 @@ def _run_async(study: Study, objective: Callable, budget: int, n_workers: int, e
     own = _OwnPool(n_workers) if executor is None else None
     in_flight: dict[cf.Future, _Job] = {}
     zombies: set[cf.Future] = set()  # timed out but still running in a foreign executor: they occupy a worker
+    exhausted = False  # every configuration is evaluated or in flight
 
     def submit(job: _Job) -> None:
         job.t0 = time.monotonic()
@@ -495,7 +373,7 @@ def _run_async(study: Study, objective: Callable, budget: int, n_workers: int, e
     def record(job: _Job, outcome: tuple[bool, float | None, str | None, float]) -> None:
         if own is not None:
             own.forget(job.tag)
-        _record(study, job.trial, *outcome, failure_value, callback)
+        _record(study, job.trial, *outcome, failure_value, callback, bar)
 
     def recover(hit: list[_Job], cause_known: bool = False) -> None:
         """The own pool broke: wait for the other evaluations to end, fail those whose worker died, start a
@@ -536,10 +414,15 @@ def _run_async(study: Study, objective: Callable, budget: int, n_workers: int, e
     try:
         while True:
             zombies = {f for f in zombies if not f.done()}
-            while len(in_flight) + len(zombies) < n_workers and study.n_finished + len(in_flight) < budget:
-                submit(_Job(study.ask()))
+            while (not exhausted and len(in_flight) + len(zombies) < n_workers
+                   and study.n_finished + len(in_flight) < budget):
+                trial = study._ask_within(budget)
+                if trial is None:
+                    exhausted = True
+                    break
+                submit(_Job(trial))
             if not in_flight:
-                if study.n_finished >= budget or not zombies:
+                if study.n_finished >= budget or exhausted or not zombies:
                     break
                 cf.wait(zombies, return_when=cf.FIRST_COMPLETED)
                 continue

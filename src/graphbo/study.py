@@ -54,6 +54,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import math
 import os
 import secrets
@@ -72,10 +73,18 @@ from .storage.base import (DIRECTIONS, FORMAT_VERSION, STATUSES, CorruptStudyErr
 from .storage.jsonio import plain
 from .storage.sqlite import SQLiteStorage
 from .threads import DEFAULT_THREADS, limit_threads
-from ._validation import as_real, check_int, check_optional_int, check_seed
+from .evaluation import _evaluate
+from .exceptions import SpaceExhaustedError
+from .progress import ProgressBar, check_show_progress
+from ._validation import (as_real, check_budget, check_callable, check_int, check_optional_int, check_real,
+                          check_seed, check_timeout)
 
 __all__ = ["Study", "Trial", "StorageError", "read_study_info", "describe_space", "check_direction", "FORMAT_VERSION",
            "DIRECTIONS"]
+
+#: the studies' log: created and resumed studies (INFO), each finished trial (DEBUG), failed evaluations, trials
+#: failed on resuming and an exhausted space (WARNING); graphbo adds no handler (the application configures logging)
+logger = logging.getLogger(__name__)
 
 #: configurations an optimizer suggested, each with its trial attributes (a multi-fidelity method's fidelity)
 _Asked = list[tuple[dict[str, Any], dict[str, Any]]]
@@ -332,6 +341,13 @@ class Study:
             self._storage.create({"method": self.method, "seed": self.seed, "method_options": plain(options),
                                   "space": space_desc, "direction": self.direction,
                                   "user_attrs": plain(dict(user_attrs or {}))})
+        if stored is None:
+            logger.info("graphbo: created study %s (method %s, seed %d, %s)", self.path or "in memory", self.method,
+                        self.seed, self.direction)
+        else:
+            logger.info("graphbo: resumed study %s (method %s, seed %d, %s): %d trials, %d finished, %d to resume",
+                        self._storage.name, self.method, self.seed, self.direction, len(self._trials),
+                        self._n_finished, len(self._resume_queue))
 
     # -- opening ----------------------------------------------------------------------------
     def _check_match(self, meta: Mapping[str, Any], space_desc: list, seed: int | None,
@@ -474,11 +490,13 @@ class Study:
         suggested instead becomes new running trials, handed out first; trials that crashed their process
         more than ``max_retries`` times fail."""
         for t in wedged:
-            self.fail(t, f"its process died {t.crashes} times while evaluating it (killed, os._exit, a "
-                         f"segfault); not run again (max_retries={self.max_retries})", seconds=0.0)
+            done = self.fail(t, f"its process died {t.crashes} times while evaluating it (killed, os._exit, a "
+                                f"segfault); not run again (max_retries={self.max_retries})", seconds=0.0)
+            logger.warning("graphbo: trial %d failed on resuming %s: %s", t.number, self._storage.name, done.error)
         for t in lost:
-            self.fail(t, "interrupted, and not suggested again on resuming (a multi-fidelity method cannot "
-                         "take back an evaluation in flight)", seconds=0.0)
+            done = self.fail(t, "interrupted, and not suggested again on resuming (a multi-fidelity method "
+                                "cannot take back an evaluation in flight)", seconds=0.0)
+            logger.warning("graphbo: trial %d failed on resuming %s: %s", t.number, self._storage.name, done.error)
         if extra:
             self._resume_queue.extend(self._add_new(lambda k: extra, len(extra)))
 
@@ -634,7 +652,86 @@ class Study:
                 self._resume_queue = [q for q in self._resume_queue if q.number != t.number]
         self._next_order += 1
         self._t_ask.pop(t.number, None)
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("graphbo: trial %d %s%s in %.3g s", t.number, status,
+                         f", value {value!r}" if value is not None else f": {error}", float(seconds))
         return dataclasses.replace(updated)
+
+    # -- running ---------------------------------------------------------------------------
+    def optimize(self, objective: Callable[[dict[str, Any]], Any], budget: int, *, timeout: float | None = None,
+                 failure_value: float | None = None,
+                 callback: Callable[[int, Mapping[str, Any], float, Optimizer, float], None] | None = None,
+                 show_progress: bool | None = None) -> "Study":
+        """Ask, evaluate ``objective(config)`` in this process and tell, until ``budget`` trials are finished.
+
+        ``budget`` counts the study's finished trials (complete and failed), those
+        of earlier sessions included, as :func:`graphbo.minimize`'s does with
+        ``storage``: ``study.optimize(f, 50)`` on a resumed study with 30 finished
+        trials runs 20 more (trials left running are evaluated first). Failures
+        (an exception, a value that is not a finite number, a ``timeout`` in
+        seconds) are recorded failed with their reason, logged as warnings, and
+        the run goes on; ``failure_value``, ``callback`` (called after each
+        complete trial with ``number, config, value, optimizer, seconds``) and
+        ``timeout`` are :func:`graphbo.minimize`'s, which also runs evaluations in
+        parallel. If every configuration of a discrete space is evaluated before
+        the budget is used, the run ends there with a warning. Ctrl-C stops it:
+        the trial in flight stays ``running``, for the next session.
+
+        ``show_progress``: a progress bar on standard error (finished trials out of
+        ``budget``, the best value in the user's sign, the last suggestion's
+        seconds); ``None`` shows it when standard error is a terminal. Returns the
+        study.
+        """
+        self._check_open()
+        check_callable("objective", objective)
+        budget = check_budget(budget)
+        timeout = check_timeout(timeout)
+        penalty = None if failure_value is None else check_real("failure_value", failure_value)
+        check_callable("callback", callback, optional=True)
+        show = check_show_progress(show_progress)
+        if self._multi_fidelity:
+            raise ValueError(f"method {self.method!r} chooses a fidelity for each trial (trial.attrs['fidelity']), "
+                             "which objective(config) cannot take: drive the study with ask and tell")
+        with self._progress_bar(budget, show) as bar:
+            while self.n_finished < budget:
+                trial = self._ask_within(budget)
+                if trial is None:
+                    break
+                ok, value, error, seconds = _evaluate(objective, trial.config, timeout)
+                done = self._record_evaluation(trial, ok, value, error, seconds, penalty, callback)
+                bar.finished(done.value if done.status == "complete" else None, done.suggest_seconds)
+        return self
+
+    def _progress_bar(self, budget: int, show: bool | None) -> ProgressBar:
+        """The bar of a run of this study to ``budget`` finished trials (:class:`graphbo.progress.ProgressBar`),
+        starting from its finished trials and best value."""
+        best = self.best_trial
+        return ProgressBar(budget, self.n_finished, None if best is None else best.value, self.direction, show,
+                           description=self.method)
+
+    def _ask_within(self, budget: int) -> Trial | None:
+        """The next trial, or ``None`` (with a warning) when every configuration of the space is evaluated or
+        in flight."""
+        try:
+            return self.ask()
+        except SpaceExhaustedError as exc:
+            logger.warning("graphbo: the space is exhausted after %d trials, short of the budget %d (%s); the run "
+                           "ends with what it found", len(self._trials), budget, exc)
+            return None
+
+    def _record_evaluation(self, trial: Trial, ok: bool, value: float | None, error: str | None, seconds: float,
+                           failure_value: float | None, callback: Callable | None) -> Trial:
+        """Tell (then call ``callback``) or fail (with a warning) a trial from its evaluation's outcome."""
+        if ok:
+            assert value is not None  # _evaluate returns a number with ok
+            done = self.tell(trial, value, seconds=seconds)
+            if callback is not None:
+                callback(done.number, done.config, done.value, self.optimizer, (done.suggest_seconds or 0.0) + seconds)
+            return done
+        assert error is not None  # every failure comes with its message
+        done = self.fail(trial, error, value=failure_value, seconds=seconds)
+        logger.warning("graphbo: trial %d failed (%s) at %s", trial.number, error, trial.config)
+        return done
 
     # -- results --------------------------------------------------------------------------
     @property

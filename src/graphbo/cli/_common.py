@@ -264,7 +264,9 @@ def minimize_study(prog: str, objective: Callable[[dict], Any], space: Any, path
         with limit_threads(args.threads):
             result = minimize(objective, space, method, budget=budget, seed=seed,
                               callback=progress(args.quiet, best, info.get("direction", "minimize")),
-                              storage=path, n_workers=args.workers, timeout=args.timeout, **method_options)
+                              storage=path, n_workers=args.workers, timeout=args.timeout,
+                              show_progress=False,  # the lines of `progress` are the command's progress
+                              **method_options)
     except StorageError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2

@@ -1,6 +1,8 @@
 """``graphbo compare``: several methods x seeds on a built-in benchmark, resumable and parallel,
-one study file per run under ``--out`` (read by ``graphbo report``). Each run prints its best so far every
-10 evaluations and when done (in parallel too); the last line counts the runs that have used their budget."""
+one study file per run under ``--out`` (read by ``graphbo report``). Each run prints a progress line with its
+best so far (``branin combo seed 1: 40/100 best 0.41``) every 10 evaluations, after an evaluation that ends 30 s
+or more after its last line, and when done, in parallel too (from the worker processes, through
+:func:`print_line`); the last line counts the runs that have used their budget."""
 
 from __future__ import annotations
 

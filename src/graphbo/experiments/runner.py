@@ -267,15 +267,25 @@ def _cost(trial: Trial) -> int:
     return int(trial.attrs.get("fidelity", 1))
 
 
+#: a run's progress line (``log``): every this many evaluations, ...
+LOG_EVERY = 10
+#: ... after an evaluation that ends this many seconds or more after the run's last line (slow evaluations or
+#: suggestions, e.g. NASBOT's training), and after the last evaluation
+LOG_SECONDS = 30.0
+
+
 def _evaluate_to_budget(spec: RunSpec, bench, study: Study, log: Callable[[str], None] | None) -> None:
     """Ask, evaluate and tell until the budget is used: ``spec.budget`` evaluations, or for a multi-fidelity
     method ``spec.budget * max_fidelity`` epochs (the last evaluation may cross it;
-    :func:`fidelity_best_so_far` does not count that one)."""
+    :func:`fidelity_best_so_far` does not count that one). ``log`` gets a progress line with the best so far
+    (``BENCHMARK METHOD seed S: N/BUDGET best V``) every :data:`LOG_EVERY` evaluations, after one that ends
+    :data:`LOG_SECONDS` after the previous line, and at the end."""
     from ..benchmarks.fidelity import evaluate_at_fidelity
 
     top = study.user_attrs[RUN_ATTR].get("max_fidelity")
     target = spec.budget * (top or 1)
     used = sum(_cost(t) for t in study.trials if t.status != "running")
+    last_line = time.monotonic()
     while used < target:
         trial = study.ask()
         t0 = time.perf_counter()
@@ -284,7 +294,8 @@ def _evaluate_to_budget(spec: RunSpec, bench, study: Study, log: Callable[[str],
         study.tell(trial, value, seconds=time.perf_counter() - t0)
         used += _cost(trial)
         n = study.n_finished
-        if log and (n % 10 == 0 or used >= target):
+        if log and (n % LOG_EVERY == 0 or used >= target or time.monotonic() - last_line >= LOG_SECONDS):
+            last_line = time.monotonic()
             best = study.optimizer.best
             best_value = best.value if best else math.nan
             where = (f"{n}/{spec.budget}" if top is None else
@@ -330,8 +341,8 @@ def compare(
 ) -> list[dict[str, Any]]:
     """Run every spec (skipping finished ones) in parallel processes; run files go under ``out_dir``.
 
-    ``log`` gets the progress of runs in this process (every 10 evaluations, with the best so far) and a
-    line per run done; with ``n_workers > 1`` the runs' progress goes to ``worker_log`` (called in the
+    ``log`` gets the progress of runs in this process (every :data:`LOG_EVERY` evaluations or
+    :data:`LOG_SECONDS` seconds, with the best so far) and a line per run done; with ``n_workers > 1`` the runs' progress goes to ``worker_log`` (called in the
     worker processes, so it must be picklable: a module-level function), if given.
 
     Every existing run (study file or graphbo 0.1 trace) must belong to its
