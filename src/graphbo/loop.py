@@ -17,7 +17,6 @@ progress bar is :mod:`graphbo.progress`'s.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import logging
 import os
 import signal
 import threading
@@ -38,8 +37,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from .study import Study, Trial
 
 __all__ = ["minimize", "MinimizeResult", "make_optimizer"]
-
-logger = logging.getLogger("graphbo")
 
 #: seconds the loop waits beyond ``timeout`` for a submitted evaluation before giving up on it: the worker
 #: interrupts the evaluation itself after ``timeout`` seconds from its start; the grace covers the time
