@@ -67,7 +67,7 @@ class BOFM(Optimizer):
         successes, shrink after failures and restart with a new random design when too small.
         ``True`` takes CASMOPOLITAN's constants; a dict overrides some. The GP is fitted to all
         the data (up to ``max_train``).
-    max_train : int or None, default 1000
+    max_train : int or None, default 500
         Most observations the GP is fitted on (``>= 20``; ``None``: all of them). Beyond it the fit
         uses the best ones, the most recent ones and a seeded uniform sample of the others
         (:func:`~graphbo.optimizers.base.training_subset`), so a suggestion costs the same at

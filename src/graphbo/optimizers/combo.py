@@ -66,7 +66,7 @@ class COMBO(Optimizer):
         random design when it is too small. ``True`` takes CASMOPOLITAN's constants; a dict
         overrides some (``radius_init``, ``fail_tol``, ...). The GP is fitted to all the data
         (up to ``max_train``).
-    max_train : int or None, default 1000
+    max_train : int or None, default 500
         Most observations the GP is fitted on (``>= 20``; ``None``: all of them). Beyond it the fit
         uses the best ones, the most recent ones and a seeded uniform sample of the others
         (:func:`~graphbo.optimizers.base.training_subset`), so a suggestion costs the same at

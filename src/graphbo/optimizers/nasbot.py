@@ -265,7 +265,7 @@ class NASBOT(NASOptimizer):
     ea_start : {"pool+evaluated", "pool"}
         See :class:`NASOptimizer`; with more than ``max_train`` told networks, "evaluated" means
         those of the GP's training set (so the EA scores a bounded start population).
-    max_train : int or None, default 1000
+    max_train : int or None, default 500
         Most networks the GP is fitted on (``>= 20``; ``None``: all of them). Beyond it the fit
         uses the best ones, the most recent ones and a seeded uniform sample of the others
         (:func:`~graphbo.optimizers.base.training_subset`), so a suggestion costs about the same at

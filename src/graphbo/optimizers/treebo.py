@@ -481,7 +481,7 @@ class TreeBO(NASOptimizer):
     n_parents, n_neighbours : int, defaults 10 and 20
     n_restarts : int, default 3
         Starts of the hyper-parameter fit.
-    max_train : int or None, default 1000
+    max_train : int or None, default 500
         Most told chains the GP is fitted on (``>= 20``; ``None``: all of them). Beyond it the fit
         uses the best ones, the most recent ones and a seeded uniform sample of the others
         (:func:`~graphbo.optimizers.base.training_subset`), so a suggestion costs the same at
