@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 import graphbo as gb
 from graphbo.benchmarks import load_benchmark
 from graphbo.optimizers import METHODS
+from graphbo.study import Study, read_study_info
 from graphbo.optimizers.auto import (AUTO, TR_MIN_BUDGET, TR_MIN_DIMENSIONS, choose_method, dimensions,
                                      resolve_method)
 
@@ -156,3 +161,51 @@ def test_compare_rejects_an_unknown_method_listing_auto(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2
     assert "unknown method(s) ['bayes']" in err and "'auto'" in err
+
+
+# -- auto as the default of minimize, Study and graphbo run --------------------------------------------------
+def binary_space(n):
+    return gb.Space({f"x{i}": gb.Binary() for i in range(n)})
+
+
+def test_study_defaults_to_auto_with_its_budget(tmp_path):
+    assert Study(binary_space(50), auto_budget=TR_MIN_BUDGET).method == "combo-tr"
+    assert Study(binary_space(50), auto_budget=TR_MIN_BUDGET - 1).method == "combo"
+    assert Study(binary_space(50)).method == "combo-tr"
+    assert Study(binary_space(5), "AUTO").method == "combo"
+
+
+def test_reopened_auto_study_keeps_its_method(tmp_path):
+    path = str(tmp_path / "s.db")
+    with Study(binary_space(50), storage=path, seed=0, auto_budget=10) as s:
+        assert s.method == "combo"
+    with Study(binary_space(50), storage=path, auto_budget=500) as s:  # a longer budget: still combo
+        assert s.method == "combo"
+    assert read_study_info(path)["method"] == "combo"
+
+
+def test_minimize_default_is_auto_resolved_with_the_budget(tmp_path):
+    path = str(tmp_path / "m.db")
+    result = gb.minimize(lambda c: float(sum(c.values())), binary_space(30), budget=3, seed=0, storage=path)
+    assert read_study_info(path)["method"] == "combo"  # budget 3 < TR_MIN_BUDGET
+    assert len(result.trials) == 3
+
+
+def test_make_optimizer_takes_auto():
+    from graphbo.loop import make_optimizer
+    assert make_optimizer("auto", binary_space(50), seed=0).name == "combo-tr"
+
+
+def test_run_help_and_default(tmp_path):
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-m", "graphbo", "run", "--help"], capture_output=True, text=True, env=env)
+    assert "auto" in out.stdout
+    out = subprocess.run([sys.executable, "-m", "graphbo", "run", "labs", "--budget", "3", "--quiet", "--storage",
+                          "s.db"], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stderr
+    assert read_study_info(tmp_path / "s.db")["method"] == "combo"
+    out = subprocess.run([sys.executable, "-m", "graphbo", "run", "labs", "--budget", "4", "--quiet", "--storage",
+                          "s.db", "--method", "auto"], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stderr
+    info = read_study_info(tmp_path / "s.db")
+    assert info["method"] == "combo" and info["n_complete"] == 4

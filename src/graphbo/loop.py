@@ -140,11 +140,14 @@ def _cut(text: str, n: int) -> str:
 def make_optimizer(method: str, space: Space, seed: int | None = None, **options: Any) -> Optimizer:
     """An optimizer by name (``"combo"``, ``"random"``)."""
     from .optimizers import METHODS
+    from .optimizers.auto import AUTO, choose_method
 
+    if isinstance(method, str) and method.lower() == AUTO:  # the budget is not known here (docs/auto.md)
+        method = choose_method(space, None)
     try:
         cls = METHODS[method.lower()]
     except KeyError:
-        raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS)}") from None
+        raise ValueError(f"unknown method {method!r}; choose {AUTO!r} or one of {sorted(METHODS)}") from None
     return cls(space, seed=seed, **options)
 
 
@@ -152,7 +155,7 @@ def make_optimizer(method: str, space: Space, seed: int | None = None, **options
 def minimize(
     objective: Callable[[dict[str, Any]], float],
     space: Space,
-    method: str = "combo",
+    method: str = "auto",
     budget: int = 100,
     seed: int | None = None,
     callback: Callable[[int, Mapping[str, Any], float, Optimizer, float], None] | None = None,
@@ -179,8 +182,10 @@ def minimize(
         and must be picklable (a module-level function or an instance of a
         module-level class, not a lambda or a closure).
     space : Space
-    method : str
-        ``"combo"``, ``"rs"``, ... (see ``graphbo.optimizers.METHODS``).
+    method : str, default "auto"
+        ``"auto"``, ``"combo"``, ``"rs"``, ... (see ``graphbo.optimizers.METHODS``). ``"auto"`` is
+        :func:`graphbo.optimizers.auto.choose_method`'s choice for ``space`` and ``budget`` (combo, combo-tr,
+        bofm, bofm-tr or nasbot; docs/auto.md); a resumed study keeps the method it was created with.
     budget : int
         Number of evaluations (an integer >= 1), the initial design and failed
         evaluations included. With ``storage``, the total over all sessions of the study.
@@ -288,7 +293,7 @@ def minimize(
         _check_picklable(objective)
     t_start = time.perf_counter()
     study = Study(space, method, storage=storage, seed=seed, n_threads=n_threads, max_retries=max_retries,
-                  direction=direction, **options)
+                  direction=direction, auto_budget=budget, **options)
     try:
         if executor is None and n_workers == 1:
             study.optimize(objective, budget, timeout=timeout, failure_value=failure_value, callback=callback,

@@ -64,6 +64,7 @@ from typing import Any, Callable, Mapping, Sequence, overload
 import numpy as np
 
 from .optimizers import METHODS
+from .optimizers.auto import AUTO, choose_method
 from .optimizers.base import Observation, Optimizer
 from .spaces.space import Space
 from .spaces.variables import Variable
@@ -231,8 +232,10 @@ class Study:
     Parameters
     ----------
     space : Space
-    method : str, default "combo"
-        Optimizer name, as for :func:`graphbo.minimize`.
+    method : str, default "auto"
+        Optimizer name, as for :func:`graphbo.minimize`. ``"auto"`` becomes, for a new study,
+        :func:`graphbo.optimizers.auto.choose_method`'s choice for ``space`` and ``auto_budget``, and for a
+        stored one the method it was created with; :attr:`method` and the file hold that name.
     storage : str, path-like or Storage, optional
         SQLite file: created if absent (with its folder); resumed if it exists.
         ``None`` keeps the study in memory (nothing survives the process). A
@@ -265,6 +268,9 @@ class Study:
         How many times a trial found ``running`` after its process died (see the
         module docstring) is handed out again; after that it is recorded failed.
         Not stored: each opening decides.
+    auto_budget : int, optional
+        The evaluations planned, for ``method="auto"`` only (:func:`graphbo.minimize` passes its budget);
+        ``None``: not known. Not stored.
     **method_options
         Passed to the optimizer (``n_initial``, COMBO's ``n_random``, ...). For a
         file they must be JSON values; resuming with other options is refused.
@@ -282,16 +288,17 @@ class Study:
                     study.fail(trial, exc)   # never suggested again
     """
 
-    def __init__(self, space: Space, method: str = "combo", storage: str | os.PathLike | Storage | None = None,
+    def __init__(self, space: Space, method: str = "auto", storage: str | os.PathLike | Storage | None = None,
                  seed: int | None = None, *, direction: str | None = None,
                  user_attrs: Mapping[str, Any] | None = None,
                  runtime_options: Mapping[str, Any] | None = None, n_threads: int | None = DEFAULT_THREADS,
-                 max_retries: int = 1, **method_options: Any):
+                 max_retries: int = 1, auto_budget: int | None = None, **method_options: Any):
         if not isinstance(space, _space_types()):
             raise TypeError(f"space must be a graphbo.Space or a graphbo.nas.ArchitectureSpace, "
                             f"got {type(space).__name__}")
-        if not isinstance(method, str) or method.lower() not in METHODS:
-            raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS)}")
+        if not isinstance(method, str) or (method.lower() not in METHODS and method.lower() != AUTO):
+            raise ValueError(f"unknown method {method!r}; choose {AUTO!r} or one of {sorted(METHODS)}")
+        auto_budget = check_optional_int("auto_budget", auto_budget, minimum=1)
         seed = check_seed(seed)
         direction = check_direction(direction)
         self.n_threads = check_optional_int("n_threads", n_threads, minimum=1)
@@ -300,13 +307,16 @@ class Study:
         self._storage = as_storage(storage)
         self._closed = False
         self.space = space
-        self.method = method.lower()
         self.path: str | None = self._storage.path
         where = f"Study({self.path})" if self.path else "Study"
         options = _strict_options(method_options, where) if self.path else dict(method_options)
         self.method_options = options
         space_desc = describe_space(space)
         stored = self._storage.load()
+        if method.lower() == AUTO:  # the stored study's own method, else the rule's choice (docs/auto.md)
+            kept = stored.meta.get("method") if stored is not None else None
+            method = kept if isinstance(kept, str) and kept.lower() in METHODS else choose_method(space, auto_budget)
+        self.method = method.lower()
         if stored is not None:
             self._check_match(stored.meta, space_desc, seed, options, direction)
             seed = stored.meta["seed"]

@@ -117,13 +117,35 @@ def natural_method(space: Any) -> str:
 
 
 def method_names() -> str:
-    """Every method of :data:`graphbo.optimizers.METHODS`, aliases in brackets (``rs (random)``)."""
+    """``auto`` and every method of :data:`graphbo.optimizers.METHODS`, aliases in brackets (``rs (random)``)."""
     from ..optimizers import METHODS
 
     first: dict[Any, list[str]] = {}
     for name, cls in METHODS.items():
         first.setdefault(cls, []).append(name)
-    return ", ".join(names[0] + (f" ({', '.join(names[1:])})" if names[1:] else "") for names in first.values())
+    return "auto, " + ", ".join(names[0] + (f" ({', '.join(names[1:])})" if names[1:] else "")
+                                for names in first.values())
+
+
+def run_method(method: str | None, space: Any, budget: int, storage: str | None) -> str:
+    """The method a ``graphbo run`` uses: ``method`` unless it is ``None`` or ``auto``; then the method of the
+    existing study file ``storage`` (so a longer budget continues it), else
+    :func:`graphbo.optimizers.auto.choose_method`'s for ``space`` and ``budget`` (docs/auto.md)."""
+    from ..optimizers.auto import AUTO, choose_method
+
+    if method is not None and method.lower() != AUTO:
+        return method
+    if storage and os.path.exists(storage):
+        from ..storage.base import StorageError
+        from ..study import read_study_info
+
+        try:
+            kept = read_study_info(storage).get("method")
+        except (StorageError, OSError):  # opening the study reports it
+            kept = None
+        if isinstance(kept, str):
+            return kept
+    return choose_method(space, budget)
 
 
 #: placeholder in a help text, replaced by :func:`method_names` when the help is shown

@@ -17,8 +17,8 @@ from typing import Any, Callable
 
 from ..objective_loading import ImportedObjective, ObjectiveError, load_objective, stored_spec
 from ._common import (METHODS_PLACEHOLDER, MethodListFormatter, add_benchmark_arguments, add_threads_argument,
-                      benchmark_options, config_text, default_path, minimize_study, natural_method, non_negative_int,
-                      positive_float, positive_int, unused_path)
+                      benchmark_options, config_text, default_path, minimize_study, non_negative_int,
+                      positive_float, positive_int, run_method, unused_path)
 
 #: random initial evaluations of `graphbo run --space` when --n-initial is not given (the optimizers' default)
 _USER_N_INITIAL = 10
@@ -43,8 +43,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="the function to minimise, MODULE:FUNCTION (importable from the current directory or "
                         "PYTHONPATH) or path/to/file.py:FUNCTION")
     p.add_argument("--method", default=None,
-                   help="default: the space's natural method (nasbot for architectures, bofm for mixed spaces, "
-                        f"combo otherwise); one of {METHODS_PLACEHOLDER}")
+                   help="default: auto, graphbo's choice for the space and the budget (combo, combo-tr, bofm, "
+                        "bofm-tr or nasbot; docs/auto.md), or an existing --storage file's own method; "
+                        f"one of {METHODS_PLACEHOLDER}")
     p.add_argument("--budget", type=positive_int, default=None,
                    help="evaluations, initial ones included (default: the paper's; required with --space)")
     p.add_argument("--n-initial", type=non_negative_int, default=None,
@@ -96,9 +97,8 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"graphbo run: {exc}", file=sys.stderr)
         return 2
-    if args.method is None:
-        args.method = natural_method(bench.space)
     budget = args.budget if args.budget is not None else bench.default_budget
+    args.method = run_method(args.method, bench.space, budget, args.storage)
     n_initial = args.n_initial if args.n_initial is not None else bench.default_n_initial
     if args.trace is None:
         return _run_study(args, bench, budget, n_initial)
@@ -237,8 +237,7 @@ def _run_user(args: argparse.Namespace) -> int:
     except SpaceFileError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
-    if args.method is None:
-        args.method = natural_method(space)
+    args.method = run_method(args.method, space, args.budget, args.storage)
     cwd = os.getcwd()
     try:
         load_objective(args.objective, [cwd])  # errors name the spec as given

@@ -97,7 +97,7 @@ def export_to_optuna(path: str | os.PathLike, optuna_storage: str, study_name: s
         raise StorageError(f"{path}: the stored direction {stored.meta.get('direction')!r} is damaged")
     description = stored.meta.get("space")
     per_variable = isinstance(description, list)
-    distributions = optuna_distributions(description) if per_variable else {}
+    distributions = optuna_distributions(description) if isinstance(description, list) else {}
     name = study_name or os.path.splitext(os.path.basename(path))[0]
     with _quiet_optuna(optuna):  # no "A new study created" line in the middle of graphbo's output
         study = optuna.create_study(storage=optuna_storage, study_name=name, direction=direction)

@@ -160,7 +160,7 @@ class COMBO(Optimizer):
         if self.model.widths is not None:  # the slice sampler's adapted widths: a resumed chain continues the same
             out["widths"] = self.model.widths.tolist()
         return {"mean": st.mean, "log_amp": st.log_amp, "log_noise": st.log_noise, "log_beta": st.log_beta.tolist(),
-                "beta": self.beta, **out}
+                "beta": self.beta, "relevance": self.relevance, **out}
 
     def _load_method_state(self, state: Mapping[str, Any]) -> None:
         if self.trust_region is not None and "trust_region" in state:
