@@ -115,3 +115,16 @@ def test_cli_run_maxsat_needs_a_path(tmp_path):
     assert out.returncode == 2 and "--wcnf" in out.stderr
     out = cli("run", "nosuch")
     assert out.returncode == 2 and "unknown benchmark" in out.stderr
+
+
+def test_shipped_maxsat_instances_are_registered(tmp_path):
+    """`graphbo run maxsat28` after install: the registry's names load the shipped files (no --wcnf)."""
+    for n in (28, 43, 60):
+        b = load_benchmark(f"maxsat{n}")
+        same = MaxSAT(f"maxsat{n}")
+        assert b.name == f"maxsat{n}" and len(b.space.names) == n
+        row = b.space.sample_index(1, np.random.default_rng(n))[0]
+        config = b.space.from_index(row)
+        assert b(config) == same(config)
+    out = cli("run", "maxsat28", "--budget", "2", "--quiet", "--trace", "t.jsonl", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr

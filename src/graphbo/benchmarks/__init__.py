@@ -20,6 +20,7 @@ class BenchmarkInfo:
     target: str  # "module:Class"
     summary: str
     needs: tuple[str, ...] = ()  # required constructor arguments (CLI options)
+    defaults: tuple[tuple[str, Any], ...] = ()  # constructor arguments used when not given
 
 
 REGISTRY: dict[str, BenchmarkInfo] = {
@@ -32,6 +33,12 @@ REGISTRY: dict[str, BenchmarkInfo] = {
         "weighted MaxSAT from a .wcnf file, standardised weights (COMBO supp. 4.3); budget 270, 20 initial",
         needs=("path",),
     ),
+    **{f"maxsat{n}": BenchmarkInfo(
+        f"maxsat{n}", "graphbo.benchmarks.maxsat:MaxSAT",
+        f"the COMBO paper's weighted MaxSAT instance with {n} variables, shipped with graphbo (COMBO supp. 4.3, "
+        f"Table 2); budget 270, 20 initial",
+        defaults=(("path", f"maxsat{n}"),),
+    ) for n in (28, 43, 60)},
     "contamination": BenchmarkInfo(
         "contamination", "graphbo.benchmarks.contamination:Contamination",
         "contamination control, 25 binary stages (as the reference code), 100 Monte-Carlo samples (COMBO supp. 4.1.2); budget 270, 20 initial",
@@ -147,6 +154,9 @@ def load_benchmark(name: str, **kwargs: Any) -> Benchmark:
         info = REGISTRY[name]
     except KeyError:
         raise ValueError(f"unknown benchmark {name!r}; available: {sorted(REGISTRY)}") from None
+    for key, value in info.defaults:
+        if kwargs.get(key) is None:
+            kwargs[key] = value
     missing = [k for k in info.needs if kwargs.get(k) is None]
     if missing:
         raise ValueError(f"benchmark {name!r} needs {missing!r}")

@@ -73,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"graphbo compare: unknown benchmark {args.benchmark!r}; see `graphbo benchmarks`", file=sys.stderr)
         return 2
     if args.benchmark == "maxsat" and not args.wcnf:
-        print("graphbo compare maxsat: give the instance with --wcnf PATH", file=sys.stderr)
+        print("graphbo compare maxsat: give the instance with --wcnf PATH "
+              "(or run the shipped maxsat28, maxsat43, maxsat60)", file=sys.stderr)
         return 2
     from ..optimizers import METHODS
 

@@ -90,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"graphbo run: unknown benchmark {args.benchmark!r}; available: {sorted(REGISTRY)}", file=sys.stderr)
         return 2
     if args.benchmark == "maxsat" and not args.wcnf:
-        print("graphbo run maxsat: give the instance with --wcnf PATH", file=sys.stderr)
+        print("graphbo run maxsat: give the instance with --wcnf PATH "
+              "(or run the shipped maxsat28, maxsat43, maxsat60)", file=sys.stderr)
         return 2
     try:
         bench = load_benchmark(args.benchmark, **benchmark_options(args, args.seed))
