@@ -190,3 +190,15 @@ def test_a_slow_run_prints_a_progress_line_per_evaluation_past_the_interval(tmp_
     monkeypatch.setattr(runner, "LOG_SECONDS", 3600.0)
     runner.compare([runner.RunSpec("branin", "rs", 1, 4, 2)], str(tmp_path), log=lines.append)
     assert [line.split(":")[1].split()[0] for line in lines[:-1]] == ["4/4"]
+
+
+def test_report_reading_has_a_bar_only_when_asked(capfd):
+    from graphbo.progress import progress_over
+
+    items = list(range(7))
+    assert progress_over(items, "reading runs") is items  # not a terminal under pytest: the list itself
+    assert list(progress_over(items, "reading runs", show=True)) == items
+    err = capfd.readouterr().err
+    assert "reading runs" in err and "/7" in err
+    with pytest.raises(TypeError, match="show_progress"):
+        progress_over(items, "x", show="yes")

@@ -12,9 +12,11 @@ left on a fresh line.
 from __future__ import annotations
 
 import sys
-from typing import IO, Any
+from typing import IO, Any, Iterable, Sequence, TypeVar
 
-__all__ = ["check_show_progress", "ProgressBar"]
+T = TypeVar("T")
+
+__all__ = ["check_show_progress", "ProgressBar", "progress_over"]
 
 
 def check_show_progress(show_progress: Any) -> bool | None:
@@ -95,3 +97,14 @@ class ProgressBar:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def progress_over(items: Sequence[T], description: str, show: bool | None = None) -> Iterable[T]:
+    """``items``, with a bar over them on standard error (``graphbo report`` reading its run files); ``show``
+    as for :class:`ProgressBar`. The bar closes when the iteration ends."""
+    show = check_show_progress(show)
+    if not (_is_terminal(sys.stderr) if show is None else show) or not items:
+        return items
+    from tqdm.auto import tqdm
+
+    return tqdm(items, desc=description, file=sys.stderr, leave=False, dynamic_ncols=True)

@@ -36,6 +36,7 @@ import numpy as np
 from .._lazy import require
 from ..benchmarks import load_benchmark
 from .paper_numbers import paper_number
+from ..progress import progress_over
 from ..storage import TraceError, read_run
 from ..storage.runs import RUN_SUFFIX, TRACE_SUFFIX
 from .runner import fidelity_best_so_far, trace_finished
@@ -64,11 +65,13 @@ def _fmt_opt(v: Any) -> str:
     return str(v)
 
 
-def collect(root: str | Sequence[str]) -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """``{benchmark id: {method: [run summaries]}}`` for every run under ``root`` (one folder or several)."""
+def collect(root: str | Sequence[str], show: bool | None = None) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """``{benchmark id: {method: [run summaries]}}`` for every run under ``root`` (one folder or several);
+    a bar over the run files on a terminal (``show``: as :func:`graphbo.progress.progress_over`)."""
     roots = [root] if isinstance(root, str) else list(root)
     out: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-    for path in (p for r in roots for p in run_files_under(r)):
+    paths = [p for r in roots for p in run_files_under(r)]
+    for path in progress_over(paths, "reading runs", show):
         try:
             data = read_run(path)
         except TraceError:
