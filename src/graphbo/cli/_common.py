@@ -57,26 +57,24 @@ def resume_command(path: str) -> str:
     return f"{command} --objective {shlex.quote(spec)}" if isinstance(spec, str) else command
 
 
-def positive_int(text: str) -> int:
-    """An ``argparse`` type: an integer >= 1."""
+def _int_at_least(text: str, minimum: int, wording: str) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be {wording}, got {value}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """An ``argparse`` type: an integer >= 1."""
+    return _int_at_least(text, 1, "a positive integer")
 
 
 def non_negative_int(text: str) -> int:
     """An ``argparse`` type: an integer >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
+    return _int_at_least(text, 0, ">= 0")
 
 
 def positive_float(text: str) -> float:
