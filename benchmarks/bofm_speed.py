@@ -2,7 +2,7 @@
 
     OMP_NUM_THREADS=1 python benchmarks/bofm_speed.py [--problem func3c|nas-sgd|ackley53|all]
         [--sizes 50 100 200] [--repeats 5] [--kernel modlap] [--baseline-ref GITREF]
-        [--json benchmarks/results/bofm_speed.json]
+        [--device cuda] [--json benchmarks/results/bofm_speed.json]
 
 For each problem and each ``n`` of ``--sizes`` (default: ``--n``, 100): ``n`` told
 random evaluations, one untimed suggestion (the run's first fit, with the ML-II
@@ -20,6 +20,12 @@ in a temporary ``git worktree``, imported through ``PYTHONPATH`` instead of this
 checkout), alternating with the current code, so before and after share the
 machine's state; the entries are keyed ``PROBLEM@n=N@LABEL``. The 53-dimensional
 Ackley is built here (same space, same formula) when the revision's registry lacks it.
+
+With ``--device D`` (``cpu``, ``cuda``, ``cuda:1``, ...) the GP runs on that torch device
+(``BOFM(device=D)``); the default leaves ``device`` unset (CPU, and runs with revisions
+that predate the option). To find the ``n`` from which a GPU pays, run the same
+``--sizes`` once without and once with ``--device cuda`` on the GPU machine and compare
+``total_s`` (docs/measurements.md, "GPU").
 
 With ``--label L`` the entries are keyed ``PROBLEM@L`` (for a baseline run of
 older code, e.g. ``PYTHONPATH=/path/to/old/src ... --label before-0dd22a3``).
@@ -102,7 +108,8 @@ def synthetic_nas_value(bench: NASSGD, config: Mapping[str, Any]) -> float:
     return float(v)
 
 
-def measure(problem: str, n: int, repeats: int, kernel: str, seed: int = 0) -> dict[str, Any]:
+def measure(problem: str, n: int, repeats: int, kernel: str, seed: int = 0,
+            device: str | None = None) -> dict[str, Any]:
     if problem == "func3c":
         bench = load_benchmark("func3c")
         space, objective = bench.space, bench
@@ -113,7 +120,8 @@ def measure(problem: str, n: int, repeats: int, kernel: str, seed: int = 0) -> d
         space, objective = ackley53()
     else:
         raise ValueError(f"unknown problem {problem!r}")
-    opt = gb.BOFM(space, kernel=kernel, seed=seed, n_initial=n)
+    # device only when asked for: older revisions (--baseline-ref) have no such option
+    opt = gb.BOFM(space, kernel=kernel, seed=seed, n_initial=n, **({} if device is None else {"device": device}))
     for _ in range(n):
         c = opt.ask()
         opt.tell(c, objective(c))
@@ -138,6 +146,7 @@ def measure(problem: str, n: int, repeats: int, kernel: str, seed: int = 0) -> d
         "n": n,
         "kernel": kernel,
         "seed": seed,
+        "device": device or "cpu",
         "repeats": repeats,
         "n_variables": len(space),
         "n_continuous": int(len(space.continuous_indices)),
@@ -177,7 +186,8 @@ def _environment(label: str) -> dict[str, Any]:
 
 
 def _print(r: dict[str, Any], label: str) -> None:
-    print(f"{label:<10} {r['problem']:<9} n={r['n']:<4} fit {r['fit_s']:6.2f} s  acquisition {r['acquisition_s']:6.2f} s  "
+    print(f"{label:<10} {r['problem']:<9} {r.get('device', 'cpu'):<6} "
+          f"n={r['n']:<4} fit {r['fit_s']:6.2f} s  acquisition {r['acquisition_s']:6.2f} s  "
           f"total {r['total_s']:6.2f} s (mean {r.get('total_mean_s', r['total_s']):.2f}; CPU {r['cpu_s']:.2f})  "
           f"first {r.get('first_s', float('nan')):6.2f} s  peak {r.get('peak_mib', float('nan')):5.0f} MiB  "
           f"load {os.getloadavg()[0]:.1f}", flush=True)
@@ -191,6 +201,8 @@ def _case_in_subprocess(args: argparse.Namespace, problem: str, n: int, src: str
         env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
     cmd = [sys.executable, str(Path(__file__).resolve()), "--case", problem, "--n", str(n),
            "--repeats", str(args.repeats), "--kernel", args.kernel, "--seed", str(args.seed)]
+    if args.device is not None:
+        cmd += ["--device", args.device]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tempfile.gettempdir())
     if out.returncode:
         raise RuntimeError(f"case {problem} n={n} ({src or 'this checkout'}) failed:\n{out.stderr[-3000:]}")
@@ -205,6 +217,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--kernel", default="modlap")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--device", default=None, help="torch device of the GP (BOFM(device=...)), e.g. cuda")
     ap.add_argument("--json", default=str(DEFAULT_JSON), help="results file ('' to skip writing)")
     ap.add_argument("--label", default="",
                     help="stored with the results; a non-empty label also keys them as PROBLEM@LABEL "
@@ -216,14 +229,14 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or 1))
     if args.case is not None:  # one case, for the parent process: a JSON line on stdout
-        print(json.dumps(measure(args.case, args.n, args.repeats, args.kernel, args.seed)))
+        print(json.dumps(measure(args.case, args.n, args.repeats, args.kernel, args.seed, args.device)))
         return
     problems = list(PROBLEMS) if args.problem == "all" else [args.problem]
     sizes = args.sizes or [args.n]
     keyed: list[tuple[str, dict[str, Any], str]] = []  # (key, result, label)
     if args.baseline_ref is None and args.sizes is None:  # the original single-process mode
         for problem in problems:
-            r = measure(problem, args.n, args.repeats, args.kernel, args.seed)
+            r = measure(problem, args.n, args.repeats, args.kernel, args.seed, args.device)
             _print(r, args.label or "current")
             keyed.append((problem + (f"@{args.label}" if args.label else ""), r, args.label))
     else:

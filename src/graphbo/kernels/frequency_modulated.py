@@ -40,7 +40,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 import torch
 
-from .._validation import check_dtype, check_int
+from .._validation import check_device, check_dtype, check_int
 from ..spaces.variables import GraphSpectrum
 from ._checks import check_spectra
 from .diffusion import log_floor
@@ -77,7 +77,7 @@ class _FMProduct(torch.autograd.Function):
         else:
             F.reciprocal_()
         FG = F * G
-        acc = torch.zeros(norms.shape[0], x.shape[0], dtype=x.dtype).index_add_(0, var, FG)  # (P, T)
+        acc = torch.zeros(norms.shape[0], x.shape[0], dtype=x.dtype, device=x.device).index_add_(0, var, FG)  # (P, T)
         K = acc.prod(0) / norms.prod()
         ctx.exp = exp
         ctx.save_for_backward(b, x, norms, F, FG, acc, K, var)
@@ -145,10 +145,12 @@ class FMKernel:
     n_continuous : number of continuous inputs (``>= 0``)
     n_terms : number of terms ``N`` of the ``general`` family (``>= 1``)
     dtype : torch floating dtype of all computations (float64 by default)
+    device : torch device of all computations (``None``: CPU; :func:`~graphbo._validation.check_device`).
+        Every tensor the kernel holds or returns lives there; rows passed in must be on it too.
     """
 
     def __init__(self, name: str, spectra: Sequence[GraphSpectrum], n_continuous: int, n_terms: int = 3,
-                 dtype: torch.dtype = torch.float64) -> None:
+                 dtype: torch.dtype = torch.float64, device: torch.device | str | None = None) -> None:
         if not isinstance(name, str):
             raise TypeError(f"name must be the kernel's name, one of {list(KERNELS)}, got {name!r} "
                             f"({type(name).__name__})")
@@ -158,10 +160,13 @@ class FMKernel:
         spectra = check_spectra("spectra", spectra)
         self.name: str = name
         self.dtype: torch.dtype = check_dtype("dtype", dtype)
+        checked = check_device("device", device)
+        self.device: torch.device = checked if checked is not None else torch.device("cpu")
+        dev = self.device
         self.P, self.Dc = len(spectra), check_int("n_continuous", n_continuous, minimum=0)
         self.n_terms = check_int("n_terms", n_terms, minimum=1)
-        self.lam = [torch.tensor(s.eigenvalues, dtype=dtype) for s in spectra]
-        self.U = [torch.tensor(s.eigenvectors, dtype=dtype) for s in spectra]
+        self.lam = [torch.tensor(s.eigenvalues, dtype=dtype, device=dev) for s in spectra]
+        self.U = [torch.tensor(s.eigenvectors, dtype=dtype, device=dev) for s in spectra]
         # Eigenspaces: sum_i U[v,i] f(lambda_i) U[v',i] = sum_j f(lambda_j) P_j[v,v'] over the distinct
         # eigenvalues lambda_j with projectors P_j. A complete graph has only two, so a Gram entry costs
         # two look-ups instead of a sum over all k eigenvalues, and no (m, n, k) tensor is formed.
@@ -173,15 +178,16 @@ class FMKernel:
             for i in range(1, len(lam) + 1):
                 if i == len(lam) or lam[i] - lam[start] > 1e-8 * max(1.0, abs(lam[start])):
                     Ug = U[:, start:i]
-                    groups.append((float(lam[start:i].mean()), torch.tensor(Ug @ Ug.T, dtype=dtype)))
+                    groups.append((float(lam[start:i].mean()), torch.tensor(Ug @ Ug.T, dtype=dtype, device=dev)))
                     start = i
             self.eigenspaces.append(groups)
         # All eigenspaces of all variables stacked in one list (variable by variable, in order), so a
         # Gram matrix is formed by a handful of batched tensor operations instead of a Python loop
         # over every eigenspace: ``_es_var[j]`` is the variable of eigenspace ``j``, ``_es_lam[j]`` its
         # eigenvalue, and ``_es_tables[q]`` the projectors of variable ``q``, shape ``(J_q, k_q, k_q)``.
-        self._es_var = torch.tensor([q for q, g in enumerate(self.eigenspaces) for _ in g], dtype=torch.long)
-        self._es_lam = torch.tensor([lam for g in self.eigenspaces for lam, _ in g], dtype=dtype)
+        self._es_var = torch.tensor([q for q, g in enumerate(self.eigenspaces) for _ in g], dtype=torch.long,
+                                    device=dev)
+        self._es_lam = torch.tensor([lam for g in self.eigenspaces for lam, _ in g], dtype=dtype, device=dev)
         self._es_tables = [torch.stack([P for _, P in g]) for g in self.eigenspaces]
         # the value of a constant projector (the lambda = 0 eigenspace of a connected graph: 1/k), else None
         self._es_const: list[list[float | None]] = [
@@ -189,11 +195,12 @@ class FMKernel:
              for _, P in g] for g in self.eigenspaces]
         # the full spectra, concatenated, for the normalising constants mean_i f(lambda_i, 0)
         self._spec_var = torch.tensor([q for q, lam in enumerate(self.lam) for _ in range(lam.numel())],
-                                      dtype=torch.long)
-        self._spec_lam = torch.cat(self.lam) if self.lam else torch.zeros(0, dtype=dtype)
-        self._spec_size = torch.tensor([float(lam.numel()) for lam in self.lam], dtype=dtype)
+                                      dtype=torch.long, device=dev)
+        self._spec_lam = torch.cat(self.lam) if self.lam else torch.zeros(0, dtype=dtype, device=dev)
+        self._spec_size = torch.tensor([float(lam.numel()) for lam in self.lam], dtype=dtype, device=dev)
         #: where each variable's values start in the spectra laid end to end, shape ``(P + 1,)``
-        self._spec_offset = torch.tensor(np.cumsum([0] + [lam.numel() for lam in self.lam]), dtype=torch.long)
+        self._spec_offset = torch.tensor(np.cumsum([0] + [lam.numel() for lam in self.lam]), dtype=torch.long,
+                                         device=dev)
         self._spec_bounds = list(zip(self._spec_offset[:-1].tolist(), self._spec_offset[1:].tolist()))
         self._U2 = [U.square() for U in self.U]  # squared eigenvectors, for k(x, x)
         # parameter layout: (name, size)
@@ -211,11 +218,11 @@ class FMKernel:
 
     # -- parameters ---------------------------------------------------------------
     def default_params(self) -> torch.Tensor:
-        return torch.zeros(self.size, dtype=self.dtype)
+        return torch.zeros(self.size, dtype=self.dtype, device=self.device)
 
     def random_params(self, rng: np.random.Generator) -> torch.Tensor:
         """A random starting point for ML-II restarts (log-scales drawn from N(0, 1))."""
-        return torch.tensor(rng.normal(0.0, 1.0, self.size), dtype=self.dtype)
+        return torch.tensor(rng.normal(0.0, 1.0, self.size), dtype=self.dtype, device=self.device)
 
     def unpack(self, params: torch.Tensor) -> dict[str, torch.Tensor]:
         return unpack_params(self.layout, params)
@@ -243,13 +250,14 @@ class FMKernel:
             return KernelPairs(V1, C1, V2, C2, diff)
         n1, n2 = V1.shape[0], V2.shape[0]
         if symmetric:
-            i, j = torch.triu_indices(n1, n1)
-            where = torch.empty(n1, n1, dtype=torch.long)
-            t = torch.arange(i.numel())
+            i, j = torch.triu_indices(n1, n1, device=self.device)
+            where = torch.empty(n1, n1, dtype=torch.long, device=self.device)
+            t = torch.arange(i.numel(), device=self.device)
             where[i, j] = t
             where[j, i] = t
         else:
-            i, j = torch.arange(n1).repeat_interleave(n2), torch.arange(n2).repeat(n1)
+            i = torch.arange(n1, device=self.device).repeat_interleave(n2)
+            j = torch.arange(n2, device=self.device).repeat(n1)
             where = None
         diff = C1[i] - C2[j] if self.Dc else None
         # (J, T): the projector entry P_j[v1_q, v2_q] of every eigenspace j (of variable q) for every pair
@@ -277,7 +285,7 @@ class FMKernel:
             theta = torch.exp(p["log_theta"])
             r2 = (pairs.diff / theta).square().sum(-1)
         else:
-            r2 = torch.zeros(V1.shape[0], V2.shape[0], dtype=self.dtype)
+            r2 = torch.zeros(V1.shape[0], V2.shape[0], dtype=self.dtype, device=self.device)
         if self.P == 0:
             return torch.exp(-0.5 * r2)
         g = self._graph_kernel(p, V1, V2)
@@ -293,8 +301,9 @@ class FMKernel:
         if self.name == "fnn":
             f0 = 1.0 / (1.0 + spec_bl)
         else:
-            f0 = self._modulate(p, spec_bl, torch.zeros((), dtype=self.dtype))
-        return torch.zeros(self.P, dtype=self.dtype).index_add(0, self._spec_var, f0) / self._spec_size
+            f0 = self._modulate(p, spec_bl, torch.zeros((), dtype=self.dtype, device=self.device))
+        zeros = torch.zeros(self.P, dtype=self.dtype, device=self.device)
+        return zeros.index_add(0, self._spec_var, f0) / self._spec_size
 
     def _fm_gram(self, p: dict[str, torch.Tensor], pairs: KernelPairs) -> torch.Tensor:
         """Eq. (5) for all pairs and all eigenspaces at once, differentiable (autograd).
@@ -311,13 +320,13 @@ class FMKernel:
             assert pairs.diff is not None
             r2 = (pairs.diff / torch.exp(p["log_theta"])).square().sum(-1)
         else:
-            r2 = torch.zeros(T, dtype=self.dtype)
+            r2 = torch.zeros(T, dtype=self.dtype, device=self.device)
         beta = torch.exp(p["log_beta"])
         norms = self._norms(p, beta)
         u = beta[self._es_var] * self._es_lam  # beta_q lambda_j, (J,)
         if self.name == "general":
             f = self._modulate(p, u[:, None], torch.exp(p["log_alpha"])[self._es_var][:, None] * r2)
-            acc = torch.zeros(self.P, T, dtype=self.dtype).index_add(0, self._es_var, f * G)
+            acc = torch.zeros(self.P, T, dtype=self.dtype, device=self.device).index_add(0, self._es_var, f * G)
             K = (acc / norms[:, None]).prod(0)
         else:
             # f_j(t) = phi(a_j + b_j x_t): ModLap 1 / (1 + beta lambda + alpha r^2), ModDif
@@ -347,7 +356,7 @@ class FMKernel:
         """
         p = self.unpack(params)
         n1, n2 = V1.shape[0], V2.shape[0]
-        out = torch.empty(n1, n2, dtype=self.dtype)
+        out = torch.empty(n1, n2, dtype=self.dtype, device=self.device)
         if n1 == 0 or n2 == 0:
             return out
         with torch.no_grad():
@@ -368,7 +377,8 @@ class FMKernel:
                 terms.append([(beta_list[q] * lam_j, consts[j], None if consts[j] is not None else rows2[j])
                               for j, (lam_j, _) in enumerate(self.eigenspaces[q])])
             block = max(1, min(n1, _BLOCK_ENTRIES // n2))
-            r2_b, buf_b, fj_b, rows_b, acc_b = (torch.empty(block, n2, dtype=self.dtype) for _ in range(5))
+            r2_b, buf_b, fj_b, rows_b, acc_b = (torch.empty(block, n2, dtype=self.dtype, device=self.device)
+                                                for _ in range(5))
             for s in range(0, n1, block):
                 e = min(n1, s + block)
                 b = e - s
@@ -395,7 +405,7 @@ class FMKernel:
                         if fold:  # f_j / norm_q = 1 / (norm_q z_j)
                             f = torch.add(buf, nq * bl, out=fj).reciprocal_()
                         else:
-                            f = self._modulate(p, torch.as_tensor(bl, dtype=self.dtype), buf)
+                            f = self._modulate(p, torch.as_tensor(bl, dtype=self.dtype, device=self.device), buf)
                         if const is not None:
                             if first:
                                 torch.mul(f, const, out=acc)
@@ -422,9 +432,9 @@ class FMKernel:
         p = self.unpack(params)
         m = V.shape[0]
         if self.P == 0:
-            return torch.ones(m, dtype=self.dtype)
+            return torch.ones(m, dtype=self.dtype, device=self.device)
         if self.name in ("prodlap", "proddif", "addlap", "adddif"):
-            g = torch.ones(m, dtype=self.dtype)
+            g = torch.ones(m, dtype=self.dtype, device=self.device)
             for q in range(self.P):
                 beta = torch.exp(p["log_beta"][q])
                 lam = self.lam[q]
@@ -438,16 +448,18 @@ class FMKernel:
             # k(x, x) = prod_q d_q[v_q] with d_q[v] = sum_i U_q[v, i]^2 f(beta_q lambda_i, 0) / norm_q: one
             # table of k_q values per variable, all tables laid end to end and read in one gather
             beta = torch.exp(p["log_beta"])
-            F = self._modulate(p, beta[self._spec_var] * self._spec_lam, torch.zeros((), dtype=self.dtype))
-            norms = torch.zeros(self.P, dtype=self.dtype).index_add(0, self._spec_var, F) / self._spec_size
+            zero = torch.zeros((), dtype=self.dtype, device=self.device)
+            F = self._modulate(p, beta[self._spec_var] * self._spec_lam, zero)
+            norms = torch.zeros(self.P, dtype=self.dtype, device=self.device).index_add(0, self._spec_var, F)
+            norms = norms / self._spec_size
             tables = torch.cat([(self._U2[q] @ F[a:b]) / norms[q] for q, (a, b) in enumerate(self._spec_bounds)])
             return tables[V + self._spec_offset[:-1]].prod(1)
         # FNN: the modulation depends on k_NN(c, c), so on the row
         s = torch.exp(p["log_sigma"])
-        x = torch.cat([torch.ones(m, 1, dtype=self.dtype), 2 * C - 1], 1)
+        x = torch.cat([torch.ones(m, 1, dtype=self.dtype, device=self.device), 2 * C - 1], 1)
         nx = 1 + 2 * (x * s * x).sum(1)
         knn = (2 / math.pi) * torch.asin((2 * (x * s * x).sum(1) / nx).clamp(-1.0, 1.0))
-        out = torch.ones(m, dtype=self.dtype)
+        out = torch.ones(m, dtype=self.dtype, device=self.device)
         for q in range(self.P):
             lam, U = self.lam[q], self.U[q]
             beta = torch.exp(p["log_beta"][q])
@@ -474,7 +486,7 @@ class FMKernel:
         return out
 
     def _graph_kernel(self, p: dict[str, torch.Tensor], V1: torch.Tensor, V2: torch.Tensor) -> torch.Tensor:
-        K = torch.ones(V1.shape[0], V2.shape[0], dtype=self.dtype)
+        K = torch.ones(V1.shape[0], V2.shape[0], dtype=self.dtype, device=self.device)
         for q in range(self.P):
             beta = torch.exp(p["log_beta"][q])
             g = 1.0 / (1.0 + beta * self.lam[q]) if self.name.endswith("lap") else torch.exp(-beta * self.lam[q])
@@ -485,8 +497,8 @@ class FMKernel:
     def _nn_kernel(self, p: dict[str, torch.Tensor], C1: torch.Tensor, C2: torch.Tensor) -> torch.Tensor:
         """Neural-network (arcsine) kernel on inputs mapped to ``[-1, 1]`` with a bias coordinate."""
         s = torch.exp(p["log_sigma"])
-        x1 = torch.cat([torch.ones(C1.shape[0], 1, dtype=self.dtype), 2 * C1 - 1], 1)
-        x2 = torch.cat([torch.ones(C2.shape[0], 1, dtype=self.dtype), 2 * C2 - 1], 1)
+        x1 = torch.cat([torch.ones(C1.shape[0], 1, dtype=self.dtype, device=self.device), 2 * C1 - 1], 1)
+        x2 = torch.cat([torch.ones(C2.shape[0], 1, dtype=self.dtype, device=self.device), 2 * C2 - 1], 1)
         cross = 2 * (x1 * s) @ x2.T
         n1 = 1 + 2 * (x1 * s * x1).sum(1)
         n2 = 1 + 2 * (x2 * s * x2).sum(1)

@@ -33,7 +33,7 @@ import numpy as np
 import scipy.optimize
 import torch
 
-from .._validation import check_bool, check_choice, check_int
+from .._validation import check_bool, check_choice, check_device, check_int
 from ..kernels.frequency_modulated import FMKernel
 from ..spaces.space import Space
 from .base import Posterior, Surrogate
@@ -97,6 +97,13 @@ class MixedGP(Surrogate):
         fits between start from the previous optimum alone (module docstring). How many
         warm fits ran since the last full one is ``warm_fits`` (an optimizer keeps it in
         its state, so a resumed run makes the same choice).
+    device : str or torch.device, optional
+        Where the model's tensors live (training rows and targets, hyper-parameters, Gram matrix and
+        Cholesky factor); the kernel must be on it (``FMKernel(..., device=...)``). ``None``: the
+        kernel's device (CPU for a kernel without one). Only the ML-II boundary with SciPy moves
+        values: L-BFGS-B's parameter vector goes to the device and the objective's value and
+        gradient come back (``.cpu()``); rows given as NumPy arrays or CPU tensors are moved in
+        :meth:`split`, and :meth:`posterior` answers on the device.
 
     After :meth:`fit`, ``fit_info`` says whether the fit was warm, how many restarts ran
     and failed, and which fallback (``None``, ``"previous"``, ``"default"``,
@@ -104,7 +111,8 @@ class MixedGP(Surrogate):
     """
 
     def __init__(self, kernel: MixedKernel, space: Space, n_restarts: int = 10, log_y: bool = False,
-                 maxiter: int = 100, prior: str = "weak", restart_every: int = 1) -> None:
+                 maxiter: int = 100, prior: str = "weak", restart_every: int = 1,
+                 device: torch.device | str | None = None) -> None:
         missing = [a for a in _KERNEL_ATTRIBUTES if not hasattr(kernel, a)] + ([] if callable(kernel) else ["__call__"])
         if missing:
             raise TypeError(f"kernel must be a graphbo.FMKernel or a kernel with its interface (missing {missing}), "
@@ -115,6 +123,14 @@ class MixedGP(Surrogate):
         if (kernel.P, kernel.Dc) != (n_disc, n_cont):
             raise ValueError(f"kernel has {kernel.P} discrete and {kernel.Dc} continuous inputs, but space has "
                              f"{n_disc} discrete and {n_cont} continuous variables; build the kernel from this space")
+        checked: torch.device | None = check_device("device", device)
+        on = getattr(kernel, "device", None)
+        kernel_device = torch.device("cpu") if on is None else torch.device(on)
+        if checked is not None and not _same_device(checked, kernel_device):
+            raise ValueError(f"device is {str(checked)!r} but the kernel's tensors are on {str(kernel_device)!r}; "
+                             f"build the kernel with device={str(checked)!r}")
+        #: the torch device of the model's tensors (the kernel's)
+        self.device: torch.device = kernel_device if checked is None else checked
         self.kernel, self.space = kernel, space
         self.n_restarts = check_int("n_restarts", n_restarts, minimum=1)
         self.log_y = check_bool("log_y", log_y)
@@ -133,8 +149,8 @@ class MixedGP(Surrogate):
         """Discrete index columns (long) and unit continuous columns of mixed rows ``(m, d)``;
         the continuous part keeps the autograd graph of a tensor input."""
         if not isinstance(rows, torch.Tensor):
-            rows = torch.as_tensor(np.asarray(rows, dtype=float), dtype=self.dtype)
-        rows = rows.to(self.dtype).reshape(-1, len(self.space))
+            rows = torch.as_tensor(np.asarray(rows, dtype=float), dtype=self.dtype, device=self.device)
+        rows = rows.to(device=self.device, dtype=self.dtype).reshape(-1, len(self.space))
         return rows[:, self.space.discrete_indices].long(), rows[:, self.space.continuous_indices]
 
     def transform_y(self, y: np.ndarray) -> np.ndarray:
@@ -170,7 +186,8 @@ class MixedGP(Surrogate):
         kp, log_amp, log_noise, mean = theta[:-3], theta[-3], theta[-2], theta[-1]
         K = gram(kp)
         n = y.shape[0]
-        Cov = torch.exp(log_amp) * K + (torch.exp(log_noise) + 1e-6) * torch.eye(n, dtype=self.dtype)
+        eye = torch.eye(n, dtype=self.dtype, device=self.device)
+        Cov = torch.exp(log_amp) * K + (torch.exp(log_noise) + 1e-6) * eye
         L = robust_cholesky(Cov)
         r = (y - mean)[:, None]
         z = torch.linalg.solve_triangular(L, r, upper=False)
@@ -195,7 +212,7 @@ class MixedGP(Surrogate):
     def fit(self, X: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> "MixedGP":
         self._y_train = np.asarray(y, dtype=float)
         V, C = self.split(X)
-        ys = torch.as_tensor(self.transform_y(y), dtype=self.dtype)
+        ys = torch.as_tensor(self.transform_y(y), dtype=self.dtype, device=self.device)
         fm = self.kernel
         if isinstance(fm, FMKernel):  # the hyper-parameter-free look-ups, once for all evaluations
             pairs = fm.pairs(V, C)
@@ -208,7 +225,7 @@ class MixedGP(Surrogate):
                 return self.kernel(kp, V, C)
 
         def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
-            t = torch.tensor(x, dtype=self.dtype, requires_grad=True)
+            t = torch.tensor(x, dtype=self.dtype, device=self.device, requires_grad=True)
             try:
                 val = self._neg_log_posterior(t, gram, ys)
                 (g,) = torch.autograd.grad(val, t)
@@ -216,12 +233,13 @@ class MixedGP(Surrogate):
                 return PENALTY, np.zeros_like(x)
             if not torch.isfinite(val) or not torch.isfinite(g).all():
                 return PENALTY, np.zeros_like(x)
-            return float(val.detach()), g.numpy()
+            return float(val.detach()), g.cpu().numpy()
 
         def value(x: np.ndarray) -> float:  # the objective alone, for the fallback chain
             with torch.no_grad():
                 try:
-                    val = float(self._neg_log_posterior(torch.tensor(x, dtype=self.dtype), gram, ys))
+                    t = torch.tensor(x, dtype=self.dtype, device=self.device)
+                    val = float(self._neg_log_posterior(t, gram, ys))
                 except RuntimeError:
                     return math.inf
             return val if math.isfinite(val) and val < PENALTY else math.inf
@@ -232,7 +250,8 @@ class MixedGP(Surrogate):
 
     def _random_start(self, rng: np.random.Generator) -> np.ndarray:
         extra = np.array([0.0, -4.0, 0.0])
-        return np.concatenate([self.kernel.random_params(rng).numpy(), extra + rng.normal(0, [1.0, 1.0, 0.3])])
+        kernel_start = self.kernel.random_params(rng).cpu().numpy()
+        return np.concatenate([kernel_start, extra + rng.normal(0, [1.0, 1.0, 0.3])])
 
     def _optimise(self, fun: Callable[[np.ndarray], tuple[float, np.ndarray]], value: Callable[[np.ndarray], float],
                   rng: np.random.Generator) -> torch.Tensor:
@@ -241,10 +260,10 @@ class MixedGP(Surrogate):
         (module docstring) whose objective ``value`` is finite is kept."""
         bounds = [(-8.0, 8.0)] * self.kernel.size + [(-6.0, 6.0), (-14.0, 2.0), (-3.0, 3.0)]
         lo, hi = np.array([b[0] for b in bounds]), np.array([b[1] for b in bounds])
-        default = np.concatenate([self.kernel.default_params().numpy(), np.array([0.0, -4.0, 0.0])])
+        default = np.concatenate([self.kernel.default_params().cpu().numpy(), np.array([0.0, -4.0, 0.0])])
         previous = None
         if self.params is not None and self.params.numel() == default.size:
-            previous = self.params.detach().numpy().astype(float)
+            previous = self.params.detach().cpu().numpy().astype(float)
         has_previous = previous is not None and np.isfinite(previous).all()
         best_x, best_f, n_failed, n_run, replacements = None, math.inf, 0, 0, 0
         warm = has_previous and self.warm_fits + 1 < self.restart_every
@@ -255,7 +274,7 @@ class MixedGP(Surrogate):
             if math.isfinite(f) and f < PENALTY and np.isfinite(x).all() and f <= value(np.clip(default, lo, hi)):
                 self.warm_fits += 1
                 self.fit_info = {"warm": True, "n_run": 1, "n_failed": 0, "fallback": None, "objective": f}
-                return torch.tensor(x, dtype=self.dtype)
+                return torch.tensor(x, dtype=self.dtype, device=self.device)
             if math.isfinite(f) and f < PENALTY and np.isfinite(x).all():
                 best_x, best_f = x, f  # a candidate of the full restarts below
             else:
@@ -293,7 +312,7 @@ class MixedGP(Surrogate):
                            n_run, fallback.replace("-", " "), f"{best_f:.6g}")
         self.fit_info = {"warm": False, "n_run": n_run, "n_failed": n_failed, "fallback": fallback,
                          "objective": best_f}
-        return torch.tensor(best_x, dtype=self.dtype)
+        return torch.tensor(best_x, dtype=self.dtype, device=self.device)
 
     def _lbfgsb(self, fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray,
                 bounds: list[tuple[float, float]]) -> tuple[np.ndarray, float]:
@@ -309,15 +328,16 @@ class MixedGP(Surrogate):
         """Condition on data ``(X, y)`` under the current hyper-parameters, without refitting them."""
         self._y_train = np.asarray(y, dtype=float)
         V, C = self.split(X)
-        self._condition(V, C, torch.as_tensor(self.transform_y(y), dtype=self.dtype))
+        self._condition(V, C, torch.as_tensor(self.transform_y(y), dtype=self.dtype, device=self.device))
         return self
 
     def _condition(self, V, C, ys) -> None:
         theta = self.params
         assert theta is not None, "condition needs fitted hyper-parameters (fit first)"
+        theta = theta.to(self.device)  # set from outside (a restored state) on another device
         kp, amp, noise, mean = theta[:-3], torch.exp(theta[-3]), torch.exp(theta[-2]) + 1e-6, theta[-1]
         n = ys.shape[0]
-        K = amp * self.kernel(kp, V, C) + noise * torch.eye(n, dtype=self.dtype)
+        K = amp * self.kernel(kp, V, C) + noise * torch.eye(n, dtype=self.dtype, device=self.device)
         self._L = robust_cholesky(K)
         self._alpha = torch.cholesky_solve((ys - mean)[:, None], self._L)
         self._V, self._C, self._ys, self._amp, self._mean, self._kp = V, C, ys, amp, mean, kp
@@ -355,3 +375,13 @@ class MixedGP(Surrogate):
         prior = self._amp * self.kernel.diag(self._kp, V, C)
         var = (prior - w.square().sum(0)).clamp_min(1e-12)
         return mean, var
+
+
+def _same_device(a: torch.device, b: torch.device) -> bool:
+    """Whether two devices are the same (``cuda`` and ``cuda:0`` are, when 0 is the current CUDA device)."""
+    if a.type != b.type:
+        return False
+    if a.index is None or b.index is None:
+        current = torch.cuda.current_device() if a.type == "cuda" else 0
+        return (a.index if a.index is not None else current) == (b.index if b.index is not None else current)
+    return a.index == b.index

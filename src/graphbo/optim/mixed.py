@@ -7,6 +7,11 @@ alternate a hill-climbing step on the discrete part (move to the best graph
 neighbour) with L-BFGS-B on the continuous part (gradients by autograd,
 discrete part fixed).
 
+Rows stay NumPy (on the CPU) here; a model on another torch device moves them
+there itself (:meth:`graphbo.models.mixed_gp.MixedGP.split`), and the scores and
+gradients come back with ``.cpu()`` (:func:`~graphbo.optim.utils.as_scores`), so
+the same code serves every device.
+
 * ``method="batched"``: all starts move together; the discrete step scores
   every start's neighbours in one batch, and the continuous step runs one
   L-BFGS-B (up to 50 iterations) on the sum of the starts' objectives, until
@@ -235,9 +240,11 @@ class _Lockstep:
                     errors.append(e)
                     cv.notify_all()
                 break
+            # one transfer from the model's device (a no-op on CPU), not one per start
+            vals_np, g_np = vals.detach().cpu().numpy(), g.cpu().numpy()
             with cv:
                 for k, i in enumerate(ids):
-                    answers[int(i)] = (float(vals[k].detach()), g[k].numpy().astype(float))
+                    answers[int(i)] = (float(vals_np[k]), g_np[k].astype(float))
                 cv.notify_all()
         for t in threads:
             t.join()

@@ -20,7 +20,7 @@ import torch
 from ..acquisition.ei import LogExpectedImprovement
 from ..optim.mixed import METHODS, optimize_acquisition_mixed
 from ..optim.trust_region import TrustRegion, as_trust_region_options
-from .._validation import check_bool, check_choice, check_int
+from .._validation import check_bool, check_choice, check_device, check_int
 from ..kernels.frequency_modulated import KERNELS, FMKernel
 from ..models.mixed_gp import PRIORS, MixedGP
 from ..spaces.space import Space
@@ -74,6 +74,14 @@ class BOFM(Optimizer):
         10,000 told trials as at ``max_train`` (docs/reliability.md, "Load"). Every evaluated
         configuration stays excluded from the suggestions, and EI's incumbent is the best of all
         the observations. :attr:`last_training_indices` holds the trials of the last fit.
+    device : str or torch.device, optional
+        torch device of the GP (kernel tables, training rows, hyper-parameters, Gram matrix and
+        Cholesky factor): ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``; it must be available on
+        this machine. ``None``: CPU. The acquisition optimiser's rows and L-BFGS-B's vectors stay
+        NumPy and cross to the device at the model's boundary (:class:`~graphbo.models.mixed_gp.MixedGP`).
+        The saved state is plain floats, so a run can resume on another device; in a
+        :class:`~graphbo.Study` pass it in ``runtime_options`` (not stored) to allow that.
+        docs/measurements.md ("GPU") says what is measured.
     """
 
     name = "bofm"
@@ -82,7 +90,8 @@ class BOFM(Optimizer):
                  initial_configs: Configs | None = None, kernel: str = "modlap", n_restarts: int = 10,
                  log_y: bool = False, n_random: int = 100_000, n_spray: int = 50, n_starts: int = 40,
                  acq_optimizer: str = "supplement", prior: str = "weak", trust_region: bool | dict = False,
-                 restart_every: int = 10, max_train: int | None = DEFAULT_MAX_TRAIN):
+                 restart_every: int = 10, max_train: int | None = DEFAULT_MAX_TRAIN,
+                 device: str | torch.device | None = None):
         kernel = check_choice("kernel", kernel, KERNELS)
         self.acq_optimizer = check_choice("acq_optimizer", acq_optimizer, METHODS)
         prior = check_choice("prior", prior, PRIORS)
@@ -93,11 +102,12 @@ class BOFM(Optimizer):
         self.n_starts = check_int("n_starts", n_starts, minimum=1)
         tr_options = as_trust_region_options("trust_region", trust_region)
         self.max_train = check_max_train(max_train)
+        device = check_device("device", device)
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
         spectra = [space.variables[j].spectrum for j in space.discrete_indices]
-        self.kernel = FMKernel(kernel, spectra, len(space.continuous_indices))
+        self.kernel = FMKernel(kernel, spectra, len(space.continuous_indices), device=device)
         self.model = MixedGP(self.kernel, space, n_restarts=n_restarts, log_y=log_y, prior=prior,
-                             restart_every=restart_every)
+                             restart_every=restart_every, device=device)
         #: the trust region (CASMOPOLITAN), or None
         self.trust_region = None if tr_options is None else TrustRegion(space, n_initial, **tr_options)
         self.last_timing: dict[str, float] = {}
@@ -145,7 +155,9 @@ class BOFM(Optimizer):
     def _load_method_state(self, state: Mapping[str, Any]) -> None:
         if self.trust_region is not None and "trust_region" in state:
             self.trust_region.load_state(state["trust_region"])
-        self.model.params = torch.tensor(state["params"], dtype=torch.float64) if "params" in state else None
+        # plain floats in the state: restored onto this run's device, whichever device saved them
+        self.model.params = (torch.tensor(state["params"], dtype=torch.float64, device=self.model.device)
+                             if "params" in state else None)
         self.model.warm_fits = int(state.get("warm_fits", 0))
 
 
