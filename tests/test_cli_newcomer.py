@@ -182,8 +182,10 @@ def stored_trials(path) -> dict[int, tuple]:
 
 
 def test_default_run_is_a_study_that_ctrl_c_saves_and_resume_finishes(tmp_path):
+    # SIGINT at its default in the child, even when the tests run in a background job (which ignores it)
     proc = subprocess.Popen([sys.executable, "-m", "graphbo", "run", "branin", "--budget", "30"],
-                            cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     first = proc.stdout.readline()
     path = re.search(r"study (\S+)$", first.strip()).group(1)  # the path comes first
     assert path.startswith("runs/branin-combo-seed0-") and path.endswith(".db"), first

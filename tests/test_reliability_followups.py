@@ -9,6 +9,7 @@ import hashlib
 import inspect
 import json
 import os
+import signal
 import shlex
 import subprocess
 import sys
@@ -231,8 +232,9 @@ def test_an_interrupted_run_of_a_users_function_prints_a_resume_command_that_wor
                                          "  b: {type: ordinal, values: [0, 1]}\n")
 
     def graphbo(*argv):
+        # SIGINT at its default in the child, even when the tests run in a background job (which ignores it)
         return subprocess.run([sys.executable, "-m", "graphbo", *argv], cwd=tmp_path, env=ENV, capture_output=True,
-                              text=True, timeout=300)
+                              text=True, timeout=300, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
     first = graphbo("run", "--space", "space.yaml", "--objective", "gbt_followup_objective:objective",
                     "--method", "rs", "--budget", "6", "--seed", "0", "--storage", "s.db", "--quiet")
