@@ -105,6 +105,6 @@ def progress_over(items: Sequence[T], description: str, show: bool | None = None
     show = check_show_progress(show)
     if not (_is_terminal(sys.stderr) if show is None else show) or not items:
         return items
-    from tqdm import tqdm  # type: ignore[import-untyped]  # tqdm ships no type information
+    from tqdm import tqdm
 
     return tqdm(items, desc=description, file=sys.stderr, leave=False, dynamic_ncols=True)
