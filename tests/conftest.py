@@ -3,6 +3,14 @@ from pathlib import Path
 
 import pytest
 
+# One thread for torch and BLAS in the test process and the subprocesses it starts (they inherit the
+# environment), as graphbo's own runs use (docs/architecture.md, "Threads"): the tests' matrices are small,
+# and torch's default of one thread per core made the suite several times slower on 2 cores whenever the
+# other core was busy (test_treebo.py: 54 s with the default, 11 s with one thread). A value the caller
+# sets is kept. Set before anything imports torch, so OpenMP starts with it.
+for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+
 
 @pytest.fixture
 def maxsat28_path():
