@@ -190,11 +190,8 @@ def _complete_value(t: Trial) -> float:
     return t.value
 
 
-def read_study_info(path: str | os.PathLike) -> dict[str, Any]:
-    """What a study file holds, read-only: its meta (method, seed, options, space, user_attrs), its
-    ``direction`` (``"minimize"`` for a study that stores none), trial counts (``n_trials``, ``n_running``,
-    ``n_complete``, ``n_failed``) and ``best_value`` (the lowest complete value, the highest for a maximising
-    study; ``None`` if none completed).
+def load_study_file(path: str | os.PathLike) -> StoredStudy:
+    """The meta and trials of the study file ``path``, read-only (reports, exports).
 
     Raises :class:`StorageError` if ``path`` is missing or not a usable study.
     """
@@ -204,6 +201,18 @@ def read_study_info(path: str | os.PathLike) -> dict[str, Any]:
     stored = SQLiteStorage(path).load()
     if stored is None:
         raise StorageError(f"{path}: not a graphbo study (empty)")
+    return stored
+
+
+def read_study_info(path: str | os.PathLike) -> dict[str, Any]:
+    """What a study file holds, read-only: its meta (method, seed, options, space, user_attrs), its
+    ``direction`` (``"minimize"`` for a study that stores none), trial counts (``n_trials``, ``n_running``,
+    ``n_complete``, ``n_failed``) and ``best_value`` (the lowest complete value, the highest for a maximising
+    study; ``None`` if none completed).
+
+    Raises :class:`StorageError` if ``path`` is missing or not a usable study.
+    """
+    stored = load_study_file(path)
     trials = stored.trials
     info = {k: v for k, v in stored.meta.items() if k != "optimizer_state"}
     info.setdefault("user_attrs", {})

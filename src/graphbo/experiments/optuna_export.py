@@ -29,9 +29,10 @@ import os
 from typing import Any
 
 from .._lazy import require
-from ..storage import SQLiteStorage, StorageError
+from ..storage import StorageError
 from ..optimizers.tpe import _quiet_optuna
 from ..storage.base import stored_direction
+from ..study import load_study_file
 
 __all__ = ["export_to_optuna", "optuna_distributions"]
 
@@ -87,11 +88,7 @@ def export_to_optuna(path: str | os.PathLike, optuna_storage: str, study_name: s
     """
     optuna = require("optuna", "exporting to Optuna", "optuna")
     path = os.fspath(path)
-    if not os.path.exists(path):
-        raise StorageError(f"{path}: no such study file")
-    stored = SQLiteStorage(path).load()
-    if stored is None:
-        raise StorageError(f"{path}: not a graphbo study (empty)")
+    stored = load_study_file(path)
     direction = stored_direction(stored.meta)
     if direction is None:
         raise StorageError(f"{path}: the stored direction {stored.meta.get('direction')!r} is damaged")

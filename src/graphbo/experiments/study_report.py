@@ -16,8 +16,7 @@ from typing import Any
 import numpy as np
 
 from .._lazy import require
-from ..storage import SQLiteStorage, StorageError
-from ..study import read_study_info
+from ..study import load_study_file, read_study_info
 from .report import _plot_beta, _stored_beta, apply_scale, check_log, value_scale
 
 __all__ = ["study_summary", "variable_effects", "plot_best_so_far", "plot_relevance", "write_study_report",
@@ -64,9 +63,7 @@ def study_summary(path: str | os.PathLike) -> dict[str, Any]:
     Raises :class:`~graphbo.storage.StorageError` when ``path`` is not a readable graphbo study.
     """
     info = read_study_info(path)
-    stored = SQLiteStorage(os.fspath(path)).load()
-    if stored is None:  # emptied between the two reads
-        raise StorageError(f"{os.fspath(path)}: not a graphbo study (empty)")
+    stored = load_study_file(path)
     maximize = info["direction"] == "maximize"
     complete = sorted((t for t in stored.trials if t.status == "complete" and t.value is not None), key=_told_order)
     values = np.array([t.value for t in complete], dtype=float)
