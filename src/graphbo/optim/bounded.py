@@ -89,20 +89,31 @@ class BoundedScores:
             self.exact[idx] = _nan_as(as_scores(self.acquisition(self.rows[idx])), -np.inf)
             self.scored[idx] = True
 
-    def top(self, k: int) -> np.ndarray:
-        """Positions of the ``k`` best rows by exact score, distinct rows only, best first (ties: first position).
+    def top(self, k: int, distinct: bool = True) -> np.ndarray:
+        """Positions of the ``k`` best rows by exact score, best first (ties: first position);
+        distinct rows only, or (``distinct=False``) repeated rows counted each time, as a stable
+        sort of all the exact scores would take them.
 
         Every row that could be among them is scored exactly; the others keep their bound.
         """
+        best = self._best_distinct if distinct else self._best_any
         order = np.argsort(-self.bound, kind="stable")
         pos, step = 0, max(self.block, 2 * k)
         while pos < order.size:
             self._score(order[pos:pos + step])
             pos += step
-            kth = self._kth_distinct(k)
+            kth = self._kth_distinct(k) if distinct else self._kth_any(k)
             if pos < order.size and self.bound[order[pos]] < kth - _slack(kth):
                 break
-        return self._best_distinct(k)
+        return best(k)
+
+    def _kth_any(self, k: int) -> float:
+        best = self._best_any(k)
+        return float(self.exact[best[-1]]) if best.size == k else -np.inf
+
+    def _best_any(self, k: int) -> np.ndarray:
+        known = np.flatnonzero(self.scored)
+        return known[np.argsort(-self.exact[known], kind="stable")[:k]].astype(np.int64)
 
     def score_above(self, thresholds: np.ndarray) -> np.ndarray:
         """Exact scores of the rows whose bound reaches ``thresholds`` (one per row); ``-inf`` for the others.

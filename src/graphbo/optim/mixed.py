@@ -37,7 +37,9 @@ import numpy as np
 import scipy.optimize
 import torch
 
+from ..acquisition.ei import LogExpectedImprovement, log_mean_expected_improvement
 from ..spaces.space import Space
+from .bounded import BoundedScores, best_fresh
 from .utils import as_scores, best_per_owner
 
 if TYPE_CHECKING:
@@ -104,9 +106,9 @@ def optimize_acquisition_mixed(
         spray = spray[region.contains(spray)]
     randoms = space.sample_index(n_random, rng) if region is None else region.sample(n_random, rng)
     pool = snap(np.concatenate([spray, randoms.astype(float)]))
-    scores = score_rows(pool)
-    top = np.argsort(-scores, kind="stable")[:n_starts]
-    cur, cur_val = pool[top].copy(), scores[top].copy()
+    scored = _pool_scores(acquisition, pool, score_rows, chunk)
+    top = scored.top(n_starts, distinct=False)
+    cur, cur_val = pool[top].copy(), scored.exact[top].copy()
 
     if method == "supplement":
         cur, cur_val = _alternate_per_start(acquisition, space, cur, cur_val, score_rows,
@@ -150,12 +152,48 @@ def optimize_acquisition_mixed(
         if not improved:
             break
 
-    rows = np.concatenate([cur, pool])
-    vals = np.concatenate([cur_val, scores])
-    for i in np.argsort(-vals, kind="stable"):
-        if rows[i].tobytes() not in exclude:
-            return rows[i].copy(), float(vals[i])
-    raise RuntimeError("no unevaluated point among the acquisition candidates")
+    parts = [BoundedScores.from_exact(cur, cur_val), scored]
+    found = best_fresh(parts, [_fresh(part.rows, exclude) for part in parts])
+    if found is None:
+        raise RuntimeError("no unevaluated point among the acquisition candidates")
+    return found
+
+
+def _fresh(rows: np.ndarray, exclude: set[bytes]) -> np.ndarray:
+    """Which ``rows`` are not in ``exclude`` (raw bytes of evaluated rows)."""
+    if not exclude:
+        return np.ones(rows.shape[0], dtype=bool)
+    rows = np.ascontiguousarray(rows)
+    return np.fromiter((r.tobytes() not in exclude for r in rows), dtype=bool, count=rows.shape[0])
+
+
+class _BoundedEI:
+    """log-EI with a cheap upper bound for :class:`~graphbo.optim.bounded.BoundedScores`: log-EI
+    (Jones et al. 1998) falls with the posterior mean and grows with the standard deviation, so
+    at a lower bound of the mean and the prior variance (:meth:`MixedGP.mean_lower_bound`) it
+    bounds the exact value from above."""
+
+    has_upper_bound = True
+
+    def __init__(self, acquisition: LogExpectedImprovement, score_rows: Callable[[np.ndarray], np.ndarray]) -> None:
+        self.acquisition, self.score_rows = acquisition, score_rows
+
+    def __call__(self, rows: np.ndarray) -> np.ndarray:
+        return self.score_rows(rows)
+
+    def upper_bound(self, rows: np.ndarray) -> torch.Tensor:
+        mean, var = self.acquisition.model.mean_lower_bound(rows)  # type: ignore[attr-defined]
+        return log_mean_expected_improvement(mean[None], var[None], self.acquisition.best_f)
+
+
+def _pool_scores(acquisition: Callable[[torch.Tensor], torch.Tensor], pool: np.ndarray,
+                 score_rows: Callable[[np.ndarray], np.ndarray], chunk: int) -> BoundedScores:
+    """The starting pool's scores: with branch and bound (:mod:`graphbo.optim.bounded`) where the
+    acquisition is log-EI of a model with a cheap mean lower bound, else every row exactly."""
+    model = getattr(acquisition, "model", None)
+    if type(acquisition) is LogExpectedImprovement and getattr(model, "has_mean_lower_bound", False):
+        return BoundedScores(_BoundedEI(acquisition, score_rows), pool, block=chunk)
+    return BoundedScores.from_exact(pool, score_rows(pool))
 
 
 def _neighbours(space: Space, rows: np.ndarray, region: "Region | None") -> tuple[np.ndarray, np.ndarray]:
