@@ -72,17 +72,21 @@ def test_only_modlap_claims_the_bound():
 @pytest.mark.parametrize("case", [0, 1])
 @pytest.mark.parametrize("method", ["supplement", "batched"])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_pruned_pool_makes_the_same_choice(case, method, seed):
+def test_pruned_pool_makes_the_same_choice(case, method, seed, monkeypatch):
+    from graphbo.optim import mixed
+
+    monkeypatch.setattr(mixed, "_LOOSE", 1.0)  # prune whatever the trial rows show
     opt = _fitted(case, 30, seed=seed)
     acq = LogExpectedImprovement(opt.model)
     incumbent = opt.X[int(np.argmin(opt.y))]
     out = {}
     for pruned in (True, False):
         # a plain callable has no bound: every pool row is scored exactly, as before the pruning
+        # (chunk=500: the pool of 4020 rows is over 4 chunks, so the pruned path is tried)
         a = acq if pruned else (lambda X: acq(X))
         out[pruned] = optimize_acquisition_mixed(a, opt.space, np.random.default_rng(100 + seed), incumbent,
                                                  exclude=set(opt._exclude), n_random=4000, n_spray=20, n_starts=6,
-                                                 method=method)
+                                                 method=method, chunk=500)
     assert np.array_equal(out[True][0], out[False][0])
     assert out[True][1] == pytest.approx(out[False][1], rel=1e-9, abs=1e-12)
 
@@ -108,3 +112,4 @@ def test_top_without_distinct_counts_repeated_rows_like_a_stable_sort():
     top = scores.top(25, distinct=False)
     assert np.array_equal(top, np.argsort(-exact(rows), kind="stable")[:25])
     assert not scores.known.all()  # some rows were pruned
+

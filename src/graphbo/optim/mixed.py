@@ -167,6 +167,10 @@ def _fresh(rows: np.ndarray, exclude: set[bytes]) -> np.ndarray:
     return np.fromiter((r.tobytes() not in exclude for r in rows), dtype=bool, count=rows.shape[0])
 
 
+#: largest share of the trial rows whose bound reaches their best exact score for which pruning is used
+_LOOSE = 0.25
+
+
 class _BoundedEI:
     """log-EI with a cheap upper bound for :class:`~graphbo.optim.bounded.BoundedScores`: log-EI
     (Jones et al. 1998) falls with the posterior mean and grows with the standard deviation, so
@@ -191,8 +195,17 @@ def _pool_scores(acquisition: Callable[[torch.Tensor], torch.Tensor], pool: np.n
     """The starting pool's scores: with branch and bound (:mod:`graphbo.optim.bounded`) where the
     acquisition is log-EI of a model with a cheap mean lower bound, else every row exactly."""
     model = getattr(acquisition, "model", None)
-    if type(acquisition) is LogExpectedImprovement and getattr(model, "has_mean_lower_bound", False):
-        return BoundedScores(_BoundedEI(acquisition, score_rows), pool, block=chunk)
+    if type(acquisition) is LogExpectedImprovement and getattr(model, "has_mean_lower_bound", False) \
+            and pool.shape[0] > 4 * chunk:
+        # a trial on the first ``chunk`` rows: where the bound is loose (most of them reach the best
+        # exact score among them), pruning would skip few rows and only add the bounds' cost
+        bounded = _BoundedEI(acquisition, score_rows)
+        head = score_rows(pool[:chunk])
+        if np.mean(as_scores(bounded.upper_bound(pool[:chunk])) >= head.max()) <= _LOOSE:
+            scores = BoundedScores(bounded, pool, block=chunk)
+            scores.exact[:chunk], scores.scored[:chunk] = np.where(np.isnan(head), -np.inf, head), True
+            return scores
+        return BoundedScores.from_exact(pool, np.concatenate([head, score_rows(pool[chunk:])]))
     return BoundedScores.from_exact(pool, score_rows(pool))
 
 
