@@ -128,8 +128,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def print_line(message: str) -> None:
-    """A progress line, flushed (module-level, so worker processes can be handed it)."""
-    print(message, flush=True)
+    """A progress line, flushed (module-level, so worker processes can be handed it). Line and newline go out
+    in one write: parallel workers share the stream, and ``print`` writes the two apart."""
+    sys.stdout.write(message + "\n")
+    sys.stdout.flush()
 
 
 def unfinished_runs(specs: list, out_dir: str) -> list[str]:
