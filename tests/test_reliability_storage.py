@@ -203,7 +203,7 @@ def test_graphbo_unlock_clears_a_lock_that_cannot_be_checked_here(tmp_path, caps
     small_study(path, 2)
     lock = {"pid": 4242, "host": "another-host.example", "process_start": 1, "since": "2026-01-01T00:00:00+00:00",
             "token": "x"}
-    raw(path, "INSERT INTO meta VALUES ('writer', ?)", (json.dumps(lock),))
+    raw(path, "INSERT INTO meta (key, value) VALUES ('writer', ?)", (json.dumps(lock),))
     before = sha256(path)
     with pytest.raises(StudyLockedError, match=f"another-host.example.*graphbo unlock {path}"):
         Study(make_space(), "rs", storage=path, seed=0, n_initial=2)

@@ -15,6 +15,20 @@ Tables:
   attributes; created with the first one, so a study without any has exactly
   the two tables above (graphbo 0.1's format, which older versions read).
 
+Each row of the three tables also has a ``checksum`` column
+(:func:`graphbo.storage.checks.row_checksum` of its other columns, except a
+trial's ``state``, which graphbo never reads back): written with every write of
+the row, verified for every row that has one on load, so a bit flipped inside a
+stored value is refused (:class:`CorruptStudyError` naming the trial or meta
+key). A file of an earlier graphbo gets the columns when this one first opens
+it for writing (``ALTER TABLE`` in that write transaction); its rows written
+before have none and are not verified. The triggers ``trials_checksum_stale``
+and ``trial_attrs_checksum_stale`` clear the checksum of a trial (attribute)
+that an UPDATE leaves with its old one (an earlier graphbo finishing a trial, a
+hand edit): that row is then unverified, not refused. The storage
+format number is unchanged, so earlier graphbo versions still read and write
+these files.
+
 Every write is one ``BEGIN IMMEDIATE`` transaction, committed (``synchronous
 = FULL``) before the method returns. An existing file is first read through a
 read-only connection and checked: a file that is not SQLite, truncated, corrupt
@@ -47,7 +61,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from .base import (APPLICATION, DIRECTIONS, FORMAT_VERSION, STATUSES, CorruptStudyError, NewerFormatError,
                    NotAStudyError, Storage, StorageError, StorageFullError, StoredStudy, StudyAccessError,
                    StudyLockedError, Trial, graphbo_version, stored_direction)
-from .checks import study_problem
+from .checks import row_checksum, study_problem
 from .jsonio import dumps
 from .lock import describe_writer, holder_alive, is_ours, this_writer
 
@@ -59,8 +73,9 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 
 _SCHEMA = """
 CREATE TABLE meta (
-    key   TEXT PRIMARY KEY,
-    value TEXT NOT NULL
+    key      TEXT PRIMARY KEY,
+    value    TEXT NOT NULL,
+    checksum TEXT
 );
 CREATE TABLE trials (
     number           INTEGER PRIMARY KEY,
@@ -76,17 +91,28 @@ CREATE TABLE trials (
     evaluate_seconds REAL,
     tell_order       INTEGER,
     state            TEXT,
-    crashes          INTEGER NOT NULL DEFAULT 0
+    crashes          INTEGER NOT NULL DEFAULT 0,
+    checksum         TEXT
 );
 """
+#: an UPDATE of a trial that leaves its checksum as it was (a graphbo without checksums wrote it) clears it
+_STALE_TRIGGER = """CREATE TRIGGER IF NOT EXISTS trials_checksum_stale AFTER UPDATE ON trials
+WHEN NEW.checksum IS OLD.checksum AND NEW.checksum IS NOT NULL
+BEGIN UPDATE trials SET checksum = NULL WHERE number = NEW.number; END"""
+_ATTRS_STALE_TRIGGER = """CREATE TRIGGER IF NOT EXISTS trial_attrs_checksum_stale AFTER UPDATE ON trial_attrs
+WHEN NEW.checksum IS OLD.checksum AND NEW.checksum IS NOT NULL
+BEGIN UPDATE trial_attrs SET checksum = NULL WHERE number = NEW.number AND key = NEW.key; END"""
 _ATTRS_SCHEMA = """CREATE TABLE IF NOT EXISTS trial_attrs (
     number INTEGER NOT NULL,
     key    TEXT NOT NULL,
     value  TEXT NOT NULL,
+    checksum TEXT,
     PRIMARY KEY (number, key)
 )"""
 _TRIAL_COLUMNS = ("number, config, row, status, value, penalty, error, started, finished, suggest_seconds, "
                   "evaluate_seconds, tell_order")
+#: the columns of a trial its checksum covers, in order
+_SEALED_COLUMNS = _TRIAL_COLUMNS + ", crashes"
 
 
 class SQLiteStorage(Storage):
@@ -147,16 +173,24 @@ class SQLiteStorage(Storage):
             if not tables:  # an empty database (a process killed while creating the study): nothing to lose
                 return None
             meta = self._read_meta(conn, tables)
-            trials = self._read_trials(conn, tables)
+            trials, bad_row = self._read_checked_trials(conn, tables)
+            bad_row = _meta_mismatch(conn) or bad_row
         except sqlite3.Error as exc:
             raise self._error(exc, "cannot be read") from None
         finally:
             conn.close()
-        problem = study_problem(trials, meta.get("space"))
+        problem = study_problem(trials, meta.get("space"))  # its messages say more than a checksum's
         if problem:
             raise CorruptStudyError(f"{path}: corrupt graphbo study ({problem}); restore it from a copy "
                                     "(graphbo wrote nothing to it)")
+        if bad_row:
+            raise self._checksum_error(bad_row)
         return StoredStudy(meta, trials)
+
+    def _checksum_error(self, row: str) -> CorruptStudyError:
+        return CorruptStudyError(f"{self.path}: corrupt graphbo study ({row}: stored values do not match the "
+                                 "row's checksum, e.g. a bit flipped on disk); restore it from a copy (graphbo "
+                                 "wrote nothing to it)")
 
     def _check_size(self, head: bytes) -> None:
         """A file shorter than its header says (cut short by a copy or a full disk): corrupt. Only without a
@@ -236,16 +270,34 @@ class SQLiteStorage(Storage):
         return meta
 
     def _read_trials(self, conn: sqlite3.Connection, tables: set[str]) -> list[Trial]:
+        trials, bad_row = self._read_checked_trials(conn, tables)
+        if bad_row:
+            raise self._checksum_error(bad_row)
+        return trials
+
+    def _read_checked_trials(self, conn: sqlite3.Connection, tables: set[str]) -> tuple[list[Trial], str | None]:
+        """The trials, and the first row (a trial or an attribute) whose checksum does not match, if any."""
         attrs: dict[int, dict[str, Any]] = {}
+        bad_row: str | None = None
         number = None
-        crashes = "crashes" if "crashes" in _columns(conn, "trials") else "0"
+        columns = _columns(conn, "trials")
+        crashes = "crashes" if "crashes" in columns else "0"
+        checksum = "checksum" if "checksum" in columns else "NULL"
         try:
             if "trial_attrs" in tables:
-                for number, key, value in conn.execute("SELECT number, key, value FROM trial_attrs"):
+                attr_sum = "checksum" if "checksum" in _columns(conn, "trial_attrs") else "NULL"
+                for number, key, value, stored in conn.execute(
+                        f"SELECT number, key, value, {attr_sum} FROM trial_attrs ORDER BY number, key"):
+                    if stored is not None and bad_row is None and stored != row_checksum("attr", number, key, value):
+                        bad_row = f"trial {number}, attribute {key!r}"
                     attrs.setdefault(number, {})[key] = json.loads(value)
             out = []
-            for (number, config, row, status, value, penalty, error, started, finished, s_sec, e_sec,
-                 order, n_crashes) in conn.execute(f"SELECT {_TRIAL_COLUMNS}, {crashes} FROM trials ORDER BY number"):
+            for stored_row in conn.execute(f"SELECT {_TRIAL_COLUMNS}, {crashes}, {checksum} FROM trials "
+                                           "ORDER BY number"):
+                (number, config, row, status, value, penalty, error, started, finished, s_sec, e_sec,
+                 order, n_crashes, stored) = stored_row
+                if stored is not None and bad_row is None and stored != row_checksum("trial", *stored_row[:-1]):
+                    bad_row = f"trial {number}"
                 if status not in STATUSES:
                     raise ValueError(f"status {status!r}")
                 out.append(Trial(number, json.loads(config), status, value, error, penalty, started, finished,
@@ -254,7 +306,7 @@ class SQLiteStorage(Storage):
         except (TypeError, ValueError) as exc:  # json.JSONDecodeError is a ValueError
             raise CorruptStudyError(f"{self.path}: corrupt graphbo study, its trials cannot be read "
                                     f"(trial {number}: {exc}); restore it from a copy") from None
-        return out
+        return out, bad_row
 
     def trials(self) -> list[Trial]:
         conn = self._open_connection()
@@ -325,8 +377,9 @@ class SQLiteStorage(Storage):
             for stmt in _SCHEMA.strip().split(";"):
                 if stmt.strip():
                     conn.execute(stmt)
-            conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)",
-                             [(k, dumps(v)) for k, v in self.stamped(meta).items()] + [("writer", dumps(writer))])
+            conn.execute(_STALE_TRIGGER)
+            for key, value in [*self.stamped(meta).items(), ("writer", writer)]:
+                self._put_meta(conn, key, value)
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
@@ -350,9 +403,11 @@ class SQLiteStorage(Storage):
                     conn.execute("ROLLBACK")
                     conn.close()
                     raise self._locked(held)
+            _add_checksums(conn)
+            if held is not None:
                 _count_crashes(conn, held)
                 self.taken_over = held
-            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('writer', ?)", (dumps(writer),))
+            self._put_meta(conn, "writer", writer)
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             if conn.in_transaction:
@@ -424,6 +479,7 @@ class SQLiteStorage(Storage):
                                        "writing this study)")
             if row is not None:
                 if isinstance(held, dict):
+                    _add_checksums(conn)
                     _count_crashes(conn, held)
                 conn.execute("DELETE FROM meta WHERE key = 'writer'")
             conn.execute("COMMIT")
@@ -459,14 +515,18 @@ class SQLiteStorage(Storage):
 
     @staticmethod
     def _put_meta(conn: sqlite3.Connection, key: str, value: Any) -> None:
-        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, dumps(value)))
+        text = dumps(value)
+        conn.execute("INSERT OR REPLACE INTO meta (key, value, checksum) VALUES (?, ?, ?)",
+                     (key, text, row_checksum("meta", key, text)))
 
     @staticmethod
     def _put_attrs(conn: sqlite3.Connection, trial: Trial) -> None:
         if trial.attrs:
             conn.execute(_ATTRS_SCHEMA)
-            conn.executemany("INSERT OR REPLACE INTO trial_attrs (number, key, value) VALUES (?, ?, ?)",
-                             [(trial.number, str(k), dumps(v)) for k, v in trial.attrs.items()])
+            conn.execute(_ATTRS_STALE_TRIGGER)
+            rows = [(trial.number, str(k), dumps(v)) for k, v in trial.attrs.items()]
+            conn.executemany("INSERT OR REPLACE INTO trial_attrs (number, key, value, checksum) VALUES (?, ?, ?, ?)",
+                             [(*r, row_checksum("attr", *r)) for r in rows])
 
     def add_trials(self, trials: Sequence[Trial], state: Any = None) -> None:
         with self._transaction() as conn:
@@ -480,12 +540,14 @@ class SQLiteStorage(Storage):
                     raise StorageError(f"{self.path}: trial {t.number} exists already (is another process "
                                        "writing this study?); nothing written") from None
                 self._put_attrs(conn, t)
+            _seal_trials(conn, [t.number for t in trials])
             if state is not None:
                 self._put_meta(conn, "optimizer_state", state)
 
     def restart_trial(self, number: int, started: str) -> None:
         with self._transaction() as conn:
             conn.execute("UPDATE trials SET started = ? WHERE number = ? AND status = 'running'", (started, number))
+            _seal_trials(conn, [number])
 
     def finish_trial(self, trial: Trial, state: Any = None) -> None:
         with self._transaction() as conn:
@@ -497,6 +559,7 @@ class SQLiteStorage(Storage):
             if done != 1:
                 row = conn.execute("SELECT status FROM trials WHERE number = ?", (trial.number,)).fetchone()
                 raise self._not_running(trial.number, row[0] if row else None)
+            _seal_trials(conn, [trial.number])
             self._put_attrs(conn, trial)
             if state is not None:
                 self._put_meta(conn, "optimizer_state", state)
@@ -534,7 +597,43 @@ def _count_crashes(conn: sqlite3.Connection, held: Mapping[str, Any]) -> None:
         conn.execute("ALTER TABLE trials ADD COLUMN crashes INTEGER NOT NULL DEFAULT 0")
     since = held.get("since")
     if isinstance(since, str):
+        numbers = [r[0] for r in conn.execute("SELECT number FROM trials WHERE status = 'running' AND started >= ?",
+                                              (since,))]
         conn.execute("UPDATE trials SET crashes = crashes + 1 WHERE status = 'running' AND started >= ?", (since,))
+        _seal_trials(conn, numbers)
+
+
+def _add_checksums(conn: sqlite3.Connection) -> None:
+    """In a write transaction: give a file of an earlier graphbo its ``checksum`` columns and the trigger that
+    clears a stale one (its rows stay without checksums, so unverified)."""
+    tables = _tables(conn)
+    for table in ("meta", "trials", "trial_attrs"):
+        if table in tables and "checksum" not in _columns(conn, table):
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN checksum TEXT")
+    if "crashes" not in _columns(conn, "trials"):
+        conn.execute("ALTER TABLE trials ADD COLUMN crashes INTEGER NOT NULL DEFAULT 0")
+    conn.execute(_STALE_TRIGGER)
+    if "trial_attrs" in tables:
+        conn.execute(_ATTRS_STALE_TRIGGER)
+
+
+def _seal_trials(conn: sqlite3.Connection, numbers: Sequence[int]) -> None:
+    """In a write transaction: store the checksum of each trial of ``numbers`` as its row now reads."""
+    for number in numbers:
+        row = conn.execute(f"SELECT {_SEALED_COLUMNS}, checksum FROM trials WHERE number = ?", (number,)).fetchone()
+        # written only when it differs: writing the same one again would fire the trigger, which clears it
+        if row is not None and row[-1] != (checksum := row_checksum("trial", *row[:-1])):
+            conn.execute("UPDATE trials SET checksum = ? WHERE number = ?", (checksum, number))
+
+
+def _meta_mismatch(conn: sqlite3.Connection) -> str | None:
+    """The first meta row whose checksum does not match (``"meta key 'seed'"``), if any."""
+    if "checksum" not in _columns(conn, "meta"):
+        return None
+    for key, value, stored in conn.execute("SELECT key, value, checksum FROM meta ORDER BY key"):
+        if stored is not None and stored != row_checksum("meta", key, value):
+            return f"meta key {key!r}"
+    return None
 
 
 #: SQLite result codes (``sqlite3.Error.sqlite_errorcode``, Python 3.11+; the message otherwise)
