@@ -512,7 +512,7 @@ def storage_faults(work: Path, rng: np.random.Generator) -> tuple[list[dict], di
     cases.append(("stored value not its index", copy("mismatch.db", "UPDATE trials SET config = "
                                                      "json_set(config, '$.x1', 99) WHERE number = 3"), False))
     cases.append(("finish time in year 6026", copy("year.db", "UPDATE trials SET finished = "
-                                                   "replace(finished, '20', '60') WHERE number = 0"), False))
+                                                   "'60' || substr(finished, 3) WHERE number = 0"), False))
     cases.append(("complete without a value", copy("value.db", "UPDATE trials SET value = NULL WHERE number = 5"),
                   False))
     cases.append(("newer format", copy("newer.db", "UPDATE meta SET value = '99' WHERE key = 'format'"), False))
