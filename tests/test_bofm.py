@@ -28,6 +28,7 @@ def run(seed, budget=16, **kw):
     return opt
 
 
+@pytest.mark.slow  # a quality check (an optimisation run to a budget): run with -m slow
 def test_bofm_improves_on_random_search_and_respects_the_space():
     opt = run(0, budget=20)
     sp = space()

@@ -168,6 +168,7 @@ def test_resume_from_state_continues_identically():
     assert rest_resumed == rest_full
 
 
+@pytest.mark.slow  # a quality check (an optimisation run to a budget): run with -m slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_improves_clearly_on_its_initial_design_on_func2c(seed):
     bench = Func2C()

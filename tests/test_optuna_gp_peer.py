@@ -85,6 +85,7 @@ def test_pending_suggestions_are_distinct_and_all_reach_the_study():
     assert all(t.state.name in ("COMPLETE", "FAIL") for t in opt.study.trials)
 
 
+@pytest.mark.slow  # a quality check (an optimisation run to a budget): run with -m slow
 def test_gp_improves_on_its_random_start_on_a_smooth_integer_problem():
     """3 ordinals of 40 levels (64,000 points), 5 random points then 10 GP suggestions, two seeds.
 

@@ -109,6 +109,7 @@ def mixed_objective(trial):
     return (math.log10(lr) + 2.5) ** 2 + (x - 0.5) ** 2 + {"sgd": 1.0, "adam": 0.0, "rmsprop": 0.5}[opt]
 
 
+@pytest.mark.slow  # a quality check (an optimisation run to a budget): run with -m slow
 def test_bofm_sampler_improves_on_its_startup_trials():
     n_startup, budget = 8, 20
     study = optuna.create_study(
