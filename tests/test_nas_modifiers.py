@@ -512,6 +512,36 @@ def test_ea_is_reproducible_and_respects_exclude():
     assert not set(children) & pool_keys
 
 
+def test_ea_excluded_keys_act_as_exclude_without_hashing_the_excluded_networks():
+    """``excluded_keys`` (a caller's kept keys) gives what ``exclude`` gives, and the EA never hashes a
+    network of it: NASBOT passes its told networks' keys so that an ask costs nothing per told network."""
+    pool = initial_pool("mlp-class")
+    phi, _ = _units_phi(3000)
+    told = optimize_acquisition_ea(phi, pool, np.random.default_rng(1), n_evaluations=80, top_k=40).top
+    by_archs = optimize_acquisition_ea(phi, pool, np.random.default_rng(3), n_evaluations=120, top_k=5,
+                                       exclude=pool + told)
+    keys = frozenset(architecture_key(a) for a in pool + told)
+    by_keys = optimize_acquisition_ea(phi, pool, np.random.default_rng(3), n_evaluations=120, top_k=5,
+                                      excluded_keys=keys)
+    assert [a.to_dict() for a in by_keys.top] == [a.to_dict() for a in by_archs.top]
+    assert by_keys.top_values == by_archs.top_values and by_keys.parents == by_archs.parents
+    assert not {architecture_key(a) for a in by_keys.top} & keys
+
+    class CountingKeys(frozenset):
+        lookups = 0
+
+        def __contains__(self, key):
+            CountingKeys.lookups += 1
+            return frozenset.__contains__(self, key)
+
+        def __iter__(self):  # the EA must look keys up, never walk (or copy) the whole set
+            raise AssertionError("excluded_keys iterated")
+
+    counting = CountingKeys(keys)
+    optimize_acquisition_ea(phi, pool, np.random.default_rng(3), n_evaluations=120, excluded_keys=counting)
+    assert 0 < CountingKeys.lookups
+
+
 def test_ea_uses_the_given_validity():
     pool = initial_pool("mlp-reg")
     limit = max(a.n_layers for a in pool)

@@ -42,9 +42,8 @@ pending networks.
 
 from __future__ import annotations
 
-import itertools
 import time
-from typing import AbstractSet, Any, Callable, Iterable, Mapping, Sequence
+from typing import AbstractSet, Any, Callable, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -98,7 +97,6 @@ class NASOptimizer(Optimizer):
         #: keys (:meth:`ArchitectureSpace.key`) of the evaluated and failed networks, and one network per key,
         #: updated by ``tell`` and ``mark_failed``: an ask reads them instead of hashing every network again
         self._done_keys: set[str] = set()
-        self._done_archs: list[Architecture] = []
         # Optimizer types its space as a Space; it takes any of space_types, here an ArchitectureSpace
         super().__init__(space, seed=seed, n_initial=n_initial,  # type: ignore[arg-type]  # see space_types
                          initial_configs=initial_configs)
@@ -135,17 +133,10 @@ class NASOptimizer(Optimizer):
         pending ones (O(pending) per call, nothing that grows with the told networks is rebuilt)."""
         return _Excluded(self._done_keys, {self._row_key(b) for b in self._pending})
 
-    def _excluded_archs(self) -> Iterable[Architecture]:
-        """One network per excluded key (done ones first, then the pending ones), for the EA's ``exclude``."""
-        return itertools.chain(self._done_archs, (self.space.architecture_at(b) for b in self._pending))
-
     def _note_done(self, row: np.ndarray) -> None:
-        """An evaluated or failed network joins the kept exclusion sets (O(1) per ``tell``)."""
-        arch = self.space.architecture_at(row)
-        key = self.space.key(arch)
-        if key not in self._done_keys:
-            self._done_keys.add(key)
-            self._done_archs.append(arch)
+        """An evaluated or failed network joins the kept exclusion set (O(1) per ``tell``); the EA reads
+        the set as it is (``excluded_keys``), so an ask hashes no told network again."""
+        self._done_keys.add(self._row_key(row))
 
     @property
     def step(self) -> int:
@@ -234,7 +225,7 @@ class NASOptimizer(Optimizer):
         excluded = self._excluded_keys()
         try:
             res = optimize_acquisition_ea(phi, self._ea_start(), self.rng, n_evaluations=n_evaluations,
-                                          n_mutations=n_mutations, exclude=self._excluded_archs(),
+                                          n_mutations=n_mutations, excluded_keys=excluded,
                                           is_valid=self.space.constraints, top_k=top_k,
                                           log_acquisition=log_acquisition)
         except RuntimeError:  # everything the EA scored was excluded
