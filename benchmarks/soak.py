@@ -6,9 +6,10 @@ concurrent writers, storage faults, misbehaving objectives and hostile input, ea
 
 Everything runs in real processes on real SQLite files in a temporary folder (``--keep`` keeps it):
 
-* **kills**: five runs of a cheap deterministic objective (sleeps 5-25 ms, value from the configuration)
+* **kills**: six runs of a cheap deterministic objective (sleeps 5-25 ms, value from the configuration)
   writing a study file: ``graphbo.minimize`` sequential with random search and with COMBO, with 2 process
-  workers; ``graphbo run --space ... --objective ...`` sequential and with ``--workers 2``. Each is SIGKILLed
+  workers, with a Dask ``LocalCluster`` of 2 worker processes (made by the killed script, as a user's would
+  be); ``graphbo run --space ... --objective ...`` sequential and with ``--workers 2``. Each is SIGKILLed
   ``--kills`` times at a random moment (after 1 to 4 new evaluations, then a random 0-150 ms), and resumed
   (``minimize`` again, ``graphbo resume --objective``) until its budget is done. Counted: evaluations lost
   (told before a kill, by the run's log or by the file read after the kill, but not complete with that value
@@ -174,7 +175,23 @@ def integrity(path) -> str:
 
 
 # -- 1. kills -------------------------------------------------------------------------------------------------------
-def minimize_code(path, log, method, budget, seed, workers, options, max_retries=1000) -> str:
+def minimize_code(path, log, method, budget, seed, workers, options, max_retries=1000, dask=False) -> str:
+    """A script that runs ``graphbo.minimize`` and logs each told value; with ``dask``, on a Dask
+    ``LocalCluster`` of ``workers`` processes made by the script (so the cluster dies with it)."""
+    call = (f"gb.minimize(so.objective, space, {method!r}, budget={budget}, seed={seed}, storage={str(path)!r}, "
+            f"n_workers={workers}, callback=told, max_retries={max_retries}, **{options!r}")
+    if dask:
+        run = f"""
+        import distributed
+        with distributed.LocalCluster(n_workers={workers}, processes=True, threads_per_worker=1,
+                                      dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+            client.wait_for_workers({workers})
+            r = {call}, executor=client.get_executor())
+        """
+    else:
+        run = f"""
+        r = {call})
+        """
     return f"""
         import json, graphbo as gb, soak_objective as so
         space = {SMALL_SPACE_PY if method == "combo" else SPACE_PY}
@@ -182,8 +199,7 @@ def minimize_code(path, log, method, budget, seed, workers, options, max_retries
         def told(number, config, value, optimizer, seconds):  # called once the tell is stored
             log.write(json.dumps([number, value]) + "\\n")
             log.flush()
-        r = gb.minimize(so.objective, space, {method!r}, budget={budget}, seed={seed}, storage={str(path)!r},
-                        n_workers={workers}, callback=told, max_retries={max_retries}, **{options!r})
+        {textwrap.dedent(run).strip().replace(chr(10), chr(10) + " " * 8)}
         print("done", r.n_complete, r.n_failed)
     """
 
@@ -197,7 +213,7 @@ def cli_argv(path, budget, seed, workers, resume: bool) -> list[str]:
 
 def logged(log: Path, cli: bool) -> dict[int, float]:
     """Trials told so far by the run's log: minimize's callback lines, or graphbo's progress lines
-    (``number+1 value best seconds``, values to 5 significant digits)."""
+    (``number value best seconds``, trials numbered from 0, values to 5 significant digits)."""
     out: dict[int, float] = {}
     if not log.exists():
         return out
@@ -206,7 +222,7 @@ def logged(log: Path, cli: bool) -> dict[int, float]:
             if cli:
                 parts = line.split()
                 if len(parts) == 4 and parts[0].isdigit():
-                    out[int(parts[0]) - 1] = float(parts[1])
+                    out[int(parts[0])] = float(parts[1])
             else:
                 n, v = json.loads(line)
                 out[int(n)] = float(v)
@@ -248,7 +264,8 @@ def soak_run(work: Path, name: str, kind: str, method: str, budget: int, workers
         else:
             out = None
             prelude = f"import sys; sys.path[:0] = [{SRC!r}, {str(work)!r}]\n"
-            code = prelude + textwrap.dedent(minimize_code(path, log, method, budget, seed, workers, options))
+            code = prelude + textwrap.dedent(minimize_code(path, log, method, budget, seed, workers, options,
+                                                           dask=kind == "dask"))
             proc = subprocess.Popen([sys.executable, "-c", code], cwd=work, env=env(), stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True, start_new_session=True)
         sessions += 1
@@ -292,7 +309,8 @@ def soak_run(work: Path, name: str, kind: str, method: str, budget: int, workers
     configs = [c for s, c, _ in final.values() if s != "running"]
     duplicated = len(configs) - len(set(configs))
     altered = sum(1 for c, v in complete.values() if v != value(json.loads(c)))
-    result = {"run": name, "how": "graphbo run/resume" if cli else "graphbo.minimize", "method": method,
+    how = {"cli": "graphbo run/resume", "dask": "graphbo.minimize on a Dask LocalCluster"}.get(kind, "graphbo.minimize")
+    result = {"run": name, "how": how, "method": method,
               "workers": workers, "budget": budget, "kills": killed, "sessions": sessions,
               "told_before_a_kill": len(told_before_kill),
               "in_flight_at_kills": in_flight, "lost": lost, "duplicated": duplicated,
@@ -747,7 +765,7 @@ def table(title: str, rows: list[dict], columns: list[str], width: int = 70) -> 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--kills", type=int, default=3, help="SIGKILLs per run (5 runs)")
+    parser.add_argument("--kills", type=int, default=3, help="SIGKILLs per run (6 runs)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the kill moments and bit flips")
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
@@ -767,7 +785,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if "kills" in parts:
             runs = [("rs-sequential", "minimize", "rs", 40, 1), ("combo-sequential", "minimize", "combo", 16, 1),
-                    ("rs-2-workers", "minimize", "rs", 40, 2), ("cli-sequential", "cli", "rs", 30, 1),
+                    ("rs-2-workers", "minimize", "rs", 40, 2), ("rs-2-dask-workers", "dask", "rs", 40, 2),
+                    ("cli-sequential", "cli", "rs", 30, 1),
                     ("cli-2-workers", "cli", "rs", 30, 2)]
             results["kills"] = [soak_run(work, name, kind, method, budget, workers, args.kills, rng, args.seed)
                                 for name, kind, method, budget, workers in runs]

@@ -1,0 +1,166 @@
+"""SIGKILL of a parallel run, with process workers and with a Dask local cluster (issue 20.1): at most the
+evaluations in flight are lost, no told one is lost, changed or duplicated, the file stays sound, the workers end
+with the main process, and a resume finishes the run to its budget.
+
+The run is a real ``graphbo.minimize`` in a child process (its own session, so that its workers can be counted
+as its process group), killed once trials are told and one is in flight, then resumed by the same script.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from graphbo.storage import StorageError
+from graphbo.study import read_study_info
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+BUDGET = 30
+
+OBJECTIVE = """
+import time
+
+def value(config):
+    return float((config["a"] - 3) ** 2 + 2 * config["b"] + 0.5 * config["c"])
+
+def objective(config):  # module level in a file: process and Dask workers import it
+    time.sleep(0.04 + 0.01 * config["c"])
+    return value(config)
+"""
+
+RUN = """
+import json, sys
+sys.path[:0] = [{src!r}, {work!r}]
+import graphbo as gb
+import kill_objective
+
+def main(path, log_path, pool):
+    space = gb.Space({{"a": gb.Ordinal(list(range(8))), "b": gb.Ordinal(list(range(6))), "c": gb.Binary()}})
+    log = open(log_path, "a")
+
+    def told(number, config, value, optimizer, seconds):  # called once the tell is stored
+        log.write(json.dumps([number, value]) + "\\n")
+        log.flush()
+
+    kwargs = dict(budget={budget}, seed=0, storage=path, n_workers=2, callback=told, n_initial=5)
+    if pool == "dask":
+        import distributed
+        with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                      dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+            client.wait_for_workers(2)
+            result = gb.minimize(kill_objective.objective, space, "rs", executor=client.get_executor(), **kwargs)
+    else:
+        result = gb.minimize(kill_objective.objective, space, "rs", **kwargs)
+    print("done", result.n_complete, result.n_failed, flush=True)
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
+"""
+
+
+def told_in_log(log: Path) -> dict[int, float]:
+    out: dict[int, float] = {}
+    if log.exists():
+        for line in log.read_text().splitlines():
+            try:
+                number, value = json.loads(line)
+            except ValueError:  # a line cut by the kill
+                continue
+            out[int(number)] = float(value)
+    return out
+
+
+def stored(path: Path) -> list[tuple[int, str, str, float | None]]:
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        return conn.execute("SELECT number, status, config, value FROM trials ORDER BY number").fetchall()
+    finally:
+        conn.close()
+
+
+def integrity(path: Path) -> str:
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        return conn.execute("PRAGMA integrity_check").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def n_running(path: Path) -> int:
+    try:
+        return read_study_info(str(path))["n_running"]
+    except StorageError:  # not created yet
+        return 0
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("pool", ["process", "dask"])
+def test_sigkill_during_a_parallel_run_loses_no_told_evaluation_and_leaves_no_worker(tmp_path, pool):
+    if pool == "dask":
+        pytest.importorskip("distributed")
+    (tmp_path / "kill_objective.py").write_text(textwrap.dedent(OBJECTIVE))
+    script = tmp_path / "run.py"
+    script.write_text(textwrap.dedent(RUN.format(src=SRC, work=str(tmp_path), budget=BUDGET)))
+    path, log = tmp_path / "study.db", tmp_path / "told.log"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    argv = [sys.executable, str(script), str(path), str(log), pool]
+
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if len(told_in_log(log)) >= 8 and n_running(path) > 0:
+            break
+        time.sleep(0.005)
+    assert proc.poll() is None, f"the run ended before the kill: {proc.communicate()[1][-2000:]}"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate()
+
+    # the workers end with the main process (PR_SET_PDEATHSIG for the own pool; Dask's nannies see their
+    # parent die), within seconds
+    deadline = time.monotonic() + 15
+    while group_alive(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    orphaned = group_alive(proc.pid)
+    if orphaned:
+        os.killpg(proc.pid, signal.SIGKILL)
+    assert not orphaned, f"{pool} workers outlived the killed main process"
+
+    assert integrity(path) == "ok"
+    after_kill = stored(path)
+    told = told_in_log(log)
+    told.update({n: v for n, s, _, v in after_kill if s == "complete"})
+    assert len(told) >= 8
+
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert integrity(path) == "ok"
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        from kill_objective import value  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(tmp_path))
+    final = stored(path)
+    complete = {n: (json.loads(c), v) for n, s, c, v in final if s == "complete"}
+    assert len(complete) == BUDGET and len(final) == BUDGET  # nothing failed, nothing left running
+    assert all(complete[n][1] == v for n, v in told.items())  # no told evaluation lost or changed
+    assert all(v == value(c) for c, v in complete.values())  # no value altered
+    configs = [json.dumps(c, sort_keys=True) for c, _ in complete.values()]
+    assert len(set(configs)) == BUDGET  # none evaluated twice
