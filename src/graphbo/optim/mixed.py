@@ -30,6 +30,7 @@ the same code serves every device.
 
 from __future__ import annotations
 
+import queue
 import threading
 from typing import TYPE_CHECKING, Callable
 
@@ -160,11 +161,17 @@ def optimize_acquisition_mixed(
 
 
 def _fresh(rows: np.ndarray, exclude: set[bytes]) -> np.ndarray:
-    """Which ``rows`` are not in ``exclude`` (raw bytes of evaluated rows)."""
+    """Which ``rows`` are not in ``exclude`` (raw bytes of evaluated rows).
+
+    ``exclude`` may be a view (the optimizer's evaluated and pending rows) whose membership test is a
+    Python call; a pool has 100,000 rows and ``exclude`` a few hundred, so it is copied into a plain
+    set once and every row tested against that.
+    """
     if not exclude:
         return np.ones(rows.shape[0], dtype=bool)
+    keys = exclude if type(exclude) in (set, frozenset) else set(exclude)
     rows = np.ascontiguousarray(rows)
-    return np.fromiter((r.tobytes() not in exclude for r in rows), dtype=bool, count=rows.shape[0])
+    return np.fromiter((r.tobytes() not in keys for r in rows), dtype=bool, count=rows.shape[0])
 
 
 #: largest share of the trial rows whose bound reaches their best exact score for which pruning is used
@@ -228,77 +235,120 @@ def _bounds(region: "Region | None", n_rows: int, n_cont: int) -> list[tuple[flo
 class _Lockstep:
     """Runs one L-BFGS-B call per start, each in its own thread, and answers their objective
     requests in one batched acquisition evaluation per step: the calls are exactly independent
-    per-start runs (as D.1 has them), at the cost of batched evaluations."""
+    per-start runs (as D.1 has them), at the cost of batched evaluations.
+
+    The threads are started once and serve every :meth:`run` until :meth:`close` (a context
+    manager closes them): D.1 calls L-BFGS-B once per start and round, a few hundred times per
+    suggestion, and starting a thread per call cost more than the L-BFGS-B work itself. Each
+    thread waits on its own queue, and the main thread on one condition that only it waits on,
+    so an answer wakes one thread, not all of them. A step waits for every running call's
+    request (or its end) and scores them in the order of the starts, so the results do not
+    depend on the threads' timing.
+    """
 
     def __init__(self, acquisition: Callable[[torch.Tensor], torch.Tensor], cont: np.ndarray,
                  region: "Region | None" = None) -> None:
         self.acquisition, self.cont = acquisition, torch.as_tensor(cont, dtype=torch.long)
         self.region = region
-        self.cv = threading.Condition()
+        self._inbox: dict[int, tuple[str, object]] = {}  # a thread's next message to the main thread
+        self._posted = threading.Condition()
+        self._queues: list[queue.SimpleQueue] = []
+        self._threads: list[threading.Thread] = []
+
+    def __enter__(self) -> "_Lockstep":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End the threads (each finishes the call it is in first; none is left running)."""
+        for q in self._queues:
+            q.put(None)
+        for t in self._threads:
+            t.join()
+        self._queues, self._threads = [], []
+
+    def _post(self, i: int, kind: str, payload: object) -> None:
+        with self._posted:
+            self._inbox[i] = (kind, payload)
+            self._posted.notify()
+
+    def _serve(self, i: int, jobs: queue.SimpleQueue) -> None:
+        bounds = _bounds(self.region, 1, self.cont.numel())
+        while True:
+            job = jobs.get()
+            if job is None:
+                return
+            x0, maxiter = job
+
+            def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
+                self._post(i, "request", np.array(x, dtype=float))
+                answer = jobs.get()
+                if isinstance(answer, BaseException):
+                    raise answer
+                return answer
+
+            try:
+                res = scipy.optimize.minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+                                              options={"maxiter": maxiter})
+                self._post(i, "result", (np.asarray(res.x, dtype=float), -float(res.fun)))
+            except BaseException as e:  # noqa: BLE001 - handed to the main thread
+                self._post(i, "error", e)
 
     def run(self, rows: np.ndarray, maxiter: int) -> tuple[np.ndarray, np.ndarray]:
-        """L-BFGS-B (``maxiter`` iterations, bounds [0, 1]) on each row's continuous part, the
-        discrete part fixed. Returns the new continuous parts and acquisition values."""
+        """L-BFGS-B (``maxiter`` iterations, bounds [0, 1] or the region's box) on each row's
+        continuous part, the discrete part fixed. Returns the new continuous parts and acquisition
+        values."""
         n, dc = rows.shape[0], self.cont.numel()
-        requests: dict[int, np.ndarray] = {}
-        answers: dict[int, tuple[float, np.ndarray]] = {}
+        while len(self._threads) < n:
+            jobs: queue.SimpleQueue = queue.SimpleQueue()
+            thread = threading.Thread(target=self._serve, args=(len(self._threads), jobs), daemon=True)
+            self._queues.append(jobs)
+            self._threads.append(thread)
+            thread.start()
+        cont = self.cont.numpy()
+        for i in range(n):
+            self._queues[i].put((rows[i, cont].astype(float), maxiter))
+        fixed = torch.as_tensor(rows, dtype=torch.float64)
         results: dict[int, tuple[np.ndarray, float]] = {}
         errors: list[BaseException] = []
-        cv = self.cv
-
-        def worker(i: int) -> None:
-            def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
-                with cv:
-                    requests[i] = np.array(x, dtype=float)
-                    cv.notify_all()
-                    cv.wait_for(lambda: i in answers or bool(errors))
-                    if errors:
-                        raise RuntimeError("another start failed")
-                    return answers.pop(i)
-            try:
-                res = scipy.optimize.minimize(fun, rows[i, self.cont.numpy()], jac=True, method="L-BFGS-B",
-                                              bounds=_bounds(self.region, 1, dc), options={"maxiter": maxiter})
-                out = (np.asarray(res.x, dtype=float), -float(res.fun))
-            except BaseException as e:  # noqa: BLE001 - handed to the main thread
-                with cv:
-                    errors.append(e)
-                    cv.notify_all()
-                return
-            with cv:
-                results[i] = out
-                cv.notify_all()
-
-        threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(n)]
-        for t in threads:
-            t.start()
-        fixed = torch.as_tensor(rows, dtype=torch.float64)
-        while True:
-            with cv:
-                cv.wait_for(lambda: len(requests) + len(results) == n or bool(errors))
-                if errors or len(results) == n:
-                    break
-                batch = dict(requests)
-                requests.clear()
-            ids = np.array(sorted(batch), dtype=int)  # a fixed row order: results independent of thread timing
-            c = torch.tensor(np.stack([batch[i] for i in ids]), dtype=torch.float64, requires_grad=True)
+        waiting = set(range(n))  # the calls whose next message is awaited
+        while waiting:
+            with self._posted:
+                self._posted.wait_for(lambda: all(i in self._inbox for i in waiting))
+                messages = {i: self._inbox.pop(i) for i in sorted(waiting)}
+            requests = {}
+            for i, (kind, payload) in messages.items():
+                if kind == "request":
+                    requests[i] = payload
+                elif kind == "result":
+                    results[i] = payload  # type: ignore[assignment]
+                else:
+                    errors.append(payload)  # type: ignore[arg-type]
+            waiting = set(requests)
+            if not requests:
+                break
+            ids = np.array(sorted(requests), dtype=int)
+            if errors:  # unwind the other calls: each raises in its objective and reports an error
+                for i in ids:
+                    self._queues[i].put(RuntimeError("another start failed"))
+                continue
+            c = torch.tensor(np.stack([requests[i] for i in ids]), dtype=torch.float64, requires_grad=True)
             full = fixed[torch.as_tensor(ids)].clone()
             full[:, self.cont] = c
             try:
                 vals = -self.acquisition(full).reshape(-1)
                 (g,) = torch.autograd.grad(vals.sum(), c)
+                # one transfer from the model's device (a no-op on CPU), not one per start
+                vals_np, g_np = vals.detach().cpu().numpy(), g.cpu().numpy()
             except BaseException as e:  # noqa: BLE001
-                with cv:
-                    errors.append(e)
-                    cv.notify_all()
-                break
-            # one transfer from the model's device (a no-op on CPU), not one per start
-            vals_np, g_np = vals.detach().cpu().numpy(), g.cpu().numpy()
-            with cv:
-                for k, i in enumerate(ids):
-                    answers[int(i)] = (float(vals_np[k]), g_np[k].astype(float))
-                cv.notify_all()
-        for t in threads:
-            t.join()
+                errors.append(e)
+                for i in ids:
+                    self._queues[i].put(RuntimeError("another start failed"))
+                continue
+            for k, i in enumerate(ids):
+                self._queues[i].put((float(vals_np[k]), g_np[k].astype(float)))
         if errors:
             raise errors[0]
         x = np.stack([results[i][0] for i in range(n)]).reshape(n, dc)
@@ -312,9 +362,21 @@ def _alternate_per_start(acquisition: Callable[[torch.Tensor], torch.Tensor], sp
     (``maxiter=1``), until a round changes the value by at most ``rel_tol`` relatively; then the
     continuous part is polished to L-BFGS-B's convergence and the start stops unless a discrete
     neighbour is better (module docstring)."""
-    disc, cont = space.discrete_indices, space.continuous_indices
+    cont = space.continuous_indices
     cur, cur_val = cur.copy(), cur_val.copy()
     lockstep = _Lockstep(acquisition, cont, region) if cont.size else None
+    try:
+        return _alternate(lockstep, space, cur, cur_val, score_rows, max_rounds, rel_tol, region)
+    finally:
+        if lockstep is not None:
+            lockstep.close()
+
+
+def _alternate(lockstep: "_Lockstep | None", space: Space, cur: np.ndarray, cur_val: np.ndarray,
+               score_rows: Callable[[np.ndarray], np.ndarray], max_rounds: int, rel_tol: float,
+               region: "Region | None") -> tuple[np.ndarray, np.ndarray]:
+    """The rounds of :func:`_alternate_per_start` (``lockstep`` is None for a purely discrete space)."""
+    disc, cont = space.discrete_indices, space.continuous_indices
     active = np.ones(cur.shape[0], dtype=bool)
     for _ in range(max_rounds):
         idx = np.flatnonzero(active)
