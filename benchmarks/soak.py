@@ -437,7 +437,7 @@ def concurrent(work: Path) -> list[dict]:
     lock = {"pid": 4242, "host": "another-host.example", "process_start": 1, "since": "2026-01-01T00:00:00+00:00",
             "token": "x"}
     conn = sqlite3.connect(str(path), isolation_level=None)
-    conn.execute("INSERT INTO meta VALUES ('writer', ?)", (json.dumps(lock),))
+    conn.execute("INSERT INTO meta (key, value) VALUES ('writer', ?)", (json.dumps(lock),))
     conn.close()
     before = sha256(path)
     refused = python(STUDY_PRELUDE + f"""
@@ -735,10 +735,17 @@ def hostile(work: Path) -> list[dict]:
     subprocess.run([sys.executable, "-m", "graphbo", "run", "--space", "space.yaml", "--objective",
                     "user_objective:objective", "--method", "rs", "--budget", "2", "--seed", "0", "--storage",
                     str(study), "--quiet"], cwd=folder, env=env(), capture_output=True, text=True, timeout=120)
+    # edited as someone else could, through graphbo itself, so that the rows' checksums hold and the file
+    # reaches the objective check (a raw SQL edit of the meta table is refused earlier, as corrupt)
+    from graphbo.spaces import load_space
+    from graphbo.study import Study, read_study_info
+
+    info = read_study_info(str(study))
+    with Study(load_space(folder / "space.yaml"), info["method"], storage=str(study), seed=info["seed"],
+               **info["method_options"]) as edited:
+        edited.set_user_attr("objective", "subprocess:run")
+        edited.set_user_attr("budget", 4)
     conn = sqlite3.connect(str(study), isolation_level=None)
-    attrs = json.loads(conn.execute("SELECT value FROM meta WHERE key = 'user_attrs'").fetchone()[0])
-    conn.execute("UPDATE meta SET value = ? WHERE key = 'user_attrs'",
-                 (json.dumps(dict(attrs, objective="subprocess:run", budget=4)),))
     conn.execute("PRAGMA journal_mode = DELETE")
     conn.close()
     for flags in ([], ["--trust-stored-objective"]):
