@@ -439,6 +439,52 @@ class MixedGP(Surrogate):
             var = (self._amp * fm.diag(self._kp, V, C)).clamp_min(1e-12)
         return mean, var
 
+    @property
+    def has_neighbour_moments(self) -> bool:
+        """Whether :meth:`neighbour_moments` is cheaper than the posterior of the neighbours: an FM
+        kernel of the Eq. 5 family (:meth:`FMKernel.neighbour_gram`)."""
+        return isinstance(self.kernel, FMKernel) and self.kernel.has_neighbour_gram
+
+    def neighbour_moments(self, X: np.ndarray | torch.Tensor, owner: np.ndarray, var: np.ndarray,
+                          value: np.ndarray, entries: int = 4_000_000) -> tuple[torch.Tensor, torch.Tensor]:
+        """Posterior mean and variance ``(N,)`` (standardised scale) of graph neighbours of the mixed
+        rows ``X``: neighbour ``i`` is row ``owner[i]`` with its ``var[i]``-th discrete variable set to
+        index ``value[i]``. The same numbers as :meth:`posterior` on those rows (up to rounding), with
+        the cross-covariance from :meth:`FMKernel.neighbour_gram`, taken for the rows of ``X`` in
+        chunks whose tables and Gram rows hold at most about ``entries`` numbers. Without autograd."""
+        if not self.has_neighbour_moments:
+            raise RuntimeError("neighbour_moments needs an FM kernel of the Eq. 5 family")
+        kernel = self.kernel
+        assert isinstance(kernel, FMKernel)
+        V, C = self.split(X)
+        owner = np.asarray(owner, dtype=np.int64)
+        N, n = owner.shape[0], self._V.shape[0]
+        mean = torch.empty(N, dtype=self.dtype, device=self.device)
+        variance = torch.empty(N, dtype=self.dtype, device=self.device)
+        # rows of X in chunks whose value tables and neighbours' Gram rows stay within ``entries``
+        per_row = max(sum(int(T.shape[1]) for T in kernel._es_tables), int(np.bincount(owner).max()) if N else 1)
+        step = max(1, entries // max(1, per_row * n))
+        order = np.argsort(owner, kind="stable")
+        bounds = np.searchsorted(owner[order], np.arange(0, V.shape[0] + step, step))
+        with torch.no_grad():
+            for c, s in enumerate(range(0, V.shape[0], step)):
+                at = order[bounds[c]:bounds[c + 1]]
+                if at.size == 0:
+                    continue
+                own = torch.as_tensor(owner[at] - s, dtype=torch.long, device=self.device)
+                q = torch.as_tensor(np.asarray(var)[at], dtype=torch.long, device=self.device)
+                v = torch.as_tensor(np.asarray(value)[at], dtype=torch.long, device=self.device)
+                Vs, Cs = V[s:s + step], C[s:s + step]
+                Kx = self._amp * kernel.neighbour_gram(self._kp, Vs, Cs, self._V, self._C, own, q, v)
+                w = torch.linalg.solve_triangular(self._L, Kx.T, upper=False)
+                Vn = Vs[own].clone()
+                Vn[torch.arange(own.shape[0], device=self.device), q] = v
+                prior = self._amp * kernel.diag(self._kp, Vn, Cs[own])
+                where = torch.as_tensor(at, dtype=torch.long, device=self.device)
+                mean[where] = (Kx @ self._alpha)[:, 0] + self._mean
+                variance[where] = (prior - w.square().sum(0)).clamp_min(1e-12)
+        return mean, variance
+
     def _predict(self, V: torch.Tensor, C: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Posterior mean and variance ``(m,)`` (standardised scale) of the latent function."""
         Kx = self._amp * self.kernel(self._kp, V, C, self._V, self._C)  # (m, n)

@@ -122,7 +122,7 @@ def optimize_acquisition_mixed(
         if disc.size:
             nbrs, owner = _neighbours(space, cur, region)
             if nbrs.shape[0]:
-                vals = score_rows(nbrs.astype(float))
+                vals = _neighbour_scores(acquisition, space, cur, nbrs, owner, score_rows)
                 best = best_per_owner(vals, owner)
                 better = vals[best] > cur_val[owner[best]] + 1e-12
                 cur[owner[best[better]]] = nbrs[best[better]]
@@ -214,6 +214,27 @@ def _pool_scores(acquisition: Callable[[torch.Tensor], torch.Tensor], pool: np.n
             return scores
         return BoundedScores.from_exact(pool, np.concatenate([head, score_rows(pool[chunk:])]))
     return BoundedScores.from_exact(pool, score_rows(pool))
+
+
+def _neighbour_scores(acquisition: Callable[[torch.Tensor], torch.Tensor], space: Space, starts: np.ndarray,
+                      nbrs: np.ndarray, owner: np.ndarray,
+                      score_rows: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """The acquisition at the graph neighbours ``nbrs`` of ``starts`` (``owner[i]``: the start of
+    ``nbrs[i]``). For log-EI of a model with :meth:`~graphbo.models.mixed_gp.MixedGP.neighbour_moments`
+    each neighbour's cross-covariance is its start's with one factor of Eq. 5 replaced, which is far
+    cheaper than scoring the rows afresh (``score_rows``, used otherwise); the values agree up to
+    rounding."""
+    model = getattr(acquisition, "model", None)
+    if type(acquisition) is LogExpectedImprovement and getattr(model, "has_neighbour_moments", False) \
+            and nbrs.shape[0]:
+        disc = space.discrete_indices
+        changed = nbrs[:, disc] != starts[owner][:, disc]
+        if bool((changed.sum(1) == 1).all()):  # graph neighbours: one discrete variable changed
+            var = changed.argmax(1)
+            value = nbrs[np.arange(nbrs.shape[0]), disc[var]].astype(np.int64)
+            mean, variance = model.neighbour_moments(starts, owner, var, value)  # type: ignore[union-attr]
+            return as_scores(log_mean_expected_improvement(mean[None], variance[None], acquisition.best_f))
+    return score_rows(nbrs.astype(float))
 
 
 def _neighbours(space: Space, rows: np.ndarray, region: "Region | None") -> tuple[np.ndarray, np.ndarray]:
@@ -365,17 +386,22 @@ def _alternate_per_start(acquisition: Callable[[torch.Tensor], torch.Tensor], sp
     cont = space.continuous_indices
     cur, cur_val = cur.copy(), cur_val.copy()
     lockstep = _Lockstep(acquisition, cont, region) if cont.size else None
+
+    def score_neighbours(starts: np.ndarray, nbrs: np.ndarray, owner: np.ndarray) -> np.ndarray:
+        return _neighbour_scores(acquisition, space, starts, nbrs, owner, score_rows)
+
     try:
-        return _alternate(lockstep, space, cur, cur_val, score_rows, max_rounds, rel_tol, region)
+        return _alternate(lockstep, space, cur, cur_val, score_neighbours, max_rounds, rel_tol, region)
     finally:
         if lockstep is not None:
             lockstep.close()
 
 
 def _alternate(lockstep: "_Lockstep | None", space: Space, cur: np.ndarray, cur_val: np.ndarray,
-               score_rows: Callable[[np.ndarray], np.ndarray], max_rounds: int, rel_tol: float,
-               region: "Region | None") -> tuple[np.ndarray, np.ndarray]:
-    """The rounds of :func:`_alternate_per_start` (``lockstep`` is None for a purely discrete space)."""
+               score_neighbours: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray], max_rounds: int,
+               rel_tol: float, region: "Region | None") -> tuple[np.ndarray, np.ndarray]:
+    """The rounds of :func:`_alternate_per_start` (``lockstep`` is None for a purely discrete space;
+    ``score_neighbours(starts, nbrs, owner)`` scores graph neighbours)."""
     disc, cont = space.discrete_indices, space.continuous_indices
     active = np.ones(cur.shape[0], dtype=bool)
     for _ in range(max_rounds):
@@ -387,7 +413,7 @@ def _alternate(lockstep: "_Lockstep | None", space: Space, cur: np.ndarray, cur_
         if disc.size:  # one hill-climbing step, neighbours of every active start in one batch
             nbrs, owner = _neighbours(space, cur[idx], region)
             if nbrs.shape[0]:
-                vals = score_rows(nbrs.astype(float))
+                vals = score_neighbours(cur[idx], nbrs, owner)
                 best = best_per_owner(vals, owner)
                 better = vals[best] > cur_val[idx[owner[best]]]
                 who = owner[best[better]]
@@ -411,7 +437,7 @@ def _alternate(lockstep: "_Lockstep | None", space: Space, cur: np.ndarray, cur_
         if disc.size:
             nbrs, owner = _neighbours(space, cur[conv], region)
             if nbrs.shape[0]:
-                vals = score_rows(nbrs.astype(float))
+                vals = score_neighbours(cur[conv], nbrs, owner)
                 best = best_per_owner(vals, owner)
                 stop[owner[best[vals[best] > cur_val[conv[owner[best]]]]]] = False
         active[conv[stop]] = False

@@ -1,0 +1,117 @@
+"""BO-FM's hill-climbing step scores graph neighbours by replacing one factor of Eq. 5 (issue 17.2):
+the neighbours' Gram rows, posterior moments and log-EI equal scoring the rows afresh, for every kernel of
+the FM family, with graph, ordinal, categorical and binary variables, with and without continuous ones."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import graphbo as gb
+from graphbo.acquisition.ei import LogExpectedImprovement
+from graphbo.optim import mixed
+from graphbo.optim.mixed import _neighbour_scores, optimize_acquisition_mixed
+
+RING = [[1 if abs(i - j) in (1, 4) else 0 for j in range(5)] for i in range(5)]  # a 5-cycle
+
+
+def _space(continuous: bool) -> gb.Space:
+    variables = [(f"b{i}", gb.Binary()) for i in range(4)] + [
+        ("o", gb.Ordinal(list(range(6)))), ("c", gb.Categorical(list("abcd"))),
+        ("g", gb.GraphVariable(list("vwxyz"), RING))]
+    if continuous:
+        variables += [("x", gb.Continuous(-1.0, 1.0)), ("z", gb.Continuous(0.0, 2.0))]
+    return gb.Space(variables)
+
+
+def _objective(c) -> float:
+    value = sum((i % 3 - 1) * c[f"b{i}"] for i in range(4)) + (c["o"] - 3) ** 2 / 6 + (c["c"] == "b")
+    value += 0.3 * "vwxyz".index(c["g"])
+    if "x" in c:
+        value += (c["x"] - 0.3) ** 2 + 0.5 * np.sin(3 * c["z"])
+    return float(value)
+
+
+def _fitted(kernel: str, continuous: bool, n: int = 25, seed: int = 0) -> gb.BOFM:
+    opt = gb.BOFM(_space(continuous), seed=seed, n_initial=n, kernel=kernel, n_random=300, n_starts=4)
+    for _ in range(n):
+        c = opt.ask()
+        opt.tell(c, _objective(c))
+    opt.mark_failed(opt.ask())  # fits the model
+    return opt
+
+
+@pytest.mark.parametrize("kernel", ["modlap", "moddif", "general", "fnn"])
+@pytest.mark.parametrize("continuous", [True, False])
+def test_neighbour_moments_equal_the_posterior_of_the_neighbours(kernel, continuous):
+    opt = _fitted(kernel, continuous)
+    model = opt.model
+    assert model.has_neighbour_moments
+    starts = opt.space.sample_index(7, np.random.default_rng(3)).astype(float)
+    nbrs, owner = opt.space.neighbor_index_batch(starts)
+    disc = opt.space.discrete_indices
+    var = (nbrs[:, disc] != starts[owner][:, disc]).argmax(1)
+    value = nbrs[np.arange(len(nbrs)), disc[var]].astype(np.int64)
+
+    V, C = model.split(starts)
+    Vn, Cn = model.split(nbrs.astype(float))
+    kp = model._kp
+    fast = model.kernel.neighbour_gram(kp, V, C, model._V, model._C, torch.as_tensor(owner), torch.as_tensor(var),
+                                       torch.as_tensor(value))
+    exact = model.kernel(kp, Vn, Cn, model._V, model._C)
+    assert torch.allclose(fast, exact, rtol=1e-10, atol=1e-14)
+
+    post = model.posterior(nbrs.astype(float))
+    for entries in (4_000_000, 1):  # one chunk, and one row of X per chunk
+        mean, variance = model.neighbour_moments(starts, owner, var, value, entries=entries)
+        assert torch.allclose(mean, post.mean[0].detach(), rtol=1e-9, atol=1e-12)
+        assert torch.allclose(variance, post.variance[0].detach(), rtol=1e-8, atol=1e-12)
+
+    acq = LogExpectedImprovement(model)
+
+    def score_rows(rows):
+        return acq(torch.as_tensor(rows, dtype=torch.float64)).detach().numpy()
+
+    scores = _neighbour_scores(acq, opt.space, starts, nbrs, owner, score_rows)
+    assert np.allclose(scores, score_rows(nbrs.astype(float)), rtol=1e-8, atol=1e-10)
+
+
+def test_a_kernel_outside_the_fm_family_is_scored_afresh():
+    opt = _fitted("prodlap", True, n=15)
+    assert not opt.model.has_neighbour_moments
+    starts = opt.space.sample_index(3, np.random.default_rng(1)).astype(float)
+    nbrs, owner = opt.space.neighbor_index_batch(starts)
+    calls = []
+    acq = LogExpectedImprovement(opt.model)
+
+    def score_rows(rows):
+        calls.append(len(rows))
+        return acq(torch.as_tensor(rows, dtype=torch.float64)).detach().numpy()
+
+    _neighbour_scores(acq, opt.space, starts, nbrs, owner, score_rows)
+    assert calls == [len(nbrs)]
+
+
+@pytest.mark.parametrize("method", ["supplement", "batched"])
+def test_the_acquisition_optimiser_makes_the_same_choice_with_the_neighbour_path(method, monkeypatch):
+    opt = _fitted("modlap", True, n=30, seed=2)
+    acq = LogExpectedImprovement(opt.model)
+
+    def run():
+        return optimize_acquisition_mixed(acq, opt.space, np.random.default_rng(4), incumbent=opt.X[np.argmin(opt.y)],
+                                          exclude=opt._exclude, n_random=400, n_starts=6, method=method)
+
+    fast_row, fast_value = run()
+    calls = []
+    original = mixed._neighbour_scores
+
+    def afresh(acquisition, space, starts, nbrs, owner, score_rows):
+        calls.append(len(nbrs))
+        return score_rows(nbrs.astype(float))
+
+    monkeypatch.setattr(mixed, "_neighbour_scores", afresh)
+    row, value = run()
+    assert calls  # the hill-climbing steps went through the neighbour scorer
+    assert np.array_equal(fast_row, row) and value == pytest.approx(fast_value, rel=1e-9, abs=1e-12)
+    assert original is not afresh
