@@ -180,9 +180,39 @@ def test_reading_idx_and_cifar_files(tmp_path):
     for k in range(1, 6):
         data = rng.integers(0, 256, size=(2, 3072), dtype=np.uint8)
         pixels.append(data)
-        with open(cifar / f"data_batch_{k}", "wb") as f:
-            pickle.dump({b"data": data, b"labels": [k, k + 1]}, f)
+        with open(cifar / f"data_batch_{k}", "wb") as f:  # CIFAR's own batches are protocol 2 (Python 2)
+            pickle.dump({b"data": data, b"labels": [k, k + 1]}, f, protocol=2 if k % 2 else pickle.HIGHEST_PROTOCOL)
     x, y = _load_data("cifar10", tmp_path)
     assert x.shape == (10, 3, 32, 32)
     np.testing.assert_allclose(x[3].reshape(-1), pixels[1][1] / 255.0, rtol=1e-6)  # channel-major rows
     np.testing.assert_array_equal(y, [1, 2, 2, 3, 3, 4, 4, 5, 5, 6])
+
+
+class _Payload:
+    """A pickle that runs a command when loaded (what a hostile CIFAR-10 folder could hold)."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        import os
+
+        return os.system, (f"touch {self.marker}",)
+
+
+def test_a_cifar_batch_that_names_a_callable_is_refused_not_run(tmp_path):
+    """The CIFAR-10 folder can come from a study file (graphbo resume re-reads its benchmark's data), so its
+    pickles are read by an unpickler that resolves only what a NumPy array needs."""
+    import pickle
+
+    from graphbo.benchmarks.nas_binary import _load_data
+
+    marker = tmp_path / "pwned"
+    cifar = tmp_path / "cifar-10-batches-py"
+    cifar.mkdir()
+    for k in range(1, 6):
+        with open(cifar / f"data_batch_{k}", "wb") as f:
+            pickle.dump({b"data": _Payload(marker), b"labels": [0]}, f, protocol=2)
+    with pytest.raises(pickle.UnpicklingError, match="names posix.system|names os.system|names nt.system"):
+        _load_data("cifar10", tmp_path)
+    assert not marker.exists()

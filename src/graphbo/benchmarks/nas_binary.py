@@ -329,10 +329,27 @@ def _load_data(data: str, data_dir: str | os.PathLike | None) -> tuple[np.ndarra
         if not path.is_file():
             raise FileNotFoundError(f"NASBinary: CIFAR-10 batch {path} not found")
         with open(path, "rb") as f:
-            batch = pickle.load(f, encoding="bytes")  # trusted data set files only
+            batch = _CifarUnpickler(f, encoding="bytes").load()
         xs.append(np.asarray(batch[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32))
         ys.append(np.asarray(batch[b"labels"], dtype=np.int64))
     return np.concatenate(xs).astype(np.float32) / 255.0, np.concatenate(ys)
+
+
+class _CifarUnpickler(pickle.Unpickler):
+    """Reads CIFAR-10's python batches (pickles of a dict of lists, bytes and one uint8 array) and nothing
+    else: the only globals it resolves are the ones a pickled NumPy array needs, so a file that names any
+    other callable (``os.system``, ``subprocess.run``, ...) is refused before it can run. The folder may
+    come from a study file (``graphbo resume`` re-reads its benchmark's data), so no file is trusted."""
+
+    _ALLOWED = {(f"numpy.{core}.{module}", name) for core in ("core", "_core")
+                for module, name in (("multiarray", "_reconstruct"), ("numeric", "_frombuffer"))} \
+        | {("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode")}
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in self._ALLOWED:
+            raise pickle.UnpicklingError(f"NASBinary: a CIFAR-10 batch may hold lists, bytes and NumPy arrays "
+                                         f"only; this file names {module}.{name}")
+        return super().find_class(module, name)
 
 
 # ---------------------------------------------------------------------------
@@ -356,7 +373,8 @@ class NASBinary(Benchmark):
         For ``"cifar10"``: the extracted ``cifar-10-python.tar.gz``
         (``data_batch_1 .. data_batch_5``, directly or in
         ``cifar-10-batches-py/``). These are Python pickles, the data set's own
-        format, and are loaded with :mod:`pickle`: use only trusted files.
+        format, read by an unpickler that resolves only what a NumPy array needs, so a
+        file naming any other callable is refused, not run.
     seed : int, default 0
         Fixes the train/validation split (``numpy.random.RandomState(seed)``
         permutation, as the reference's seed 0) and, together with the cell,
