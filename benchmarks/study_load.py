@@ -3,11 +3,15 @@
     python benchmarks/study_load.py                       # 10,000 trials, random search, in blocks of 1,000
     python benchmarks/study_load.py --trials 2000 --block 500 --mode tell   # direct tells, a quick check
     python benchmarks/study_load.py --file s.db      # fill s.db (kept); run again: time re-opening it only
+    python benchmarks/study_load.py --out benchmarks/results/study_load.json   # also write the figures as JSON
 
 ``--mode ask`` runs the loop of :func:`graphbo.minimize` by hand on a random-search
 study in an SQLite file: ``ask`` (the optimizer's suggestion and the ``running``
 row written) then ``tell`` (the ``complete`` row and the optimizer state written),
-timed separately. ``--mode tell`` tells configurations that were never asked
+timed separately; the part of both spent in the SQLite store's writes (its
+``add_trials``, ``finish_trial``, ``restart_trial``, ``save_state`` and
+``set_user_attr``: the transaction, the checksums and the ``synchronous = FULL``
+commit) is also reported on its own as ``write``. ``--mode tell`` tells configurations that were never asked
 (``Study.tell(config, value)``: one new ``complete`` row each; a configuration is
 told once, so repeats of the random draw are skipped). The objective is a
 cheap sum, so the times are graphbo's own. For each block it prints the mean
@@ -20,14 +24,48 @@ Flat columns mean no growth with the number of trials.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import platform
+import sys
 import tempfile
 import time
 
 import numpy as np
 
 import graphbo as gb
+from graphbo.storage.sqlite import SQLiteStorage
 from graphbo.study import Study, read_study_info
+
+#: the SQLite store's methods that write (each one transaction)
+WRITES = ("add_trials", "finish_trial", "restart_trial", "save_state", "set_user_attr")
+
+
+class WriteClock:
+    """Seconds spent inside the store's writing methods, while installed (a context manager)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._saved: dict[str, object] = {}
+
+    def __enter__(self) -> "WriteClock":
+        for name in WRITES:
+            original = getattr(SQLiteStorage, name)
+            self._saved[name] = original
+
+            def timed(store, *args, _original=original, **kwargs):
+                t0 = time.perf_counter()
+                try:
+                    return _original(store, *args, **kwargs)
+                finally:
+                    self.seconds += time.perf_counter() - t0
+
+            setattr(SQLiteStorage, name, timed)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for name, original in self._saved.items():
+            setattr(SQLiteStorage, name, original)
 
 
 def make_space(n_vars: int) -> gb.Space:
@@ -48,9 +86,10 @@ def fill(path: str, space: gb.Space, trials: int, block: int, mode: str, seed: i
     rows = []
     rng = np.random.default_rng(seed)
     seen: set[bytes] = set()
-    with Study(space, "rs", storage=path, seed=seed, n_initial=0) as study:
+    with Study(space, "rs", storage=path, seed=seed, n_initial=0) as study, WriteClock() as clock:
         for start in range(0, trials, block):
             t_ask = t_tell = 0.0
+            written = clock.seconds
             for _ in range(block):
                 if mode == "ask":
                     t0 = time.perf_counter()
@@ -69,7 +108,8 @@ def fill(path: str, space: gb.Space, trials: int, block: int, mode: str, seed: i
                     study.tell(config, objective(config))
                     t_tell += time.perf_counter() - t0
             rows.append({"trials": f"{start}-{start + block}", "ask_ms": 1e3 * t_ask / block,
-                         "tell_ms": 1e3 * t_tell / block, "total_s": t_ask + t_tell, "file_kb": file_bytes(path) / 1024})
+                         "tell_ms": 1e3 * t_tell / block, "write_ms": 1e3 * (clock.seconds - written) / block,
+                         "total_s": t_ask + t_tell, "file_kb": file_bytes(path) / 1024})
     return rows
 
 
@@ -91,21 +131,23 @@ def main() -> None:
     ap.add_argument("--vars", type=int, default=8, help="ordinal variables of 10 values")
     ap.add_argument("--repeats", type=int, default=3, help="re-openings timed (the best is shown)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=None, help="write the figures as JSON here")
     ap.add_argument("--file", default=None,
                     help="study file to fill and keep (default: a temporary one); if it exists, only re-open it")
     args = ap.parse_args()
 
     space = make_space(args.vars)
+    rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         path = args.file or os.path.join(tmp, "load.db")
         if not os.path.exists(path):
             rows = fill(path, space, args.trials, args.block, args.mode, args.seed)
             print(f"study_load: mode={args.mode}, {args.trials} trials, {args.vars} ordinal variables of 10 values, "
                   f"graphbo {gb.__version__}")
-            print(f"{'trials':>13} {'ask ms':>8} {'tell ms':>8} {'block s':>8} {'file KiB':>9}")
+            print(f"{'trials':>13} {'ask ms':>8} {'tell ms':>8} {'write ms':>8} {'block s':>8} {'file KiB':>9}")
             for r in rows:
-                print(f"{r['trials']:>13} {r['ask_ms']:8.3f} {r['tell_ms']:8.3f} {r['total_s']:8.3f} "
-                      f"{r['file_kb']:9.0f}")
+                print(f"{r['trials']:>13} {r['ask_ms']:8.3f} {r['tell_ms']:8.3f} {r['write_ms']:8.3f} "
+                      f"{r['total_s']:8.3f} {r['file_kb']:9.0f}")
 
         def reopen():
             Study(space, "rs", storage=path, n_initial=0).close()
@@ -113,8 +155,17 @@ def main() -> None:
         t_open = best_of(args.repeats, reopen)
         t_info = best_of(args.repeats, lambda: read_study_info(path))
         n = read_study_info(path)["n_trials"]
+        size = file_bytes(path)
         print(f"re-open Study ({n} trials): {t_open:.3f} s; read_study_info: {t_info:.3f} s; "
-              f"file {file_bytes(path) / 1024:.0f} KiB ({file_bytes(path) / max(n, 1):.0f} bytes per trial)")
+              f"file {size / 1024:.0f} KiB ({size / max(n, 1):.0f} bytes per trial)")
+        if args.out:
+            with open(args.out, "w") as fh:
+                json.dump({"date": time.strftime("%Y-%m-%d"), "machine": platform.platform(),
+                           "cpus": os.cpu_count(), "python": platform.python_version(),
+                           "command": "python benchmarks/study_load.py " + " ".join(sys.argv[1:]),
+                           "mode": args.mode, "trials": n, "blocks": rows, "reopen_s": t_open,
+                           "read_study_info_s": t_info, "file_bytes": size, "bytes_per_trial": size / max(n, 1)},
+                          fh, indent=1)
 
 
 if __name__ == "__main__":

@@ -70,6 +70,77 @@ def test_an_ask_allocates_nothing_that_grows_with_the_trials():
     assert large < small + 32 * 1024, (small, large)
 
 
+# -- a'. tell and re-open: the same SQL work at any size (the load promise without a clock) ------------------
+def _traced_study(path, monkeypatch):
+    """A study on ``path`` whose SQLite connections record every statement they run (in the returned list)."""
+    import sqlite3
+
+    statements: list[str] = []
+    connect = sqlite3.connect
+
+    def traced(*args, **kwargs):
+        conn = connect(*args, **kwargs)
+        conn.set_trace_callback(statements.append)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", traced)
+    return statements
+
+
+def _shapes(statements):
+    """The statements with their literal values (strings, numbers, blobs) replaced by ``?``."""
+    import re
+
+    out = []
+    for text in statements:
+        text = re.sub(r"X?'(?:[^']|'')*'", "?", text)
+        out.append(re.sub(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.])", "?", text))
+    return out
+
+
+def _filled(path, n):
+    space = gb.Space({f"x{i}": gb.Binary() for i in range(20)})
+    rows = np.unique(np.random.default_rng(2).integers(0, 2, size=(n + n // 4 + 8, 20)), axis=0)[:n + 1]
+    with Study(space, "rs", storage=str(path), seed=0, n_initial=0) as study:
+        for r in rows[:n]:
+            study.tell(space.from_index(r), float(r.sum()))
+    return space, space.from_index(rows[n])
+
+
+@pytest.mark.parametrize("what", ["tell", "re-open"])
+def test_a_tell_and_a_re_open_run_the_same_sql_and_allocate_alike_at_200_and_3000_trials(tmp_path, monkeypatch,
+                                                                                         what):
+    """A tell writes one transaction whatever the study's size, and re-opening reads the trials with a fixed
+    number of statements (no query per trial); a tell's Python allocations do not grow with the trials either.
+    The measured times are in docs/reliability.md (benchmarks/study_load.py)."""
+    seen = {}
+    for n in (200, 3000):
+        path = tmp_path / f"s{n}.db"
+        space, fresh = _filled(path, n)
+        statements = _traced_study(path, monkeypatch)
+        study = Study(space, "rs", storage=str(path), seed=0, n_initial=0)
+        try:
+            opened = _shapes(statements)
+            statements.clear()
+            tracemalloc.start()
+            try:
+                study.tell(fresh, 1.0)
+                peak = tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+            told = _shapes(statements)
+        finally:
+            study.close()
+            monkeypatch.undo()
+        assert study.n_finished == n + 1
+        seen[n] = (opened, told, peak)
+    if what == "tell":
+        assert seen[200][1] == seen[3000][1] and seen[200][1]  # the same statements, in the same order
+        assert seen[3000][2] < seen[200][2] + 64 * 1024, (seen[200][2], seen[3000][2])
+    else:
+        assert len(seen[200][0]) == len(seen[3000][0]) > 0, (len(seen[200][0]), len(seen[3000][0]))
+
+
 def test_the_excluded_view_is_the_union_of_evaluated_and_pending():
     from graphbo.optimizers.base import _Excluded
 

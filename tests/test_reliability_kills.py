@@ -1,9 +1,10 @@
-"""SIGKILL of a parallel run, with process workers and with a Dask local cluster (issue 20.1): at most the
-evaluations in flight are lost, no told one is lost, changed or duplicated, the file stays sound, the workers end
-with the main process, and a resume finishes the run to its budget.
+"""SIGKILL of a run (issue 20.1): during a parallel run with process workers or a Dask local cluster, and
+inside a SQLite write transaction. At most the evaluations in flight are lost, no told one is lost, changed or
+duplicated, the file stays sound, the workers end with the main process, and a resume finishes the run to its
+budget (with the uninterrupted run's trace, where the run is sequential and so deterministic).
 
-The run is a real ``graphbo.minimize`` in a child process (its own session, so that its workers can be counted
-as its process group), killed once trials are told and one is in flight, then resumed by the same script.
+Each run is a real ``graphbo.minimize`` in a child process (its own session, so that its workers can be
+counted as its process group), killed at the chosen moment, then resumed by the same script.
 """
 
 from __future__ import annotations
@@ -164,3 +165,89 @@ def test_sigkill_during_a_parallel_run_loses_no_told_evaluation_and_leaves_no_wo
     assert all(v == value(c) for c, v in complete.values())  # no value altered
     configs = [json.dumps(c, sort_keys=True) for c, _ in complete.values()]
     assert len(set(configs)) == BUDGET  # none evaluated twice
+
+
+# -- SIGKILL inside a SQLite write transaction --------------------------------------------------------------------
+PAUSED_RUN = """
+import json, os, sqlite3, sys, time
+sys.path[:0] = [{src!r}, {work!r}]
+import graphbo as gb
+import kill_objective
+
+path, log_path, pause_at, marker = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+state = {{"n": 0, "tell": False}}
+connect = sqlite3.connect
+
+def traced(*args, **kwargs):  # every connection of the store: stop inside the chosen write transaction
+    conn = connect(*args, **kwargs)
+
+    def hook(statement):  # called as each statement starts
+        if pause_at == "none":
+            return
+        if statement == "BEGIN IMMEDIATE":
+            state["tell"] = False
+        elif statement.startswith("UPDATE trials SET status = 'complete'") and not state["tell"]:
+            state["tell"] = True  # this transaction records a finished trial
+            state["n"] += 1
+        elif state["tell"] and state["n"] == 12 and (
+                pause_at == "mid-write" and statement.startswith("UPDATE trials SET checksum")
+                or pause_at == "before-commit" and statement == "COMMIT"):
+            open(marker, "w").close()
+            time.sleep(600)  # killed here, inside the open transaction
+
+    conn.set_trace_callback(hook)
+    return conn
+
+sqlite3.connect = traced
+space = gb.Space({{"a": gb.Ordinal(list(range(8))), "b": gb.Ordinal(list(range(6))), "c": gb.Binary()}})
+log = open(log_path, "a")
+
+def told(number, config, value, optimizer, seconds):
+    log.write(json.dumps([number, value]) + "\\n")
+    log.flush()
+
+result = gb.minimize(kill_objective.objective, space, "rs", budget={budget}, seed=0, storage=path, callback=told,
+                     n_initial=5)
+print("done", result.n_complete, flush=True)
+"""
+
+
+@pytest.mark.parametrize("pause_at", ["mid-write", "before-commit"])
+def test_sigkill_inside_a_sqlite_write_keeps_every_told_evaluation_and_resumes_to_the_same_trace(tmp_path, pause_at):
+    """The child stops inside the write transaction that records its 12th finished trial (after the trial's
+    row was updated, as its checksum is written, or just before its COMMIT) and is SIGKILLed there: the file passes SQLite's integrity
+    check, the transaction is rolled back (that trial was not yet told: its tell had not returned), every
+    earlier told value is kept, and the resumed run ends with exactly the trace of an uninterrupted run."""
+    (tmp_path / "kill_objective.py").write_text(textwrap.dedent(OBJECTIVE))
+    script = tmp_path / "paused.py"
+    script.write_text(textwrap.dedent(PAUSED_RUN.format(src=SRC, work=str(tmp_path), budget=BUDGET)))
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    path, log, marker = tmp_path / "study.db", tmp_path / "told.log", tmp_path / "paused"
+
+    proc = subprocess.Popen([sys.executable, str(script), str(path), str(log), pause_at, str(marker)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert marker.exists(), f"the child never paused: {proc.communicate()[1][-2000:]}"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate()
+
+    assert integrity(path) == "ok"
+    told = told_in_log(log)
+    assert len(told) == 11  # the 12th trial's write was in progress: not told
+    after_kill = {n: (s, v) for n, s, _, v in stored(path)}
+    assert all(after_kill[n] == ("complete", v) for n, v in told.items())
+    assert after_kill[11][0] == "running"  # rolled back to its state before the write
+
+    done = subprocess.run([sys.executable, str(script), str(path), str(log), "none", str(marker)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    reference = tmp_path / "reference.db"
+    clean = subprocess.run([sys.executable, str(script), str(reference), str(tmp_path / "ref.log"), "none",
+                            str(marker)], env=env, capture_output=True, text=True, timeout=300)
+    assert clean.returncode == 0, clean.stderr[-2000:]
+    final = stored(path)
+    assert [(n, s, c, v) for n, s, c, v in final] == [(n, s, c, v) for n, s, c, v in stored(reference)]
+    values = {n: v for n, _, _, v in final}
+    assert all(values[n] == v for n, v in told.items())  # every told value kept

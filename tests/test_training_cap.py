@@ -1,4 +1,4 @@
-"""The cap on the GP's training set (``max_train``) of COMBO, BO-FM, NASBOT and TreeBO (issue 20, item 8).
+"""The cap on the GP's training set (``max_train``) of COMBO, BO-FM, CoCaBO, NASBOT and TreeBO (issue 20, item 8).
 
 Above the cap the model is fitted on :func:`graphbo.optimizers.base.training_subset`: the best, the most
 recent and a seeded uniform sample of the other observations. These tests fit the real models: the
@@ -19,6 +19,7 @@ import pytest
 import graphbo as gb
 from graphbo.nas.domain.space import ArchitectureSpace
 from graphbo.optimizers import BOFM, COMBO
+from graphbo.optimizers.cocabo import CoCaBO
 from graphbo.optimizers.base import DEFAULT_MAX_TRAIN, MIN_MAX_TRAIN, training_subset
 from graphbo.optimizers.nasbot import NASBOT
 from graphbo.optimizers.treebo import TreeBO, chain_of
@@ -126,6 +127,10 @@ def _bofm(**kw):
     return BOFM(_mixed_space(), n_restarts=1, n_random=300, n_spray=5, n_starts=3, acq_optimizer="batched", **kw)
 
 
+def _cocabo(**kw):
+    return CoCaBO(_mixed_space(), n_restarts=1, n_random=300, n_starts=2, **kw)
+
+
 def _nasbot(**kw):
     return NASBOT("mlp-class", n_burn=5, n_samples=2, ea_evaluations=20, **kw)
 
@@ -137,7 +142,7 @@ def _treebo(**kw):
 def _data(opt, n, seed):
     if isinstance(opt, COMBO):
         return _discrete_data(opt.space, n, seed)
-    if isinstance(opt, BOFM):
+    if isinstance(opt, (BOFM, CoCaBO)):
         return _mixed_data(opt.space, n, seed)
     return _nas_data(opt.space, n, seed, chains=opt.tree if isinstance(opt, TreeBO) else None)
 
@@ -148,7 +153,7 @@ def _row_key(opt, config):
     return opt.space.to_index(config).tobytes()
 
 
-MAKERS = {"combo": _combo, "bofm": _bofm, "nasbot": _nasbot, "treebo": _treebo}
+MAKERS = {"combo": _combo, "bofm": _bofm, "cocabo": _cocabo, "nasbot": _nasbot, "treebo": _treebo}
 
 
 def _told(make, n=N_TOLD, seed=0, **kw):

@@ -72,7 +72,7 @@ from .._validation import check_bool, check_choice, check_float, check_int
 from ..kernels.frequency_modulated import unpack_params
 from ..models.mixed_gp import MixedGP
 from ..spaces.space import Space
-from .base import Configs, Optimizer, signature_without
+from .base import DEFAULT_MAX_TRAIN, Configs, Optimizer, check_max_train, signature_without
 
 __all__ = ["CoCaBO", "CoCaBOKernel", "cocabo_variant", "CoCaBOMix0", "CoCaBOMix05", "CoCaBOMix1",
            "CoCaBOLearnedMix", "exp3_gamma", "exp3_probabilities"]
@@ -247,6 +247,10 @@ class CoCaBO(Optimizer):
     n_random, n_starts : int, defaults 5000, 3
         Random points scored and L-BFGS-B starts (the best of them) of the acquisition optimisation
         (the names of COMBO's and BO-FM's options for the same).
+    max_train : int or None, default 500
+        Most observations the GP is fitted on, as for every GP-based optimizer of graphbo
+        (:func:`~graphbo.optimizers.base.training_subset`; ``None``: all of them). The bandits'
+        rewards still see every observation.
     """
 
     name = "cocabo"
@@ -255,7 +259,7 @@ class CoCaBO(Optimizer):
                  initial_configs: Configs | None = None, mix: float | str = 0.5, acquisition: str = "ucb",
                  kappa: float = 2.0, budget: int = 200, ard: bool = False, cont_kernel: str = "matern52",
                  normalize_sum: bool = False, n_restarts: int = 5, refit_interval: int = 1, n_random: int = 5000,
-                 n_starts: int = 3):
+                 n_starts: int = 3, max_train: int | None = DEFAULT_MAX_TRAIN):
         check_mix(mix)
         acquisition = check_choice("acquisition", acquisition.lower() if isinstance(acquisition, str) else acquisition,
                                    ("ucb", "lcb", "ei"))
@@ -268,6 +272,7 @@ class CoCaBO(Optimizer):
         self.refit_interval = check_int("refit_interval", refit_interval, minimum=1)
         self.n_random = check_int("n_random", n_random, minimum=1)
         self.n_starts = check_int("n_starts", n_starts, minimum=1)
+        self.max_train = check_max_train(max_train)
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
         self._disc = space.discrete_indices
         self._cont = space.continuous_indices
@@ -320,7 +325,8 @@ class CoCaBO(Optimizer):
 
     # -- model -------------------------------------------------------------------------------------
     def _fit(self) -> None:
-        X, y = self.X, self.y
+        train = self._training_indices(self.y)  # every observation up to max_train
+        X, y = self.X[train], self.y[train]
         if self.model.params is None or self._n_suggested % self.refit_interval == 0:
             self.model.fit(X, y, self.rng)
         else:  # reuse the hyper-parameters, condition on the current data
