@@ -35,7 +35,7 @@ def swallow_interruptions(seconds):
 
 
 def misbehave(config):
-    """One way of misbehaving per value of ``a`` below 13; a real value above. Module level: picklable."""
+    """One way of misbehaving per value of ``a`` below 14; a real value above. Module level: picklable."""
     import torch
 
     a = config["a"]
@@ -65,6 +65,8 @@ def misbehave(config):
         return swallow_interruptions(SWALLOW_SECONDS if config.get("here") else 60.0)
     if a == 12:
         raise SystemExit(4)
+    if a == 13:
+        return float("inf")
     return float(a)
 
 
@@ -89,6 +91,7 @@ EXPECTED = {
     10: "the worker process evaluating it died (killed by SIGKILL",
     11: "timed out after 1 s",
     12: "SystemExit: 4",
+    13: "objective returned inf, not a finite number",
 }
 SIZE = 18
 SPACE = gb.Space({"a": gb.Ordinal(list(range(SIZE)))})

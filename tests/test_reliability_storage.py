@@ -8,6 +8,7 @@ read-only file (for root, a child process without the capabilities that bypass f
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -123,6 +124,20 @@ def test_a_second_writer_process_is_refused_at_once_and_readers_keep_working(tmp
         assert time.perf_counter() - t0 < 5  # immediate, not after SQLite's busy timeout
         info = read_study_info(path)  # a reader while the writer runs (WAL)
         assert (info["n_running"], info["n_complete"], info["writer"]["pid"]) == (1, 0, writer.pid)
+        # the command-line readers too: the study's report and its export for optuna-dashboard
+        report = subprocess.run([sys.executable, "-m", "graphbo", "report", path, "--out", str(tmp_path / "r.md")],
+                                capture_output=True, text=True, timeout=120,
+                                env=dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", "")))
+        assert report.returncode == 0, report.stderr
+        assert "running" in (tmp_path / "r.md").read_text()
+        if importlib.util.find_spec("optuna") is not None:
+            from graphbo.cli import main as cli_main
+
+            assert cli_main(["export", path, "--optuna", f"sqlite:///{tmp_path / 'optuna.db'}"]) == 0
+            import optuna
+
+            exported = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'optuna.db'}")
+            assert [t.state.name for t in exported.trials] == ["RUNNING"]
         assert sha256(path) == before
         with pytest.raises(StudyLockedError, match="running; stop it first"):
             SQLiteStorage(path).unlock()
