@@ -22,7 +22,7 @@ Everything runs in real processes on real SQLite files in a temporary folder (``
 * **storage faults**: truncated, damaged, foreign, newer-format, text and folder paths, a read-only file
   and folder (as a process without the capabilities that let root ignore permissions), a full disk
   (``RLIMIT_FSIZE``), random bit flips; the error line and the file's sha256 before and after.
-* **misbehaving objectives**: 13 ways, in this process and in 2 worker processes; each trial's record.
+* **misbehaving objectives**: 14 ways, in this process and in 2 worker processes; each trial's record.
 * **hostile input**: alias bomb, ``!!python`` tags, deep nesting, an enormous file, 10**6 categories and
   10**5 ordinal values, bad names and bounds, ConfigSpace conditions, objective specs naming the
   standard library, a study file edited to name ``subprocess:run``; each in its own process with its
@@ -77,7 +77,7 @@ def swallow(seconds):
     return 0.0
 
 def misbehave(config):
-    """One way of misbehaving per value of ``a`` below 13; a value above."""
+    """One way of misbehaving per value of ``a`` below 14; a value above."""
     import numpy as np
     import torch
     a = config["a"]
@@ -94,6 +94,7 @@ def misbehave(config):
     if a == 10: os.kill(os.getpid(), signal.SIGKILL)
     if a == 11: return swallow(3.0 if config.get("here") else 60.0)
     if a == 12: raise SystemExit(4)
+    if a == 13: return float("inf")
     return float(a)
 
 def misbehave_here(config):
@@ -103,7 +104,7 @@ def misbehave_here(config):
 MISBEHAVIOURS = {0: "raises OverflowError", 1: "returns NaN", 2: "returns None", 3: "returns a string",
                  4: "returns an array of 2", 5: "returns a tensor of shape (1,)", 6: "returns 10**400",
                  7: "sleeps past the timeout", 8: "calls os._exit(3)", 9: "segfaults", 10: "is SIGKILLed (OOM)",
-                 11: "catches the timeout's interruption", 12: "raises SystemExit"}
+                 11: "catches the timeout's interruption", 12: "raises SystemExit", 13: "returns inf"}
 
 SPACE_YAML = "variables:\n" + "".join(f"  x{i}: {{type: ordinal, values: [0, 1, 2, 3, 4, 5, 6, 7]}}\n"
                                       for i in range(4))
@@ -586,20 +587,24 @@ def storage_faults(work: Path, rng: np.random.Generator) -> tuple[list[dict], di
                  "stored_not_told": len(set(kept) - {n for n, _ in told}), "integrity": integrity(full)})
     # random single-bit flips past the header
     original = probe(work, good)
-    flips = {"refused": 0, "opened unchanged": 0, "opened altered": 0}
+    flips: dict[str, Any] = {"refused": 0, "opened unchanged": 0, "opened altered": 0, "files": []}
     for i in range(24):
         flipped = bytearray(data)
         pos = int(rng.integers(100, len(data)))
-        flipped[pos] ^= 1 << int(rng.integers(0, 8))
+        bit = int(rng.integers(0, 8))
+        flipped[pos] ^= 1 << bit
         path = work / f"flip{i}.db"
         path.write_bytes(bytes(flipped))
         before = sha256(path)
         line = probe(work, path)
         if line.startswith("OPENED"):
-            flips["opened unchanged" if line == original else "opened altered"] += 1
+            result = "opened unchanged" if line == original else "opened altered"
         else:
-            flips["refused"] += 1
-            assert sha256(path) == before
+            result = "refused"
+        flips[result] += 1
+        after = sha256(path)
+        flips["files"].append({"byte": pos, "bit": bit, "result": result, "error": "" if result != "refused" else line,
+                               "sha256_before": before, "sha256_after": after, "unchanged": before == after})
     return rows, flips
 
 
@@ -629,8 +634,8 @@ def misbehaving(work: Path) -> list[dict]:
                 continue  # they end the process they run in: left running for the resume (see kills)
             status, error, value = by_a[a]
             rows.append({"objective": what, "where": where, "status": status, "error": error})
-        rows.append({"objective": "(the 5 well-behaved ones)", "where": where,
-                     "status": ",".join(sorted({by_a[a][0] for a in range(13, 18)})),
+        rows.append({"objective": "(the 4 well-behaved ones)", "where": where,
+                     "status": ",".join(sorted({by_a[a][0] for a in range(14, 18)})),
                      "error": f"run {out['seconds']:.1f} s, {len(by_a)} of 18 trials finished, "
                               f"{out['pools_left']} pool processes left"})
     return rows
@@ -809,7 +814,9 @@ def main(argv: list[str] | None = None) -> int:
             results["storage_faults"], results["bit_flips"] = storage_faults(work, rng)
             table("Storage faults (sha256 of the file before and after)", results["storage_faults"],
                   ["case", "result", "unchanged", "sha256_before", "error"], width=90)
-            print("24 random bit flips:", results["bit_flips"])
+            print("24 random bit flips:", {k: v for k, v in results["bit_flips"].items() if k != "files"},
+                  "; refused files byte-identical after:",
+                  sum(f["unchanged"] for f in results["bit_flips"]["files"] if f["result"] == "refused"))
         if "objectives" in parts:
             results["misbehaving_objectives"] = misbehaving(work)
             table("Misbehaving objectives", results["misbehaving_objectives"], ["objective", "where", "status",
@@ -860,6 +867,8 @@ def summary(results: dict) -> list[str]:
             bad.append(f"storage: {r['case']}")
     if results.get("bit_flips", {}).get("opened altered"):
         bad.append("a bit flip opened altered")
+    if not all(f["unchanged"] for f in results.get("bit_flips", {}).get("files", []) if f["result"] == "refused"):
+        bad.append("a refused bit-flipped file changed")  # one that opens is a study again: it gets written
     for r in results.get("misbehaving_objectives", []):
         if r["objective"].startswith("(") and (r["status"] != "complete" or "0 pool" not in r["error"]):
             bad.append(f"objectives in {r['where']}: the run did not go on cleanly")
