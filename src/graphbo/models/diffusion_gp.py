@@ -22,7 +22,7 @@ import torch
 
 from scipy.linalg.lapack import dpotrf, dtrtrs
 
-from .._validation import check_float, check_int
+from .._validation import check_choice, check_float, check_int
 from ..kernels.diffusion import _TINY, GraphDiffusionKernel
 from .base import Posterior, Surrogate
 from .gp import robust_cholesky
@@ -31,11 +31,15 @@ from .priors import (
     LOG_LOWER,
     LOG_NOISE_UPPER,
     log_horseshoe_upper,
+    log_horseshoe_upper_of_log,
     log_prior_log_signal_variance,
     log_prior_mean,
     log_signal_variance_support,
 )
 from .slice_sampling import slice_sample
+
+#: ``beta_prior`` choices of :class:`DiffusionGP`
+BETA_PRIORS = ("horseshoe", "reference")
 
 __all__ = ["DiffusionGP", "HyperSample"]
 
@@ -76,6 +80,15 @@ class DiffusionGP(Surrogate):
     tau_beta, tau_noise : float
         Horseshoe global shrinkage for ``beta_i`` (paper: 5) and for the noise
         variance (paper: sqrt(0.05)); both ``> 0``.
+    beta_prior : {"horseshoe", "reference"}, default "horseshoe"
+        The density the slice sampler uses for ``log beta_i``. ``"horseshoe"``: the Horseshoe
+        proxy of Eq. (11) as the paper states it, a density on ``beta_i``, sampled on
+        ``log beta_i`` with its Jacobian (:func:`~graphbo.models.priors.log_horseshoe_upper_of_log`).
+        ``"reference"``: the proxy evaluated at ``beta_i = exp(log beta_i)`` with no Jacobian, as
+        the authors' code does (and so the paper's tables): an improper density on ``log beta_i``
+        that grows as ``beta_i`` falls, so with little data the samples sit near the lower bound
+        (``beta_i ~ 1e-3`` or less), where every variable's factor is almost the identity and the
+        GP predicts its mean away from the data. docs/combo_prior.md has the measurements.
     """
 
     def __init__(
@@ -85,6 +98,7 @@ class DiffusionGP(Surrogate):
         n_samples: int = 10,
         tau_beta: float = 5.0,
         tau_noise: float = math.sqrt(0.05),
+        beta_prior: str = "horseshoe",
     ) -> None:
         if not isinstance(kernel, GraphDiffusionKernel):
             raise TypeError(f"kernel must be a graphbo.GraphDiffusionKernel, got {type(kernel).__name__}")
@@ -93,6 +107,7 @@ class DiffusionGP(Surrogate):
         self.n_samples = check_int("n_samples", n_samples, minimum=1)
         self.tau_beta = check_float("tau_beta", tau_beta, minimum=0.0, strict_minimum=True)
         self.tau_noise = check_float("tau_noise", tau_noise, minimum=0.0, strict_minimum=True)
+        self.beta_prior = check_choice("beta_prior", beta_prior, BETA_PRIORS)
         self.state: HyperSample | None = None
         self.samples: list[HyperSample] = []
         #: slice-sampling bracket widths of (mean, log sigma_f^2, log sigma_n^2, log beta_1..d), adapted between fits
@@ -479,11 +494,13 @@ class _Sweeper:
                                     lambda v: self._loglik(st.mean, amp, math.exp(v), K), st.log_noise)
         noise = math.exp(st.log_noise)
 
-        # 4. each beta_i, Horseshoe proxy with tau = 5, in a shuffled order
+        # 4. each beta_i, Horseshoe proxy with tau = 5 (on beta_i, or as the reference code on log beta_i), in a
+        # shuffled order
+        beta_density = log_horseshoe_upper_of_log if gp.beta_prior == "horseshoe" else log_horseshoe_upper
         for i in self.rng.permutation(self.kernel.d):
             log_rest = logK - self._log_factor(i, st.log_beta[i])
             K_rest = np.exp(log_rest)
-            st.log_beta[i] = self._update(3 + int(i), lambda b: log_horseshoe_upper(b, gp.tau_beta, LOG_BETA_UPPER),
+            st.log_beta[i] = self._update(3 + int(i), lambda b: beta_density(b, gp.tau_beta, LOG_BETA_UPPER),
                                           self._beta_likelihood(i, K_rest, st.mean, amp, noise),
                                           float(st.log_beta[i]))
             logK = log_rest

@@ -18,6 +18,7 @@ __all__ = [
     "log_prior_log_signal_variance",
     "log_signal_variance_support",
     "log_horseshoe_upper",
+    "log_horseshoe_upper_of_log",
 ]
 
 # Numerical-stability bounds on log-scale parameters, from the reference code.
@@ -75,3 +76,17 @@ def log_horseshoe_upper(log_x: float, tau: float, upper: float) -> float:
     if log_x < LOG_LOWER or log_x > upper:
         return -math.inf
     return math.log(math.log1p(2.0 * tau * tau * math.exp(-2.0 * log_x)))
+
+
+def log_horseshoe_upper_of_log(log_x: float, tau: float, upper: float) -> float:
+    """The log density of ``log x`` when ``x`` has the Horseshoe proxy density of Eq. (11).
+
+    A density ``p(x)`` on ``x > 0`` is, on ``u = log x``, ``p(e^u) e^u`` (the Jacobian
+    ``dx/du = x``): :func:`log_horseshoe_upper` plus ``log x``. The reference code samples ``log x``
+    with ``p(e^u)`` alone, a density that grows without bound as ``u`` falls (``-2u`` for small
+    ``x``) and so piles the samples at the lower bound whatever the data; with the Jacobian the
+    density of ``u`` falls off on both sides of ``x ~ tau`` (as ``x log(1/x)`` below it and as
+    ``2 tau^2 / x`` above it). Same support as :func:`log_horseshoe_upper`.
+    """
+    value = log_horseshoe_upper(log_x, tau, upper)
+    return value + log_x if math.isfinite(value) else value

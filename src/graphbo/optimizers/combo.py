@@ -47,6 +47,15 @@ class COMBO(Optimizer):
         Slice-sampling burn-in sweeps at the first fit (paper: 100).
     n_samples : int, default 10
         Posterior samples per suggestion (paper: 10).
+    beta_prior : {"horseshoe", "reference"}, default "horseshoe"
+        How the Horseshoe prior on each ``beta_i`` enters the slice sampler of ``log beta_i``
+        (:class:`~graphbo.models.diffusion_gp.DiffusionGP`): ``"horseshoe"``, the prior the paper
+        states (a density on ``beta_i``, with the change of variables to ``log beta_i``); or
+        ``"reference"``, as the authors' code (no Jacobian), which reproduces the paper's tables but
+        with little data holds every ``beta_i`` near its lower bound, where the GP cannot generalise
+        (docs/combo_prior.md). A state saved by a graphbo without this option was sampled with the
+        reference density; it is loaded as it is and the chain moves to the chosen prior over the
+        next fits.
     n_random, n_spray, n_starts : int, defaults 20000, 20, 20
         Acquisition optimiser: random vertices, spray vertices within graph
         distance 2 of the best evaluation, and local-search starts (supplement Sec. 3).
@@ -81,7 +90,7 @@ class COMBO(Optimizer):
                  initial_configs: Configs | None = None, n_burn: int = 100, n_samples: int = 10,
                  n_random: int = 20000, n_spray: int = 20, n_starts: int = 20, paper_kernel: bool = False,
                  device: str | None = None, trust_region: bool | dict = False,
-                 max_train: int | None = DEFAULT_MAX_TRAIN):
+                 max_train: int | None = DEFAULT_MAX_TRAIN, beta_prior: str = "horseshoe"):
         n_burn = check_int("n_burn", n_burn, minimum=0)
         n_samples = check_int("n_samples", n_samples, minimum=1)
         self.n_random = check_int("n_random", n_random, minimum=1)
@@ -99,7 +108,7 @@ class COMBO(Optimizer):
             )
         self.kernel = GraphDiffusionKernel([v.spectrum for v in space.variables if isinstance(v, Variable)],
                                            device=device, unit_diagonal=False if paper_kernel else None)
-        self.model = DiffusionGP(self.kernel, n_burn=n_burn, n_samples=n_samples)
+        self.model = DiffusionGP(self.kernel, n_burn=n_burn, n_samples=n_samples, beta_prior=beta_prior)
         #: the trust region (CASMOPOLITAN), or None
         self.trust_region = None if tr_options is None else TrustRegion(space, n_initial, **tr_options)
         self.last_acquisition_value: float | None = None
@@ -160,7 +169,7 @@ class COMBO(Optimizer):
         if self.model.widths is not None:  # the slice sampler's adapted widths: a resumed chain continues the same
             out["widths"] = self.model.widths.tolist()
         return {"mean": st.mean, "log_amp": st.log_amp, "log_noise": st.log_noise, "log_beta": st.log_beta.tolist(),
-                "beta": self.beta, "relevance": self.relevance, **out}
+                "beta": self.beta, "relevance": self.relevance, "beta_prior": self.model.beta_prior, **out}
 
     def _load_method_state(self, state: Mapping[str, Any]) -> None:
         if self.trust_region is not None and "trust_region" in state:
