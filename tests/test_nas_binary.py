@@ -174,14 +174,14 @@ def test_reading_idx_and_cifar_files(tmp_path):
     np.testing.assert_allclose(x[2, 0], images[2] / 255.0, rtol=1e-6)
     np.testing.assert_array_equal(y, labels)
 
-    cifar = tmp_path / "cifar-10-batches-py"
+    cifar = tmp_path / "cifar-10-batches-bin"
     cifar.mkdir()
     pixels = []
-    for k in range(1, 6):
+    for k in range(1, 6):  # the binary version: a label byte, then 3072 pixel bytes, per image
         data = rng.integers(0, 256, size=(2, 3072), dtype=np.uint8)
         pixels.append(data)
-        with open(cifar / f"data_batch_{k}", "wb") as f:  # CIFAR's own batches are protocol 2 (Python 2)
-            pickle.dump({b"data": data, b"labels": [k, k + 1]}, f, protocol=2 if k % 2 else pickle.HIGHEST_PROTOCOL)
+        labels_k = np.array([k, k + 1], dtype=np.uint8)
+        np.concatenate([labels_k[:, None], data], axis=1).tofile(cifar / f"data_batch_{k}.bin")
     x, y = _load_data("cifar10", tmp_path)
     assert x.shape == (10, 3, 32, 32)
     np.testing.assert_allclose(x[3].reshape(-1), pixels[1][1] / 255.0, rtol=1e-6)  # channel-major rows
@@ -200,9 +200,10 @@ class _Payload:
         return os.system, (f"touch {self.marker}",)
 
 
-def test_a_cifar_batch_that_names_a_callable_is_refused_not_run(tmp_path):
-    """The CIFAR-10 folder can come from a study file (graphbo resume re-reads its benchmark's data), so its
-    pickles are read by an unpickler that resolves only what a NumPy array needs."""
+def test_cifar_pickles_are_never_read_and_a_bad_binary_batch_is_refused(tmp_path):
+    """The CIFAR-10 folder can come from a study file (graphbo resume re-reads its benchmark's data), so only
+    the data set's binary version is read: the python version's pickles (here ones that run a command when
+    unpickled) are not opened, and a file of the wrong size or with labels above 9 is refused."""
     import pickle
 
     from graphbo.benchmarks.nas_binary import _load_data
@@ -213,6 +214,18 @@ def test_a_cifar_batch_that_names_a_callable_is_refused_not_run(tmp_path):
     for k in range(1, 6):
         with open(cifar / f"data_batch_{k}", "wb") as f:
             pickle.dump({b"data": _Payload(marker), b"labels": [0]}, f, protocol=2)
-    with pytest.raises(pickle.UnpicklingError, match="names posix.system|names os.system|names nt.system"):
-        _load_data("cifar10", tmp_path)
+    with pytest.raises(FileNotFoundError, match="binary version"):
+        _load_data("cifar10", cifar)
     assert not marker.exists()
+    binary = tmp_path / "bin"
+    binary.mkdir()
+    for k in range(1, 6):
+        np.zeros(3073 * 2, dtype=np.uint8).tofile(binary / f"data_batch_{k}.bin")
+    (binary / "data_batch_3.bin").write_bytes(b"\0" * 3000)  # cut short
+    with pytest.raises(ValueError, match="not a CIFAR-10 binary batch"):
+        _load_data("cifar10", binary)
+    record = np.zeros(3073, dtype=np.uint8)
+    record[0] = 200  # a label CIFAR-10 does not have
+    record.tofile(binary / "data_batch_3.bin")
+    with pytest.raises(ValueError, match="labels above 9"):
+        _load_data("cifar10", binary)

@@ -36,12 +36,7 @@ FORBIDDEN_NAMES = {f"yaml.{n}" for n in ("Loader", "FullLoader", "UnsafeLoader",
     | {f"{m}.Unpickler" for m in ("pickle", "_pickle", "cPickle", "dill")}  # a subclass unpickles too
 
 #: (path under src/graphbo, rule) -> why it is safe
-ALLOWED = {
-    ("benchmarks/nas_binary.py", "pickle.Unpickler"):
-        "CIFAR-10's python batches are pickles (the data set's own format), read by a subclass whose find_class "
-        "resolves only what a NumPy array needs (test_nas_binary.py::"
-        "test_a_cifar_batch_that_names_a_callable_is_refused_not_run): the folder may come from a study file.",
-}
+ALLOWED: dict[tuple[str, str], str] = {}  # none: graphbo reads no pickle (CIFAR-10 in its binary version)
 
 
 def _aliases(tree):

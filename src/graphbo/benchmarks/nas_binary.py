@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import gzip
 import os
-import pickle
 import time
 from pathlib import Path
 from typing import Any, Sequence, TypedDict
@@ -320,36 +319,32 @@ def _load_data(data: str, data_dir: str | os.PathLike | None) -> tuple[np.ndarra
         x = _read_idx(_find(root, ["train-images-idx3-ubyte", "train-images.idx3-ubyte"]))
         y = _read_idx(_find(root, ["train-labels-idx1-ubyte", "train-labels.idx1-ubyte"]))
         return (x.astype(np.float32) / 255.0)[:, None], y.astype(np.int64)
-    # cifar10: the data set's own python-pickle batches (cifar-10-python.tar.gz, extracted)
-    if (root / "cifar-10-batches-py").is_dir():
-        root = root / "cifar-10-batches-py"
+    # cifar10: the data set's binary batches (cifar-10-binary.tar.gz, extracted): records of one label byte
+    # and 3072 pixel bytes (1024 red, 1024 green, 1024 blue, row by row). Not the python version: those
+    # batches are pickles, and no unpickler is safe on a file that a study file can point at.
+    if (root / "cifar-10-batches-bin").is_dir():
+        root = root / "cifar-10-batches-bin"
     xs, ys = [], []
     for k in range(1, 6):
-        path = root / f"data_batch_{k}"
+        path = root / f"data_batch_{k}.bin"
         if not path.is_file():
-            raise FileNotFoundError(f"NASBinary: CIFAR-10 batch {path} not found")
-        with open(path, "rb") as f:
-            batch = _CifarUnpickler(f, encoding="bytes").load()
-        xs.append(np.asarray(batch[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32))
-        ys.append(np.asarray(batch[b"labels"], dtype=np.int64))
+            hint = " (the binary version, cifar-10-binary.tar.gz; the python version's pickles are not read)" \
+                if (root / f"data_batch_{k}").is_file() else ""
+            raise FileNotFoundError(f"NASBinary: CIFAR-10 batch {path} not found{hint}")
+        raw = np.fromfile(path, dtype=np.uint8)
+        if raw.size == 0 or raw.size % _CIFAR_RECORD:
+            raise ValueError(f"NASBinary: {path} is not a CIFAR-10 binary batch ({raw.size} bytes, not a multiple "
+                             f"of {_CIFAR_RECORD})")
+        records = raw.reshape(-1, _CIFAR_RECORD)
+        if int(records[:, 0].max()) > 9:
+            raise ValueError(f"NASBinary: {path} has labels above 9; not a CIFAR-10 binary batch")
+        xs.append(records[:, 1:].reshape(-1, 3, 32, 32))
+        ys.append(records[:, 0].astype(np.int64))
     return np.concatenate(xs).astype(np.float32) / 255.0, np.concatenate(ys)
 
 
-class _CifarUnpickler(pickle.Unpickler):
-    """Reads CIFAR-10's python batches (pickles of a dict of lists, bytes and one uint8 array) and nothing
-    else: the only globals it resolves are the ones a pickled NumPy array needs, so a file that names any
-    other callable (``os.system``, ``subprocess.run``, ...) is refused before it can run. The folder may
-    come from a study file (``graphbo resume`` re-reads its benchmark's data), so no file is trusted."""
-
-    _ALLOWED = {(f"numpy.{core}.{module}", name) for core in ("core", "_core")
-                for module, name in (("multiarray", "_reconstruct"), ("numeric", "_frombuffer"))} \
-        | {("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode")}
-
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) not in self._ALLOWED:
-            raise pickle.UnpicklingError(f"NASBinary: a CIFAR-10 batch may hold lists, bytes and NumPy arrays "
-                                         f"only; this file names {module}.{name}")
-        return super().find_class(module, name)
+#: bytes per image of CIFAR-10's binary batches: the label, then 3 x 32 x 32 pixels
+_CIFAR_RECORD = 1 + 3 * 32 * 32
 
 
 # ---------------------------------------------------------------------------
@@ -370,11 +365,11 @@ class NASBinary(Benchmark):
     data_dir : path, optional
         For ``"mnist"``/``"fashion-mnist"``: a folder with
         ``train-images-idx3-ubyte[.gz]`` and ``train-labels-idx1-ubyte[.gz]``.
-        For ``"cifar10"``: the extracted ``cifar-10-python.tar.gz``
-        (``data_batch_1 .. data_batch_5``, directly or in
-        ``cifar-10-batches-py/``). These are Python pickles, the data set's own
-        format, read by an unpickler that resolves only what a NumPy array needs, so a
-        file naming any other callable is refused, not run.
+        For ``"cifar10"``: the extracted binary version, ``cifar-10-binary.tar.gz``
+        (``data_batch_1.bin .. data_batch_5.bin``, directly or in
+        ``cifar-10-batches-bin/``). The python version's batches are pickles, which
+        graphbo does not read: a study file names this folder, and no unpickler is
+        safe on a file someone else can write.
     seed : int, default 0
         Fixes the train/validation split (``numpy.random.RandomState(seed)``
         permutation, as the reference's seed 0) and, together with the cell,
