@@ -44,11 +44,11 @@ def _fitted(kernel: str, continuous: bool, n: int = 25, seed: int = 0) -> gb.BOF
 
 @pytest.mark.parametrize("kernel, continuous", [("modlap", True), ("moddif", True), ("general", True), ("fnn", True),
                                                 ("modlap", False)])
-def test_neighbour_moments_equal_the_posterior_of_the_neighbours(kernel, continuous):
+def test_neighbour_moments_equal_the_posterior_of_the_neighbours(kernel, continuous, monkeypatch):
     opt = _fitted(kernel, continuous)
     model = opt.model
     assert model.has_neighbour_moments
-    starts = opt.space.sample_index(7, np.random.default_rng(3)).astype(float)
+    starts = opt.space.sample_index(12, np.random.default_rng(3)).astype(float)
     nbrs, owner = opt.space.neighbor_index_batch(starts)
     disc = opt.space.discrete_indices
     var = (nbrs[:, disc] != starts[owner][:, disc]).argmax(1)
@@ -73,8 +73,22 @@ def test_neighbour_moments_equal_the_posterior_of_the_neighbours(kernel, continu
     def score_rows(rows):
         return acq(torch.as_tensor(rows, dtype=torch.float64)).detach().numpy()
 
-    scores = _neighbour_scores(acq, opt.space, starts, nbrs, owner, score_rows)
+    used = []
+    monkeypatch.setattr(type(model), "neighbour_moments_pay", lambda self, n_rows, n_neighbours: True)
+    scores = _neighbour_scores(acq, opt.space, starts, nbrs, owner, lambda rows: used.append(len(rows)))
+    assert not used  # the factor path, not the rows afresh
     assert np.allclose(scores, score_rows(nbrs.astype(float)), rtol=1e-8, atol=1e-10)
+
+
+def test_the_factor_path_is_used_only_where_it_pays():
+    """Few starts (its fixed cost per variable), or ordinal variables (path graphs: as many eigenspaces as
+    values and two neighbours) are scored afresh; many starts on binary and categorical variables are not."""
+    binary = gb.BOFM(gb.Space([(f"b{i}", gb.Binary()) for i in range(50)] + [("x", gb.Continuous(0.0, 1.0))]),
+                     seed=0).model
+    assert binary.neighbour_moments_pay(40, 40 * 50) and not binary.neighbour_moments_pay(1, 50)
+    ordinal = gb.BOFM(gb.Space([(f"o{i}", gb.Ordinal(list(range(30)))) for i in range(8)]
+                               + [("x", gb.Continuous(0.0, 1.0))]), seed=0).model
+    assert not ordinal.neighbour_moments_pay(40, 40 * 16)
 
 
 def test_a_kernel_outside_the_fm_family_is_scored_afresh():
@@ -96,11 +110,12 @@ def test_a_kernel_outside_the_fm_family_is_scored_afresh():
 @pytest.mark.parametrize("method", ["supplement", "batched"])
 def test_the_acquisition_optimiser_makes_the_same_choice_with_the_neighbour_path(method, monkeypatch):
     opt = _fitted("modlap", True, n=30, seed=2)
+    monkeypatch.setattr(type(opt.model), "neighbour_moments_pay", lambda self, n_rows, n_neighbours: True)
     acq = LogExpectedImprovement(opt.model)
 
     def run():
         return optimize_acquisition_mixed(acq, opt.space, np.random.default_rng(4), incumbent=opt.X[np.argmin(opt.y)],
-                                          exclude=opt._exclude, n_random=400, n_starts=6, method=method)
+                                          exclude=opt._exclude, n_random=400, n_starts=12, method=method)
 
     fast_row, fast_value = run()
     calls = []

@@ -96,3 +96,23 @@ def test_with_the_papers_prior_the_gp_generalises_from_few_points_and_with_the_r
 def test_a_bad_beta_prior_names_the_option():
     with pytest.raises(ValueError, match="beta_prior"):
         gb.COMBO(gb.Space({"x": gb.Binary()}), beta_prior="flat")
+
+
+def test_a_chain_saved_under_another_prior_loads_with_a_warning_naming_it():
+    space = gb.Space({f"x{i}": gb.Binary() for i in range(6)})
+    old = gb.COMBO(space, seed=0, n_initial=4, n_burn=5, n_samples=2, n_random=200, n_starts=2, beta_prior="reference")
+    for _ in range(6):
+        c = old.ask()
+        old.tell(c, float(sum(c.values())))
+    state = old.get_state()
+    assert state["method"]["beta_prior"] == "reference"
+    with pytest.warns(UserWarning, match="beta_prior='reference'"):
+        gb.COMBO(space, seed=0, n_initial=4).set_state(state)
+    before_the_option = dict(state, method={k: v for k, v in state["method"].items() if k != "beta_prior"})
+    with pytest.warns(UserWarning, match="beta_prior='reference'"):  # saved before the option: the reference one
+        gb.COMBO(space, seed=0, n_initial=4).set_state(before_the_option)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gb.COMBO(space, seed=0, n_initial=4, beta_prior="reference").set_state(state)  # its own prior: silent

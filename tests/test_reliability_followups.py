@@ -107,16 +107,27 @@ def _filled(path, n):
     return space, space.from_index(rows[n])
 
 
+@pytest.fixture(scope="module")
+def filled_studies(tmp_path_factory):
+    """Study files of 200 and 3,000 told trials (built once: 3,000 synchronous commits take seconds), with the
+    space and a configuration not told yet."""
+    folder = tmp_path_factory.mktemp("filled")
+    return {n: (folder / f"s{n}.db", *_filled(folder / f"s{n}.db", n)) for n in (200, 3000)}
+
+
 @pytest.mark.parametrize("what", ["tell", "re-open"])
 def test_a_tell_and_a_re_open_run_the_same_sql_and_allocate_alike_at_200_and_3000_trials(tmp_path, monkeypatch,
-                                                                                         what):
+                                                                                         what, filled_studies):
     """A tell writes one transaction whatever the study's size, and re-opening reads the trials with a fixed
     number of statements (no query per trial); a tell's Python allocations do not grow with the trials either.
     The measured times are in docs/reliability.md (benchmarks/study_load.py)."""
+    import shutil
+
     seen = {}
     for n in (200, 3000):
+        source, space, fresh = filled_studies[n]
         path = tmp_path / f"s{n}.db"
-        space, fresh = _filled(path, n)
+        shutil.copyfile(source, path)  # each case tells into its own copy
         statements = _traced_study(path, monkeypatch)
         study = Study(space, "rs", storage=str(path), seed=0, n_initial=0)
         try:

@@ -28,12 +28,25 @@ SRC = str(Path(__file__).resolve().parents[1] / "src")
 BUDGET = 30
 
 OBJECTIVE = """
-import time
+import os, tempfile, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 def value(config):
     return float((config["a"] - 3) ** 2 + 2 * config["b"] + 0.5 * config["c"])
 
 def objective(config):  # module level in a file: process and Dask workers import it
+    # from the 10th evaluation on, each one holds (in whichever worker runs it) until the file "release"
+    # exists: the run is then certainly killed with evaluations in flight and the earlier ones told
+    calls = os.path.join(HERE, "calls")
+    os.makedirs(calls, exist_ok=True)
+    fd, _ = tempfile.mkstemp(dir=calls)
+    os.close(fd)
+    release = os.path.join(HERE, "release")
+    if len(os.listdir(calls)) >= 10 and not os.path.exists(release):
+        open(os.path.join(HERE, "in_flight"), "w").close()
+        while not os.path.exists(release):
+            time.sleep(0.02)
     time.sleep(0.04 + 0.01 * config["c"])
     return value(config)
 """
@@ -104,11 +117,16 @@ def n_running(path: Path) -> int:
 
 
 def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+    """Whether a process of the group ``pgid`` still runs (zombies, dead but not yet reaped by a parent that
+    does not wait for them, do not count)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):  # the process ended while it was read
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":  # fields: state, ppid, pgrp, ...
+            return True
+    return False
 
 
 @pytest.mark.parametrize("pool", ["process", "dask"])
@@ -125,11 +143,12 @@ def test_sigkill_during_a_parallel_run_loses_no_told_evaluation_and_leaves_no_wo
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        if len(told_in_log(log)) >= 8 and n_running(path) > 0:
+    while time.monotonic() < deadline and proc.poll() is None:  # the workers hold the 10th evaluation on
+        if (tmp_path / "in_flight").exists() and len(told_in_log(log)) >= 8 and n_running(path) > 0:
             break
-        time.sleep(0.005)
+        time.sleep(0.01)
     assert proc.poll() is None, f"the run ended before the kill: {proc.communicate()[1][-2000:]}"
+    assert (tmp_path / "in_flight").exists(), "no evaluation was held"
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate()
 
@@ -149,6 +168,7 @@ def test_sigkill_during_a_parallel_run_loses_no_told_evaluation_and_leaves_no_wo
     told.update({n: v for n, s, _, v in after_kill if s == "complete"})
     assert len(told) >= 8
 
+    (tmp_path / "release").touch()  # the resumed run's evaluations do not hold
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert integrity(path) == "ok"
@@ -219,6 +239,7 @@ def test_sigkill_inside_a_sqlite_write_keeps_every_told_evaluation_and_resumes_t
     check, the transaction is rolled back (that trial was not yet told: its tell had not returned), every
     earlier told value is kept, and the resumed run ends with exactly the trace of an uninterrupted run."""
     (tmp_path / "kill_objective.py").write_text(textwrap.dedent(OBJECTIVE))
+    (tmp_path / "release").touch()  # this test stops the run inside SQLite, not in an evaluation
     script = tmp_path / "paused.py"
     script.write_text(textwrap.dedent(PAUSED_RUN.format(src=SRC, work=str(tmp_path), budget=BUDGET)))
     env = dict(os.environ, OMP_NUM_THREADS="1")

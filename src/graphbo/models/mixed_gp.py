@@ -445,6 +445,22 @@ class MixedGP(Surrogate):
         kernel of the Eq. 5 family (:meth:`FMKernel.neighbour_gram`)."""
         return isinstance(self.kernel, FMKernel) and self.kernel.has_neighbour_gram
 
+    def neighbour_moments_pay(self, n_rows: int, n_neighbours: int) -> bool:
+        """Whether :meth:`neighbour_moments` is expected to cost less than the posterior of ``n_neighbours``
+        neighbours of ``n_rows`` rows. Per training row it builds ``n_rows * sum_q J_q k_q`` table
+        entries (and ``4 P n_rows`` products) where scoring afresh costs ``n_neighbours * sum_q J_q``
+        (``J_q`` eigenspaces of variable ``q``'s graph, ``k_q`` values); it also has a fixed cost of a few
+        tensor operations per variable, so it is not used for fewer than 8 rows. Measured: 50 binary
+        variables, 40 rows, 2.1x faster; 1 row, or ordinals (path graphs: many eigenspaces, two
+        neighbours), slower than afresh."""
+        if not self.has_neighbour_moments or n_rows < 8:
+            return False
+        kernel = self.kernel
+        assert isinstance(kernel, FMKernel)
+        tables = sum(int(T.shape[0]) * int(T.shape[1]) for T in kernel._es_tables) + 4 * kernel.P
+        afresh = sum(int(T.shape[0]) for T in kernel._es_tables)
+        return 2 * n_rows * tables <= n_neighbours * afresh
+
     def neighbour_moments(self, X: np.ndarray | torch.Tensor, owner: np.ndarray, var: np.ndarray,
                           value: np.ndarray, entries: int = 4_000_000) -> tuple[torch.Tensor, torch.Tensor]:
         """Posterior mean and variance ``(N,)`` (standardised scale) of graph neighbours of the mixed
@@ -462,7 +478,10 @@ class MixedGP(Surrogate):
         mean = torch.empty(N, dtype=self.dtype, device=self.device)
         variance = torch.empty(N, dtype=self.dtype, device=self.device)
         # rows of X in chunks whose value tables and neighbours' Gram rows stay within ``entries``
-        per_row = max(sum(int(T.shape[1]) for T in kernel._es_tables), int(np.bincount(owner).max()) if N else 1)
+        # per row of X and training row: its value tables, its factors and their prefix, suffix and product
+        # (4 P), or its neighbours' Gram rows
+        per_row = max(sum(int(T.shape[1]) for T in kernel._es_tables) + 4 * kernel.P,
+                      int(np.bincount(owner).max()) if N else 1)
         step = max(1, entries // max(1, per_row * n))
         order = np.argsort(owner, kind="stable")
         bounds = np.searchsorted(owner[order], np.arange(0, V.shape[0] + step, step))

@@ -222,11 +222,12 @@ def _neighbour_scores(acquisition: Callable[[torch.Tensor], torch.Tensor], space
     """The acquisition at the graph neighbours ``nbrs`` of ``starts`` (``owner[i]``: the start of
     ``nbrs[i]``). For log-EI of a model with :meth:`~graphbo.models.mixed_gp.MixedGP.neighbour_moments`
     each neighbour's cross-covariance is its start's with one factor of Eq. 5 replaced, which is far
-    cheaper than scoring the rows afresh (``score_rows``, used otherwise); the values agree up to
+    cheaper than scoring the rows afresh (``score_rows``, used otherwise, and where the model says it would
+    not pay: :meth:`~graphbo.models.mixed_gp.MixedGP.neighbour_moments_pay`); the values agree up to
     rounding."""
     model = getattr(acquisition, "model", None)
     if type(acquisition) is LogExpectedImprovement and getattr(model, "has_neighbour_moments", False) \
-            and nbrs.shape[0]:
+            and nbrs.shape[0] and model.neighbour_moments_pay(starts.shape[0], nbrs.shape[0]):  # type: ignore[union-attr]
         disc = space.discrete_indices
         changed = nbrs[:, disc] != starts[owner][:, disc]
         if bool((changed.sum(1) == 1).all()):  # graph neighbours: one discrete variable changed
@@ -251,6 +252,14 @@ def _bounds(region: "Region | None", n_rows: int, n_cont: int) -> list[tuple[flo
     if region is None:
         return [(0.0, 1.0)] * (n_rows * n_cont)
     return list(zip(np.tile(region.lower, n_rows).tolist(), np.tile(region.upper, n_rows).tolist()))
+
+
+#: what :meth:`_Lockstep.close` puts in a thread's queue (a job or an answer can never be it)
+_STOP = object()
+
+
+class _Stopped(Exception):
+    """Raised in a :class:`_Lockstep` thread's objective when it is stopped mid-call."""
 
 
 class _Lockstep:
@@ -283,11 +292,13 @@ class _Lockstep:
         self.close()
 
     def close(self) -> None:
-        """End the threads (each finishes the call it is in first; none is left running)."""
+        """End the threads. Each gets a stop: an idle one returns, and one inside an L-BFGS-B call (left
+        there when :meth:`run` was interrupted, e.g. by Ctrl-C) gets it as its answer, which ends the call
+        and the thread. None is left running."""
         for q in self._queues:
-            q.put(None)
+            q.put(_STOP)
         for t in self._threads:
-            t.join()
+            t.join(timeout=10.0)  # daemon threads: a stuck one cannot keep the interpreter alive
         self._queues, self._threads = [], []
 
     def _post(self, i: int, kind: str, payload: object) -> None:
@@ -299,13 +310,15 @@ class _Lockstep:
         bounds = _bounds(self.region, 1, self.cont.numel())
         while True:
             job = jobs.get()
-            if job is None:
+            if job is _STOP:
                 return
             x0, maxiter = job
 
             def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
                 self._post(i, "request", np.array(x, dtype=float))
                 answer = jobs.get()
+                if answer is _STOP:
+                    raise _Stopped
                 if isinstance(answer, BaseException):
                     raise answer
                 return answer
@@ -314,6 +327,8 @@ class _Lockstep:
                 res = scipy.optimize.minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=bounds,
                                               options={"maxiter": maxiter})
                 self._post(i, "result", (np.asarray(res.x, dtype=float), -float(res.fun)))
+            except _Stopped:
+                return
             except BaseException as e:  # noqa: BLE001 - handed to the main thread
                 self._post(i, "error", e)
 

@@ -10,6 +10,7 @@ breadth-first local search on the graph
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any, Mapping
 
 import numpy as np
@@ -175,6 +176,11 @@ class COMBO(Optimizer):
         if self.trust_region is not None and "trust_region" in state:
             self.trust_region.load_state(state["trust_region"])
         if "log_beta" in state:
+            saved = state.get("beta_prior", "reference")  # states from before the option ran the reference sampler
+            if saved != self.model.beta_prior:
+                warnings.warn(f"COMBO: the saved chain was sampled with beta_prior={saved!r}; it continues under "
+                              f"beta_prior={self.model.beta_prior!r} (pass beta_prior={saved!r} to keep its prior)",
+                              stacklevel=2)
             self.model.state = HyperSample(float(state["mean"]), float(state["log_amp"]), float(state["log_noise"]),
                                            np.asarray(state["log_beta"], dtype=float))
         else:
