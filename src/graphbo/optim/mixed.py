@@ -354,10 +354,10 @@ class _Lockstep:
             with self._posted:
                 self._posted.wait_for(lambda: all(i in self._inbox for i in waiting))
                 messages = {i: self._inbox.pop(i) for i in sorted(waiting)}
-            requests = {}
+            requests: dict[int, np.ndarray] = {}
             for i, (kind, payload) in messages.items():
                 if kind == "request":
-                    requests[i] = payload
+                    requests[i] = payload  # type: ignore[assignment]
                 elif kind == "result":
                     results[i] = payload  # type: ignore[assignment]
                 else:
