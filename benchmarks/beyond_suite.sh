@@ -6,7 +6,7 @@
 # number of seeds. From the project root, in the venv (extras: test, or smac + tpe + rna):
 #   bash benchmarks/beyond_suite.sh [SEEDS...]        # default: 0 1 2 3 4
 # then the report:
-#   graphbo report results/beyond --suite --out docs/beyond.md --title "Beyond the papers" --notes results/beyond/NOTES.md
+#   graphbo report results/beyond --suite --auto --out docs/beyond.md --title "Beyond the papers" --notes results/beyond/NOTES.md
 set -uo pipefail
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 PROBLEMS=${PROBLEMS:-"labs maxsat60 contamination pestcontrol rna-folding hpo-surface svm ackley53"}

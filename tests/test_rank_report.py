@@ -41,10 +41,10 @@ def suite(tmp_path_factory):
     return root
 
 
-def best_found(db: Path) -> float:
+def best_found(db: Path, n: int = 6) -> float:
     with sqlite3.connect(db) as con:
         values = [v for (v,) in con.execute("SELECT value FROM trials WHERE status = 'complete'")]
-    assert len(values) == 6
+    assert len(values) == n
     return min(values)
 
 
@@ -152,3 +152,34 @@ def test_an_unfinished_run_is_left_out_and_named(suite, tmp_path):
     mean = re.search(r"(-?[\d.]+) \(", row[4]).group(1)  # one seed: a mean without ± s.e.
     assert "±" not in row[4] and float(mean) == pytest.approx(sa_alone, abs=0.51 * 10 ** -len(mean.split(".")[1]))
     assert row[2] == "1–2"
+
+
+def test_auto_is_reported_as_one_method_under_the_name_auto(tmp_path):
+    # auto resolves to combo on branin (2 discrete variables) and is stored under that name; the report
+    # with --auto shows those runs as `auto`, with their numbers, and no `combo` column beside them.
+    runs = tmp_path / "runs"
+    out = graphbo("compare", "branin", "--methods", "auto,rs", "--seeds", "0", "--budget", "5", "--n-initial", "2",
+                  "--out", str(runs / "branin"), cwd=tmp_path)
+    assert "auto chose combo" in out.stdout
+    assert (runs / "branin" / "combo" / "seed0.db").exists()
+    graphbo("report", "--suite", "--auto", str(runs), "--out", str(tmp_path / "s.md"), cwd=tmp_path)
+    text = (tmp_path / "s.md").read_text()
+    table = text[text.index("## Best value at the budget"):text.index("## Best so far")]
+    header = next(line for line in table.splitlines() if line.startswith("| problem"))
+    assert [c.strip() for c in header.strip("|").split("|")][3:] == ["auto", "rs"]
+    assert "branin: `combo`" in text
+    row = next(line for line in table.splitlines() if line.startswith("| branin"))
+    auto_cell = row.strip("|").split("|")[3]
+    assert float(re.search(r"-?\d+\.\d+", auto_cell).group()) == pytest.approx(
+        best_found(runs / "branin" / "combo" / "seed0.db", 5), abs=1e-3)
+    # without --auto the same runs keep their stored name
+    graphbo("report", "--suite", str(runs), "--out", str(tmp_path / "plain.md"), cwd=tmp_path)
+    plain = (tmp_path / "plain.md").read_text()
+    assert "| combo |" in plain and "| auto |" not in plain
+
+
+def test_auto_needs_suite(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "graphbo", "report", "--auto", str(tmp_path)],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 2 and "--auto needs --suite" in proc.stderr
+

@@ -25,6 +25,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="a suite (problems x methods x seeds, e.g. one compare --out DIR/PROBLEM per problem): "
                         "each method's mean rank over the problems, mean best-found +- s.e., best-so-far curves "
                         "(median and quartiles over seeds)")
+    p.add_argument("--auto", action="store_true",
+                   help="with --suite: report graphbo's auto as one method, on each problem the runs of the method "
+                        "auto chooses for its space and budget (compare stores them under that name; docs/auto.md)")
     p.add_argument("--title", default=None,
                    help='the report\'s title (default: "Results", "Suite" with --suite, "Study NAME" for a study)')
     p.add_argument("--notes", default=None, help="markdown file whose text goes under the report's header")
@@ -52,10 +55,14 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             print(f"graphbo report: cannot read --notes: {exc}", file=sys.stderr)
             return 2
+    if args.auto and not args.suite:
+        print("graphbo report: --auto needs --suite", file=sys.stderr)
+        return 2
     if files:
         return _study_report(files[0], args, notes)
     if args.suite:
-        path = write_suite_report(args.dir, out=args.out, title=args.title or "Suite", notes=notes, log=args.log)
+        path = write_suite_report(args.dir, out=args.out, title=args.title or "Suite", notes=notes, log=args.log,
+                                  auto=args.auto)
     else:
         path = write_report(args.dir, out=args.out, title=args.title or "Results", notes=notes, log=args.log)
     print(f"report written to {path}")
