@@ -1,7 +1,9 @@
+import math
 import itertools
 
 import numpy as np
 import scipy.linalg
+import pytest
 import torch
 from scipy.sparse.csgraph import shortest_path
 
@@ -105,3 +107,27 @@ def test_large_beta_makes_a_variable_irrelevant_and_zero_beta_makes_it_decisive(
     assert torch.allclose(K_big, torch.ones(2, 2, dtype=K_big.dtype), atol=1e-8)
     K_small = kern.gram(torch.tensor([[-12.0]]), X)[0]
     assert float(K_small[0, 1]) < 1e-4 and abs(float(K_small[0, 0]) - 1.0) < 1e-4
+
+
+def test_mean_correlation_equals_the_heat_kernels_mean_off_diagonal_correlation():
+    # mean_correlation (the relevance of COMBO's variables) against an independent computation: the matrix
+    # exponential of -beta L with SciPy, normalised to a correlation, averaged over pairs of distinct values;
+    # and the closed form tanh(beta) for a binary variable (L has eigenvalues 0 and 2).
+    variables = [gb.Binary(), gb.Categorical(["a", "b", "c", "d"]), gb.Ordinal(list(range(5))),
+                 gb.Ordinal(list(range(30)))]
+    for unit in (True, False):
+        kernel = GraphDiffusionKernel([v.spectrum for v in variables], unit_diagonal=unit)
+        for i, v in enumerate(variables):
+            adj = np.asarray(v.adjacency, dtype=float)
+            lap = np.diag(adj.sum(1)) - adj
+            k = adj.shape[0]
+            for log_beta in (-3.0, -0.5, 0.7):
+                heat = scipy.linalg.expm(-math.exp(log_beta) * lap)
+                d = np.sqrt(np.diag(heat))
+                corr = heat / np.outer(d, d)
+                expected = (corr.sum() - k) / (k * (k - 1))
+                assert kernel.mean_correlation(i, log_beta) == pytest.approx(expected, rel=1e-6, abs=1e-9)
+                if k == 2:
+                    assert kernel.mean_correlation(i, log_beta) == pytest.approx(math.tanh(math.exp(log_beta)))
+    one = GraphDiffusionKernel([gb.Categorical(["only"]).spectrum])
+    assert one.mean_correlation(0, 0.0) == 1.0  # a one-value variable cannot matter

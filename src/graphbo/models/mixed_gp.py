@@ -441,8 +441,8 @@ class MixedGP(Surrogate):
 
     @property
     def has_neighbour_moments(self) -> bool:
-        """Whether :meth:`neighbour_moments` is cheaper than the posterior of the neighbours: an FM
-        kernel of the Eq. 5 family (:meth:`FMKernel.neighbour_gram`)."""
+        """Whether :meth:`neighbour_moments` is available: the kernel is an FM kernel of the Eq. 5 family
+        (:meth:`FMKernel.neighbour_gram`). Whether it also costs less is :meth:`neighbour_moments_pay`."""
         return isinstance(self.kernel, FMKernel) and self.kernel.has_neighbour_gram
 
     def neighbour_moments_pay(self, n_rows: int, n_neighbours: int) -> bool:
@@ -495,23 +495,24 @@ class MixedGP(Surrogate):
                 v = torch.as_tensor(np.asarray(value)[at], dtype=torch.long, device=self.device)
                 Vs, Cs = V[s:s + step], C[s:s + step]
                 Kx = self._amp * kernel.neighbour_gram(self._kp, Vs, Cs, self._V, self._C, own, q, v)
-                w = torch.linalg.solve_triangular(self._L, Kx.T, upper=False)
                 Vn = Vs[own].clone()
                 Vn[torch.arange(own.shape[0], device=self.device), q] = v
-                prior = self._amp * kernel.diag(self._kp, Vn, Cs[own])
                 where = torch.as_tensor(at, dtype=torch.long, device=self.device)
-                mean[where] = (Kx @ self._alpha)[:, 0] + self._mean
-                variance[where] = (prior - w.square().sum(0)).clamp_min(1e-12)
+                mean[where], variance[where] = self._moments(Kx, self._amp * kernel.diag(self._kp, Vn, Cs[own]))
         return mean, variance
 
     def _predict(self, V: torch.Tensor, C: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Posterior mean and variance ``(m,)`` (standardised scale) of the latent function."""
         Kx = self._amp * self.kernel(self._kp, V, C, self._V, self._C)  # (m, n)
+        return self._moments(Kx, self._amp * self.kernel.diag(self._kp, V, C))
+
+    def _moments(self, Kx: torch.Tensor, prior: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Posterior mean ``m + Kx alpha`` and variance ``prior - ||L^-1 Kx^T||^2`` (floored at 1e-12) of the
+        latent function at rows with cross-covariance ``Kx`` ``(m, n)`` to the training rows and prior
+        variance ``prior`` ``(m,)``, standardised scale (Rasmussen and Williams 2006, Eq. 2.25-2.26)."""
         mean = (Kx @ self._alpha)[:, 0] + self._mean
         w = torch.linalg.solve_triangular(self._L, Kx.T, upper=False)
-        prior = self._amp * self.kernel.diag(self._kp, V, C)
-        var = (prior - w.square().sum(0)).clamp_min(1e-12)
-        return mean, var
+        return mean, (prior - w.square().sum(0)).clamp_min(1e-12)
 
 
 def _same_device(a: torch.device, b: torch.device) -> bool:
