@@ -170,3 +170,47 @@ def test_prior_none_is_plain_marginal_likelihood():
     assert float(weak.log_prior(theta)) < 0
     with pytest.raises(ValueError, match="prior"):
         model(prior="paper")
+
+
+# -- the objective and the warm-start schedule, term by term (gaps found by mutation testing) ----------------
+
+
+def test_negative_log_likelihood_is_the_gaussian_log_density_of_the_data():
+    # prior="none": the objective is -log N(y; mean, amp K + (noise + 1e-6) I), checked with SciPy
+    scipy_stats = pytest.importorskip("scipy.stats")
+    m = model(prior="none")
+    X, y = rows(9), np.random.default_rng(3).normal(size=9)
+    V, C = m.split(X)
+    theta = torch.cat([m.kernel.random_params(np.random.default_rng(4)).to(torch.float64),
+                       torch.tensor([0.3, -2.0, 0.1], dtype=torch.float64)])
+    K = m.kernel(theta[:-3], V, C).detach().numpy()
+    cov = math.exp(0.3) * K + (math.exp(-2.0) + 1e-6) * np.eye(9)
+    expected = -scipy_stats.multivariate_normal(mean=np.full(9, 0.1), cov=cov).logpdf(y)
+    got = float(m._neg_log_posterior(theta, lambda kp: m.kernel(kp, V, C), torch.as_tensor(y)))
+    assert got == pytest.approx(expected, rel=1e-9)
+    # prior="weak" subtracts exactly the documented log prior (N(0, 2^2), N(-4, 3^2), N(0, 1) and the kernel's)
+    weak = model(prior="weak")
+    kp, log_amp, log_noise, mean = theta[:-3], 0.3, -2.0, 0.1
+    log_prior = float(weak.kernel.log_prior(kp)) - 0.5 * (log_amp / 2) ** 2 - 0.5 * ((log_noise + 4) / 3) ** 2 \
+        - 0.5 * mean ** 2
+    assert float(weak.log_prior(theta)) == pytest.approx(log_prior, rel=1e-12)
+    got_weak = float(weak._neg_log_posterior(theta, lambda kp: weak.kernel(kp, V, C), torch.as_tensor(y)))
+    assert got_weak == pytest.approx(expected - log_prior, rel=1e-9)
+
+
+def test_a_cold_fit_with_restarts_comes_every_restart_every_fits_and_warm_fits_start_from_the_last():
+    # restart_every=3: after a cold fit, at most two warm fits (the previous optimum alone, one L-BFGS-B run),
+    # then a cold one again; a warm fit that succeeds reports one run and no failure
+    m = model(restart_every=3)
+    X, y = rows(30, seed=5), None
+    y = np.sin(X[:, -1] * 3.0) + 0.1 * X[:, 0]
+    kinds = []
+    for n in range(12, 21):
+        m.fit(X[:n], y[:n], np.random.default_rng(n))
+        kinds.append(bool(m.fit_info["warm"]))
+        if m.fit_info["warm"]:
+            assert m.fit_info["n_run"] == 1 and m.fit_info["n_failed"] == 0 and m.fit_info["fallback"] is None
+        else:
+            assert m.fit_info["n_run"] >= m.n_restarts
+    # nothing to warm-start from at first; then two warm fits (they all succeed on this smooth data), a cold one
+    assert kinds == [False, True, True] * 3
