@@ -214,3 +214,15 @@ def test_a_cold_fit_with_restarts_comes_every_restart_every_fits_and_warm_fits_s
             assert m.fit_info["n_run"] >= m.n_restarts
     # nothing to warm-start from at first; then two warm fits (they all succeed on this smooth data), a cold one
     assert kinds == [False, True, True] * 3
+
+
+def test_fit_options_are_validated_at_the_boundary():
+    for bad in ({"restart_every": 0}, {"maxiter": 0}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            model(**bad)
+    # the smallest legal values work: one L-BFGS-B iteration per start, a cold fit every time
+    m = model(maxiter=1, restart_every=1)
+    X, y = rows(10), np.random.default_rng(5).normal(size=10)
+    m.fit(X, y, np.random.default_rng(0))
+    m.fit(X, y, np.random.default_rng(1))
+    assert m.fit_info["warm"] is False and torch.isfinite(m.params).all()

@@ -161,3 +161,26 @@ def test_signal_variance_restart_lands_at_the_data_scale():
         gaps.append(abs(gp.state.log_amp - math.log(y.var())))
     # after the restart and one slice-sampling step the amplitude is within a few nats of var(y)
     assert max(gaps) < 5.0, gaps
+
+
+def test_mean_prior_is_the_supplements_truncated_normal():
+    # supplement Eq. 9: N(mean(y), ((y_max - y_min) / 4)^2) on [y_min, y_max], up to a constant
+    y_mean, y_min, y_max = 1.5, -2.0, 6.0
+    sd = (y_max - y_min) / 4.0
+    for m in (-2.0, 0.0, 1.5, 4.0, 6.0):
+        assert log_prior_mean(m, y_mean, y_min, y_max) == pytest.approx(-0.5 * ((m - y_mean) / sd) ** 2, abs=1e-12)
+    assert log_prior_mean(-2.001, y_mean, y_min, y_max) == -math.inf
+    assert log_prior_mean(6.001, y_mean, y_min, y_max) == -math.inf
+
+
+def test_robust_cholesky_repairs_a_matrix_that_fails_at_its_first_pivot():
+    # info = 1 (the first leading minor is not positive): the smallest jitter that works is used
+    C = torch.tensor([[0.0, 0.0], [0.0, 2.0]], dtype=torch.float64)
+    L = robust_cholesky(C)
+    assert torch.isfinite(L).all()
+    jittered = L @ L.T
+    assert float(jittered[0, 0]) == pytest.approx(1e-8, rel=1e-6)  # 1e-8 * mean(diag) = 1e-8
+    assert float(jittered[1, 1]) == pytest.approx(2.0 + 1e-8)
+    batch = robust_cholesky(torch.stack([C, torch.eye(2, dtype=torch.float64)]))
+    torch.testing.assert_close(batch[0], L)
+    torch.testing.assert_close(batch[1], torch.eye(2, dtype=torch.float64))
