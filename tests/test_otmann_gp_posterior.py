@@ -179,3 +179,25 @@ def test_project_psd_repairs_an_indefinite_eq4_gram_matrix(indefinite_gram):
     P = project_psd(K)
     P2 = P + 1e-3 * np.eye(len(P))
     assert project_psd(P2) is P2
+
+
+def test_the_samplers_noise_and_mean_density_is_the_gaussian_likelihood():
+    """The noise and mean updates evaluate log N(y; mean, K + noise I) through one eigendecomposition of K
+    (``_Sweeper.loglik_given_gram``): equal to the Cholesky form the other coordinates use and to SciPy's."""
+    import scipy.stats
+
+    from graphbo.models.otmann_gp import _Sweeper
+
+    rng = np.random.default_rng(0)
+    n = 7
+    A = rng.normal(size=(n, n))
+    K = A @ A.T / n
+    y = rng.normal(size=n) + 2.0
+    gp = OTMANNGP("mlp")
+    D = np.zeros((gp.m, n, n))
+    sweeper = _Sweeper(gp, D, D.copy(), y, np.full(4, -np.inf), np.full(4, np.inf), rng)
+    ll = sweeper.loglik_given_gram(K)
+    for noise, mean in ((1e-3, 0.0), (0.5, 2.0), (3.0, -1.0)):
+        expected = scipy.stats.multivariate_normal(mean=np.full(n, mean), cov=K + noise * np.eye(n)).logpdf(y)
+        assert ll(noise, mean) == pytest.approx(expected, rel=1e-9)
+        assert sweeper._loglik(K.copy(), noise, mean) == pytest.approx(expected, rel=1e-9)

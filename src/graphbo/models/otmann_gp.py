@@ -510,6 +510,24 @@ class _Sweeper:
         z, _ = dtrtrs(L, self.y - mean, lower=1)
         return -0.5 * float(z @ z) - float(np.log(np.diagonal(L)).sum()) + self._const
 
+    def loglik_given_gram(self, K: np.ndarray) -> Callable[[float, float], float]:
+        """``(noise, mean) -> log N(y; mean 1, K + noise I)`` for a fixed PSD Gram matrix ``K``, from one
+        eigendecomposition ``K = V diag(lam) V^T``: ``-1/2 sum_i r_i^2 / (lam_i + noise) - 1/2 sum_i
+        log(lam_i + noise) - n/2 log(2 pi)`` with ``r = V^T (y - mean 1)``. The same value as
+        :meth:`_loglik` at a fraction of the cost for the noise and mean updates, which leave ``K`` fixed."""
+        lam, V = np.linalg.eigh(0.5 * (K + K.T))
+        lam = np.maximum(lam, 0.0)
+        vy = V.T @ self.y
+        v1 = V.T @ np.ones(self.n)
+        const = self._const
+
+        def ll(noise_var: float, mu: float) -> float:
+            d = lam + noise_var
+            r = vy - mu * v1
+            return -0.5 * float((r * r / d).sum()) - 0.5 * float(np.log(d).sum()) + const
+
+        return ll
+
     def sweep(self, th: np.ndarray) -> np.ndarray:
         m = self.m
         th = th.copy()
@@ -569,16 +587,7 @@ class _Sweeper:
 
         # noise and mean: K fixed, one eigendecomposition
         K = _psd_repair(kernel_from_exponents(state["S1"], state["S2"], math.exp(th[0]), math.exp(th[1])))
-        lam, V = np.linalg.eigh(0.5 * (K + K.T))
-        lam = np.maximum(lam, 0.0)
-        vy = V.T @ self.y
-        v1 = V.T @ np.ones(self.n)
-        const = self._const
-
-        def ll(noise_var: float, mu: float) -> float:
-            d = lam + noise_var
-            r = vy - mu * v1
-            return -0.5 * float((r * r / d).sum()) - 0.5 * float(np.log(d).sum()) + const
+        ll = self.loglik_given_gram(K)
 
         def logp_noise(x):
             if not lo[-2] <= x <= hi[-2]:
