@@ -162,12 +162,16 @@ def test_auto_is_reported_as_one_method_under_the_name_auto(tmp_path):
                   "--out", str(runs / "branin"), cwd=tmp_path)
     assert "auto chose combo" in out.stdout
     assert (runs / "branin" / "combo" / "seed0.db").exists()
+    # a seeded benchmark: each seed's instance has its own options, and auto's choice is the same for all
+    out = graphbo("compare", "contamination", "--methods", "auto,rs", "--seeds", "0-1", "--budget", "3",
+                  "--n-initial", "2", "--out", str(runs / "contamination"), cwd=tmp_path)
+    assert "auto chose combo " in out.stdout  # 25 variables, but a budget below 100: no trust region
     graphbo("report", "--suite", "--auto", str(runs), "--out", str(tmp_path / "s.md"), cwd=tmp_path)
     text = (tmp_path / "s.md").read_text()
     table = text[text.index("## Best value at the budget"):text.index("## Best so far")]
     header = next(line for line in table.splitlines() if line.startswith("| problem"))
     assert [c.strip() for c in header.strip("|").split("|")][3:] == ["auto", "rs"]
-    assert "branin: `combo`" in text
+    assert "branin: `combo`" in text and "contamination: `combo`" in text
     row = next(line for line in table.splitlines() if line.startswith("| branin"))
     auto_cell = row.strip("|").split("|")[3]
     assert float(re.search(r"-?\d+\.\d+", auto_cell).group()) == pytest.approx(

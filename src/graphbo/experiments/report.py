@@ -470,16 +470,18 @@ def combine_auto(data: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, 
     ``auto`` chooses for the problem's space and budget (``graphbo compare`` stores them under that name)
     move to ``"auto"``. Returns ``{problem: chosen method}`` for the problems where such runs exist.
 
-    The choice is recomputed with today's rule (docs/auto.md) from each run's benchmark and budget; a
-    problem whose runs have several budgets, or whose benchmark cannot be loaded, is left as it is.
+    The choice is recomputed with today's rule (docs/auto.md) from each run's benchmark (with its options,
+    e.g. a seeded instance) and budget; a problem on which these give different choices, or whose benchmark
+    cannot be loaded, is left as it is.
     """
     chosen: dict[str, str] = {}
     for bench, methods in data.items():
         runs = [r for rs in methods.values() for r in rs]
         keys = {(r["benchmark"][0], json.dumps(r["benchmark"][1], sort_keys=True), int(r["budget"])) for r in runs}
-        if len(keys) != 1 or AUTO_NAME in methods:
+        choices = {_auto_choice(*key) for key in keys}  # one per instance (seeded benchmarks) and budget
+        if len(choices) != 1 or AUTO_NAME in methods:
             continue
-        method = _auto_choice(*next(iter(keys)))
+        method = choices.pop()
         if method is not None and method in methods:
             methods[AUTO_NAME] = methods.pop(method)
             chosen[bench] = method
