@@ -41,8 +41,8 @@ from ..storage import TraceError, read_run
 from ..storage.runs import RUN_SUFFIX, TRACE_SUFFIX
 from .runner import fidelity_best_so_far, trace_finished
 
-__all__ = ["benchmark_id", "collect", "combine_auto", "write_report", "average_ranks", "suite_summary", "write_suite_report",
-           "LOG_CHOICES", "check_log", "value_scale", "apply_scale", "curve_scale", "paper_lines"]
+__all__ = ["benchmark_id", "collect", "combine_auto", "write_report", "average_ranks", "suite_summary",
+           "write_suite_report", "LOG_CHOICES", "check_log", "value_scale", "apply_scale", "curve_scale", "paper_lines"]
 
 
 def benchmark_id(spec: dict[str, Any], label: str | None = None) -> str:
