@@ -8,10 +8,12 @@ Issue 16.10. ``[tool.mutmut]`` in ``pyproject.toml`` names the modules mutated (
 call the mutated function, and stops at the first failure). mutmut generates about 6,400 mutants
 there; the core functions (the slice sampler's sweep, the FM kernel's Gram matrix) are called by
 most tests, so a full run takes many hours on two cores. This script draws ``--n`` of them uniformly
-at random (``--seed``), runs mutmut on exactly those, and reports the counts and the score
-``killed / (killed + survived + no tests)`` with a binomial 95 % interval: an unbiased estimate of
-the full run's score. "no tests" are mutants of functions that no selected test calls; they count as
-not killed. Run from the repository root; mutmut's work folder ``mutants/`` is git-ignored.
+at random (``--seed``), runs mutmut on exactly those, and reports the counts and the score: the
+fraction of the sampled mutants that the tests kill (a timeout counts as killed; survivors, "no tests"
+-- functions no selected test calls -- and any other status count as not killed), with a Wilson 95 %
+interval: an unbiased estimate of the full run's score. The script stops with an error if mutmut
+fails or leaves a sampled mutant unchecked (an interrupted run would score a biased subset, since
+mutmut runs the fastest mutants first). Run from the repository root; mutmut's work folder ``mutants/`` is git-ignored.
 
 Rerunning with the same arguments runs the same mutants again (mutmut keeps earlier results only
 while its configuration is unchanged).
@@ -76,11 +78,16 @@ def main() -> None:
     sample = sorted(random.Random(args.seed).sample(names, min(args.n, len(names))))
     start = time.time()
     if not args.report_only:
-        subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children), *sample])
+        run = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children),
+                              *sample])
+        if run.returncode != 0:
+            sys.exit(f"mutmut run failed (exit code {run.returncode}); rerun to continue")
     status = statuses()
     counts = Counter(status[m] for m in sample)
+    if counts.get("not checked", 0):
+        sys.exit(f"{counts['not checked']} sampled mutants are not checked yet; rerun to continue")
     killed = counts.get("killed", 0) + counts.get("timeout", 0)
-    judged = sum(counts.values()) - counts.get("not checked", 0)
+    judged = len(sample)
     low, high = wilson(killed, judged)
     result = {
         "date": time.strftime("%Y-%m-%d"), "mutants": len(names), "sample": len(sample), "seed": args.seed,

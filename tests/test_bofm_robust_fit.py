@@ -220,7 +220,7 @@ def test_fit_options_are_validated_at_the_boundary():
     for bad in ({"restart_every": 0}, {"maxiter": 0}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             model(**bad)
-    # the smallest legal values work: one L-BFGS-B iteration per start, a cold fit every time
+    # the smallest legal values are accepted and fit (restart_every=1: a cold fit every time)
     m = model(maxiter=1, restart_every=1)
     X, y = rows(10), np.random.default_rng(5).normal(size=10)
     m.fit(X, y, np.random.default_rng(0))

@@ -465,27 +465,36 @@ def _auto_choice(name: str, options_json: str, budget: int) -> str | None:
     return choose_method(space, budget)
 
 
-def combine_auto(data: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, str]:
+def combine_auto(data: dict[str, dict[str, list[dict[str, Any]]]]) -> tuple[dict[str, str], dict[str, str]]:
     """Report graphbo's ``auto`` as one method, in place: on each problem the runs of the method that
     ``auto`` chooses for the problem's space and budget (``graphbo compare`` stores them under that name)
-    move to ``"auto"``. Returns ``{problem: chosen method}`` for the problems where such runs exist.
+    move to ``"auto"``.
 
     The choice is recomputed with today's rule (docs/auto.md) from each run's benchmark (with its options,
-    e.g. a seeded instance) and budget; a problem on which these give different choices, or whose benchmark
-    cannot be loaded, is left as it is.
+    e.g. a seeded instance) and budget. Returns ``(chosen, skipped)``: ``{problem: chosen method}`` where
+    runs moved, and ``{problem: reason}`` where none did although the problem has runs: its runs give
+    different choices (e.g. budgets on both sides of a threshold), its benchmark cannot be loaded, none
+    of its runs are of the chosen method, or it already has a method named ``auto``.
     """
     chosen: dict[str, str] = {}
+    skipped: dict[str, str] = {}
     for bench, methods in data.items():
+        if AUTO_NAME in methods:
+            skipped[bench] = f"a method is already named {AUTO_NAME}"
+            continue
         runs = [r for rs in methods.values() for r in rs]
         keys = {(r["benchmark"][0], json.dumps(r["benchmark"][1], sort_keys=True), int(r["budget"])) for r in runs}
         choices = {_auto_choice(*key) for key in keys}  # one per instance (seeded benchmarks) and budget
-        if len(choices) != 1 or AUTO_NAME in methods:
-            continue
-        method = choices.pop()
-        if method is not None and method in methods:
+        if None in choices:
+            skipped[bench] = "its benchmark cannot be loaded here"
+        elif len(choices) != 1:
+            skipped[bench] = f"its runs' budgets or instances give different choices ({', '.join(sorted(str(c) for c in choices))})"
+        elif (method := next(iter(choices))) not in methods:
+            skipped[bench] = f"no runs of {method}, auto's choice"
+        else:
             methods[AUTO_NAME] = methods.pop(method)
             chosen[bench] = method
-    return chosen
+    return chosen, skipped
 
 
 def _plot_suite_curves(bench: str, runs: dict[str, list[dict]], path: str, log: str = "auto") -> str:
@@ -534,7 +543,7 @@ def write_suite_report(root: str | Sequence[str], out: str | None = None, title:
     check_log(log)
     roots = [root] if isinstance(root, str) else list(root)
     data = collect(roots)
-    chosen = combine_auto(data) if auto else {}
+    chosen, skipped = combine_auto(data) if auto else ({}, {})
     summary = suite_summary(data)
     problems, methods = summary["problems"], summary["methods"]
     out = out or os.path.join(roots[0], "suite.md")
@@ -556,6 +565,9 @@ def write_suite_report(root: str | Sequence[str], out: str | None = None, title:
         lines += [f"`{AUTO_NAME}` is graphbo's `method=\"auto\"`, shown under one name: on each problem, the runs of "
                   "the method it chooses for that space and budget ([auto.md](auto.md)): "
                   + "; ".join(f"{b}: `{m}`" for b, m in chosen.items()) + ".", ""]
+    if skipped:
+        lines += ["Problems where `auto` is not shown, under their stored names: "
+                  + "; ".join(f"{b} ({why})" for b, why in skipped.items()) + ".", ""]
     lines += ["## Mean rank", "", "| method | mean rank | problems | first | first or ≈ |", "|---|---|---|---|---|"]
     for method in sorted(methods, key=lambda m: (methods[m]["mean_rank"], m)):
         o = methods[method]
