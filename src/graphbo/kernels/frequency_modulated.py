@@ -40,14 +40,20 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 import torch
 
-from .._validation import check_device, check_dtype, check_int
+from .._validation import check_choice, check_device, check_dtype, check_int
 from ..spaces.variables import GraphSpectrum
 from ._checks import check_spectra
 from .diffusion import log_floor
 
-__all__ = ["FMKernel", "KernelPairs", "KERNELS"]
+__all__ = ["FMKernel", "KernelPairs", "KERNELS", "KERNEL_PRIORS"]
 
 KERNELS = ("modlap", "moddif", "general", "fnn", "prodlap", "addlap", "proddif", "adddif")
+#: ``prior`` choices of :class:`FMKernel`
+KERNEL_PRIORS = ("weak", "scaled")
+#: standard deviation of the weak priors (``prior="weak"``)
+WEAK_PRIOR_SD = 3.0
+#: standard deviation of the dimension-scaled priors in log space (Hvarfner et al., ICML 2024: ``sqrt(3)``)
+SCALED_PRIOR_SD = math.sqrt(3.0)
 _FM_FAMILY = ("modlap", "moddif", "general", "fnn")
 #: smallest product of factors divided by one factor in :meth:`_FMProduct.backward` (1/eps above the
 #: smallest normal number: the quotient keeps full relative precision)
@@ -147,10 +153,16 @@ class FMKernel:
     dtype : torch floating dtype of all computations (float64 by default)
     device : torch device of all computations (``None``: CPU; :func:`~graphbo._validation.check_device`).
         Every tensor the kernel holds or returns lives there; rows passed in must be on it too.
+    prior : {"weak", "scaled"}, default "weak"
+        The priors of :meth:`log_prior` (used by a MAP fit), the ML-II starting point
+        (:meth:`default_params`) and the centre of the random restarts (:meth:`random_params`).
+        ``"weak"``: ``N(0, 3^2)`` on every unconstrained coordinate. ``"scaled"``: dimension-scaled
+        priors after Hvarfner, Hellsten and Nardi (ICML 2024), :meth:`scaled_centre`.
     """
 
     def __init__(self, name: str, spectra: Sequence[GraphSpectrum], n_continuous: int, n_terms: int = 3,
-                 dtype: torch.dtype = torch.float64, device: torch.device | str | None = None) -> None:
+                 dtype: torch.dtype = torch.float64, device: torch.device | str | None = None,
+                 prior: str = "weak") -> None:
         if not isinstance(name, str):
             raise TypeError(f"name must be the kernel's name, one of {list(KERNELS)}, got {name!r} "
                             f"({type(name).__name__})")
@@ -215,21 +227,66 @@ class FMKernel:
             layout.append(("logit_mix", 1))
         self.layout = layout
         self.size = sum(k for _, k in layout)
+        self.prior: str = check_choice("prior", prior, KERNEL_PRIORS)
+        if self.prior == "scaled":
+            self._prior_centre, self._prior_sd = self.scaled_centre(), SCALED_PRIOR_SD
+        else:
+            self._prior_centre, self._prior_sd = torch.zeros(self.size, dtype=dtype, device=dev), WEAK_PRIOR_SD
+
+    @property
+    def n_effective(self) -> int:
+        """The ``d`` of the dimension-scaled priors: discrete inputs with more than one value, plus continuous ones."""
+        return sum(1 for lam in self.lam if lam.numel() > 1) + self.Dc
+
+    def scaled_centre(self) -> torch.Tensor:
+        """Centre of the dimension-scaled priors (``prior="scaled"``), in the unconstrained coordinates.
+
+        Hvarfner, Hellsten and Nardi ("Vanilla Bayesian optimization performs great in high dimensions",
+        ICML 2024) show that a GP whose priors keep every variable relevant at unit scale assumes, in
+        ``d`` dimensions, that almost every pair of points is uncorrelated; the fit then reverts to the
+        mean away from the data and BO degenerates into local search. Their remedy scales the prior
+        lengthscales with ``sqrt(d)``, so that a prior draw varies by O(1) across the whole space.
+        The same idea for an FM kernel, with ``d`` = :attr:`n_effective`:
+
+        * ``log_theta`` (continuous lengthscales): ``sqrt(2) + log(d) / 2``, their lognormal's location;
+        * ``log_beta`` (graph smoothness): the ``beta`` at which changing one binary variable keeps the
+          factor's correlation ``exp(-1/d)``, so that two random configurations, which differ in about
+          ``d/2`` variables, keep ``exp(-1/2)``. The factor of a binary variable (``lambda`` = 0, 2)
+          correlates its two values by ``beta / (1 + beta)`` (Lap: ModLap Eq. 9, FNN, ``general``'s
+          first term, ProdLap, AddLap) or ``tanh(beta)`` (Dif: ModDif Eq. 10, ProdDif, AddDif), so
+          ``beta = e / (1 - e)`` or ``atanh(e)`` with ``e = exp(-1/d)``;
+        * ``log_alpha`` (ModLap, ModDif, ``general``): ``-log P``. The continuous distance enters each of
+          the ``P`` discrete factors of Eq. 5 through ``alpha r^2``, so the product decays about like
+          ``exp(-P alpha r^2)``; ``alpha = 1/P`` leaves the continuous scale to ``theta``;
+        * every other coordinate: 0.
+
+        The standard deviation is ``sqrt(3)`` on every coordinate (theirs, :data:`SCALED_PRIOR_SD`).
+        """
+        d = max(self.n_effective, 1)
+        e = math.exp(-1.0 / d)
+        beta = math.atanh(e) if self.name.endswith("dif") else e / (1.0 - e)
+        centre = {"log_theta": math.sqrt(2.0) + 0.5 * math.log(d), "log_beta": math.log(beta),
+                  "log_alpha": -math.log(max(self.P, 1))}
+        return torch.cat([torch.full((k,), centre.get(name, 0.0), dtype=self.dtype, device=self.device)
+                          for name, k in self.layout]) if self.layout else \
+            torch.zeros(0, dtype=self.dtype, device=self.device)
 
     # -- parameters ---------------------------------------------------------------
     def default_params(self) -> torch.Tensor:
-        return torch.zeros(self.size, dtype=self.dtype, device=self.device)
+        """The ML-II starting point: the priors' centre (zeros with ``prior="weak"``)."""
+        return self._prior_centre.clone()
 
     def random_params(self, rng: np.random.Generator) -> torch.Tensor:
-        """A random starting point for ML-II restarts (log-scales drawn from N(0, 1))."""
-        return torch.tensor(rng.normal(0.0, 1.0, self.size), dtype=self.dtype, device=self.device)
+        """A random starting point for ML-II restarts: the priors' centre plus ``N(0, 1)`` on every coordinate."""
+        return self._prior_centre + torch.tensor(rng.normal(0.0, 1.0, self.size), dtype=self.dtype, device=self.device)
 
     def unpack(self, params: torch.Tensor) -> dict[str, torch.Tensor]:
         return unpack_params(self.layout, params)
 
     def log_prior(self, params: torch.Tensor) -> torch.Tensor:
-        """Weak priors: ``N(0, 3^2)`` on every unconstrained coordinate (keeps ML-II away from degenerate fits)."""
-        return -0.5 * (params / 3.0).square().sum()
+        """Independent normal priors on the unconstrained coordinates, up to a constant: ``N(0, 3^2)`` with
+        ``prior="weak"`` (keeps ML-II away from degenerate fits), ``N(scaled_centre, sqrt(3)^2)`` with ``"scaled"``."""
+        return -0.5 * ((params - self._prior_centre) / self._prior_sd).square().sum()
 
     # -- kernel -------------------------------------------------------------------
     def pairs(self, V1: torch.Tensor, C1: torch.Tensor, V2: torch.Tensor | None = None,

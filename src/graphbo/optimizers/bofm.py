@@ -21,12 +21,22 @@ from ..acquisition.ei import LogExpectedImprovement
 from ..optim.mixed import METHODS, optimize_acquisition_mixed
 from ..optim.trust_region import TrustRegion, as_trust_region_options
 from .._validation import check_bool, check_choice, check_device, check_int
-from ..kernels.frequency_modulated import KERNELS, FMKernel
+from ..kernels.frequency_modulated import KERNEL_PRIORS, KERNELS, FMKernel
 from ..models.mixed_gp import PRIORS, MixedGP
 from ..spaces.space import Space
+from .auto import TR_MIN_DIMENSIONS, dimensions
 from .base import DEFAULT_MAX_TRAIN, Configs, Optimizer, check_max_train, signature_without
 
-__all__ = ["BOFM"]
+__all__ = ["BOFM", "BOFM_PRIORS", "SCALED_PRIOR_MIN_DIMENSIONS"]
+
+#: ``prior`` choices of :class:`BOFM`
+BOFM_PRIORS = ("auto",) + tuple(KERNEL_PRIORS) + tuple(p for p in PRIORS if p not in KERNEL_PRIORS)
+#: ``prior="auto"`` takes the dimension-scaled priors from this many effective variables
+#: (:func:`graphbo.optimizers.auto.dimensions`): measured on the 53-dimensional Ackley, where the weak
+#: priors' fit ranked the neighbours of the incumbent with Spearman 0.20 and the scaled ones 0.79
+#: (docs/bofm_benchmarks.md, "Priors in many dimensions"). Below it the paper's rows were measured with
+#: the weak priors. The same threshold as the trust region's (:data:`~graphbo.optimizers.auto.TR_MIN_DIMENSIONS`).
+SCALED_PRIOR_MIN_DIMENSIONS = TR_MIN_DIMENSIONS
 
 
 class BOFM(Optimizer):
@@ -57,9 +67,13 @@ class BOFM(Optimizer):
         move together, one L-BFGS-B on the sum of their objectives per round
         (:func:`~graphbo.optim.mixed.optimize_acquisition_mixed`; docs/bofm_benchmarks.md
         compares them).
-    prior : {"weak", "none"}, default "weak"
-        Hyper-parameter fit: marginal likelihood plus weak priors, or marginal likelihood
-        alone as BO-FM Sec. 5 states it (:class:`~graphbo.models.mixed_gp.MixedGP`).
+    prior : {"auto", "weak", "scaled", "none"}, default "auto"
+        Hyper-parameter fit: marginal likelihood plus priors (``"weak"``: ``N(0, 3^2)`` on the
+        kernel's log-scales; ``"scaled"``: priors scaled with the number of variables, Hvarfner et
+        al. 2024, :meth:`~graphbo.kernels.FMKernel.scaled_centre`), or marginal likelihood alone as
+        BO-FM Sec. 5 states it (``"none"``; :class:`~graphbo.models.mixed_gp.MixedGP`). ``"auto"``:
+        ``"scaled"`` from :data:`SCALED_PRIOR_MIN_DIMENSIONS` effective variables, else ``"weak"``
+        (docs/bofm_benchmarks.md, "Priors in many dimensions"); :attr:`prior` holds the choice.
     trust_region : bool or dict, default False
         Search only a trust region around the best point of the current region (CASMOPOLITAN,
         Wan et al. 2021; :mod:`graphbo.optim.trust_region`, docs/trust_regions.md): a Hamming
@@ -89,12 +103,12 @@ class BOFM(Optimizer):
     def __init__(self, space: Space, *, seed: int | None = None, n_initial: int = 10,
                  initial_configs: Configs | None = None, kernel: str = "modlap", n_restarts: int = 10,
                  log_y: bool = False, n_random: int = 100_000, n_spray: int = 50, n_starts: int = 40,
-                 acq_optimizer: str = "supplement", prior: str = "weak", trust_region: bool | dict = False,
+                 acq_optimizer: str = "supplement", prior: str = "auto", trust_region: bool | dict = False,
                  restart_every: int = 10, max_train: int | None = DEFAULT_MAX_TRAIN,
                  device: str | torch.device | None = None):
         kernel = check_choice("kernel", kernel, KERNELS)
         self.acq_optimizer = check_choice("acq_optimizer", acq_optimizer, METHODS)
-        prior = check_choice("prior", prior, PRIORS)
+        prior = check_choice("prior", prior, BOFM_PRIORS)
         n_restarts = check_int("n_restarts", n_restarts, minimum=1)
         log_y = check_bool("log_y", log_y)
         self.n_random = check_int("n_random", n_random, minimum=1)
@@ -104,10 +118,15 @@ class BOFM(Optimizer):
         self.max_train = check_max_train(max_train)
         device = check_device("device", device)
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
+        if prior == "auto":
+            prior = "scaled" if dimensions(space) >= SCALED_PRIOR_MIN_DIMENSIONS else "weak"
+        #: the priors of the fit (``"auto"`` resolved)
+        self.prior: str = prior
         spectra = [space.variables[j].spectrum for j in space.discrete_indices]
-        self.kernel = FMKernel(kernel, spectra, len(space.continuous_indices), device=device)
-        self.model = MixedGP(self.kernel, space, n_restarts=n_restarts, log_y=log_y, prior=prior,
-                             restart_every=restart_every, device=device)
+        self.kernel = FMKernel(kernel, spectra, len(space.continuous_indices), device=device,
+                               prior="scaled" if prior == "scaled" else "weak")
+        self.model = MixedGP(self.kernel, space, n_restarts=n_restarts, log_y=log_y,
+                             prior="none" if prior == "none" else "weak", restart_every=restart_every, device=device)
         #: the trust region (CASMOPOLITAN), or None
         self.trust_region = None if tr_options is None else TrustRegion(space, n_initial, **tr_options)
         self.last_timing: dict[str, float] = {}
