@@ -198,9 +198,11 @@ class MixedGP(Surrogate):
 
     def log_prior(self, theta: torch.Tensor) -> torch.Tensor:
         """The weak priors of ``prior="weak"`` (not in the BO-FM paper, whose Sec. 5 fits by marginal
-        likelihood alone): the kernel's :meth:`log_prior` (``N(0, 3^2)`` on its unconstrained
-        coordinates), log signal variance ``N(0, 2^2)``, log noise variance ``N(-4, 3^2)`` and
-        constant mean ``N(0, 1)`` on the standardised scale; up to an additive constant."""
+        likelihood alone): the kernel's :meth:`log_prior` (an FM kernel's: ``N(0, 3^2)`` on its
+        unconstrained coordinates, or its dimension-scaled priors,
+        :meth:`~graphbo.kernels.FMKernel.scaled_centre`), log signal variance ``N(0, 2^2)``, log noise
+        variance ``N(-4, 3^2)`` and constant mean ``N(0, 1)`` on the standardised scale; up to an
+        additive constant."""
         kp, log_amp, log_noise, mean = theta[:-3], theta[-3], theta[-2], theta[-1]
         return (self.kernel.log_prior(kp) - 0.5 * (log_amp / 2.0) ** 2 - 0.5 * ((log_noise + 4.0) / 3.0) ** 2
                 - 0.5 * mean**2)
