@@ -1,10 +1,21 @@
-"""Monotone transforms of the observed values a surrogate is fitted on."""
+"""Monotone transforms of the observed values a surrogate is fitted on (``y_transform`` of the optimizers)."""
 
 from __future__ import annotations
 
 import numpy as np
+from scipy import stats
 
-__all__ = ["log_values"]
+__all__ = ["Y_TRANSFORMS", "log_values", "power_values", "transform_values"]
+
+#: ``y_transform`` choices: the values themselves, :func:`log_values`, :func:`power_values`
+Y_TRANSFORMS = ("none", "log", "power")
+
+
+def _finite(y: np.ndarray) -> np.ndarray:
+    y = np.asarray(y, dtype=float)
+    if not np.isfinite(y).all():
+        raise ValueError("y must be finite (got inf or nan values)")
+    return y
 
 
 def log_values(y: np.ndarray) -> np.ndarray:
@@ -12,14 +23,44 @@ def log_values(y: np.ndarray) -> np.ndarray:
     ``span = max(y) - min(y)`` (``1e-12`` for constant values).
 
     Strictly increasing, so it keeps the order of the values (the best stays the best): it
-    compresses a long tail of bad values and spreads the values near the best. Fewer than two
-    values are returned as they are. ``ValueError`` for non-finite values.
+    compresses a long tail of bad values and spreads the values near the best, so far that the
+    best becomes an outlier of the transformed values. Fewer than two values are returned as they
+    are. ``ValueError`` for non-finite values.
     """
-    y = np.asarray(y, dtype=float)
-    if not np.isfinite(y).all():
-        raise ValueError("y must be finite (got inf or nan values)")
+    y = _finite(y)
     if y.size < 2:
         return y.copy()
     lo = float(y.min())
     span = max(float(y.max()) - lo, 1e-12)
     return np.log(y - lo + 1e-3 * span)
+
+
+def power_values(y: np.ndarray) -> np.ndarray:
+    """The Yeo-Johnson power transform (Yeo and Johnson, Biometrika 2000) of the standardised values,
+    its ``lambda`` chosen by maximum likelihood (``scipy.stats.yeojohnson``), as HEBO transforms its
+    outputs (Cowen-Rivers et al., JAIR 2022).
+
+    Strictly increasing for every ``lambda``, so it keeps the order of the values. ``lambda < 1``
+    compresses a long tail of large (bad) values, ``lambda > 1`` a tail of small ones, and values
+    that already look normal keep ``lambda`` near 1 (almost the identity). Fewer than three values,
+    or constant values, are returned standardised only. ``ValueError`` for non-finite values.
+    """
+    y = _finite(y)
+    sd = float(y.std()) if y.size else 0.0
+    if sd <= 0.0:
+        return y - (y.mean() if y.size else 0.0)
+    z = (y - y.mean()) / sd
+    if y.size < 3:
+        return z
+    return np.asarray(stats.yeojohnson(z)[0], dtype=float)
+
+
+def transform_values(y: np.ndarray, how: str) -> np.ndarray:
+    """``y`` under the transform ``how`` (one of :data:`Y_TRANSFORMS`)."""
+    if how == "none":
+        return _finite(y)
+    if how == "log":
+        return log_values(y)
+    if how == "power":
+        return power_values(y)
+    raise ValueError(f"y_transform must be one of {Y_TRANSFORMS}, got {how!r}")

@@ -22,10 +22,10 @@ from ..optim.graph_local_search import optimize_acquisition_on_graph
 from ..optim.trust_region import TrustRegion, as_trust_region_options
 from ..kernels.diffusion import GraphDiffusionKernel
 from ..models.diffusion_gp import DiffusionGP, HyperSample
-from ..models.transforms import log_values
+from ..models.transforms import Y_TRANSFORMS, transform_values
 from ..spaces.space import Space
 from ..spaces.variables import Variable
-from .._validation import check_bool, check_device, check_int
+from .._validation import check_bool, check_choice, check_device, check_int
 from .base import DEFAULT_MAX_TRAIN, Configs, Optimizer, check_max_train
 
 __all__ = ["COMBO"]
@@ -84,12 +84,14 @@ class COMBO(Optimizer):
         10,000 told trials as at ``max_train`` (docs/reliability.md, "Load"). Every evaluated
         configuration stays excluded from the suggestions, and EI's incumbent is the best of all
         the observations. :attr:`last_training_indices` holds the trials of the last fit.
-    log_y : bool, default False
-        Fit the GP on ``log(y - min(y) + 1e-3 * span)`` of the told values
-        (:func:`~graphbo.models.transforms.log_values`, BO-FM Sec. 5.3's transform; the paper's
-        COMBO fits the values themselves). A strictly increasing map, so the incumbent is the same;
-        it compresses a long tail of bad values (diverging runs, penalties), which otherwise set
-        the GP's mean and scale (docs/spaces.md, "Skewed values").
+    y_transform : {"none", "log", "power"}, default "none"
+        What the GP is fitted on: the told values themselves (the paper's COMBO),
+        ``log(y - min(y) + 1e-3 * span)`` (``"log"``, BO-FM Sec. 5.3's transform,
+        :func:`~graphbo.models.transforms.log_values`) or their Yeo-Johnson power transform with a
+        maximum-likelihood ``lambda`` (``"power"``, as HEBO,
+        :func:`~graphbo.models.transforms.power_values`). Both are strictly increasing, so the
+        incumbent is the same; they compress a long tail of bad values (diverging runs,
+        penalties), which otherwise set the GP's mean and scale (docs/spaces.md, "Skewed values").
     """
 
     name = "combo"
@@ -98,9 +100,10 @@ class COMBO(Optimizer):
                  initial_configs: Configs | None = None, n_burn: int = 100, n_samples: int = 10,
                  n_random: int = 20000, n_spray: int = 20, n_starts: int = 20, paper_kernel: bool = False,
                  device: str | None = None, trust_region: bool | dict = False,
-                 max_train: int | None = DEFAULT_MAX_TRAIN, beta_prior: str = "horseshoe", log_y: bool = False):
+                 max_train: int | None = DEFAULT_MAX_TRAIN, beta_prior: str = "horseshoe",
+                 y_transform: str = "none"):
         n_burn = check_int("n_burn", n_burn, minimum=0)
-        self.log_y = check_bool("log_y", log_y)
+        self.y_transform = check_choice("y_transform", y_transform, Y_TRANSFORMS)
         n_samples = check_int("n_samples", n_samples, minimum=1)
         self.n_random = check_int("n_random", n_random, minimum=1)
         self.n_spray = check_int("n_spray", n_spray, minimum=0)
@@ -135,7 +138,7 @@ class COMBO(Optimizer):
             t0 = time.perf_counter()
             X, y = self.X, self.y
             train = self._training_indices(y)  # every observation up to max_train (its docstring)
-            fit_y = log_values(y) if self.log_y else y  # over all observations, so a subset sees the same map
+            fit_y = transform_values(y, self.y_transform)  # over all observations: a subset sees the same map
             self.model.fit(X[train], fit_y[train], self.rng)
             if self._pending:
                 # kriging believer: pending rows at each posterior sample's mean (Surrogate.add_fantasies)
