@@ -75,6 +75,14 @@ ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS = ("func3c", "nas-sgd", "ackley53")
 
 
+def _where(module_file: str) -> str:
+    """Where graphbo was imported from, without this machine's paths: ``src/graphbo`` of this checkout, or
+    a baseline revision's temporary worktree."""
+    here = Path(__file__).resolve().parents[1]
+    path = Path(module_file).resolve().parent
+    return str(path.relative_to(here)) if path.is_relative_to(here) else "baseline worktree (temporary)"
+
+
 def ackley53() -> tuple[Any, Any]:
     """The registry's ``ackley53`` (space, objective), or the same built here for revisions without it."""
     try:
@@ -158,7 +166,7 @@ def measure(problem: str, n: int, repeats: int, kernel: str, seed: int = 0,
         "first_cpu_s": first_cpu_s,
         "warm_fits": warm,
         "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "graphbo": str(Path(gb.__file__).resolve().parent),
+        "graphbo": _where(gb.__file__),
         "fit_s_all": fits,
         "acquisition_s_all": acqs,
         "total_s_all": tot,

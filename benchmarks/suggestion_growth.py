@@ -33,6 +33,8 @@ import sys
 import tempfile
 import time
 
+from bofm_speed import _where  # noqa: E402 (this folder is on sys.path when the script runs)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
@@ -84,7 +86,7 @@ def run_case(method: str, n: int, suggestions: int, seed: int, burn: int, maxsat
     return {"method": method, "problem": name, "n": n, "mean_s": statistics.mean(times),
             "median_s": statistics.median(times), "times_s": times, "first_fit_s": first_fit,
             "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "graphbo": getattr(gb, "__file__", "?")}
+            "graphbo": _where(getattr(gb, "__file__", "?"))}
 
 
 def _subprocess_case(args: argparse.Namespace, n: int, src: str | None) -> dict:
