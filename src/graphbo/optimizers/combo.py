@@ -91,7 +91,7 @@ class COMBO(Optimizer):
         maximum-likelihood ``lambda`` (``"power"``, as HEBO,
         :func:`~graphbo.models.transforms.power_values`). Both are strictly increasing, so the
         incumbent is the same; they compress a long tail of bad values (diverging runs,
-        penalties), which otherwise set the GP's mean and scale (docs/spaces.md, "Skewed values").
+        penalties), which otherwise set the GP's mean and scale (docs/combo_prior.md, "Skewed values").
     """
 
     name = "combo"
