@@ -79,6 +79,14 @@ def test_unknown_kernel_prior_is_refused_naming_it():
         _kernel("modlap", _binary_space(3), prior="strong")
 
 
+def test_bofm_prior_choices_are_the_kernels_and_the_fits_plus_auto():
+    from graphbo.kernels.frequency_modulated import KERNEL_PRIORS
+    from graphbo.models.mixed_gp import PRIORS
+    from graphbo.optimizers.bofm import BOFM_PRIORS
+
+    assert set(BOFM_PRIORS) == {"auto"} | set(KERNEL_PRIORS) | set(PRIORS)
+
+
 def test_bofm_prior_auto_takes_the_scaled_priors_from_the_threshold_on():
     small = BOFM(_binary_space(SCALED_PRIOR_MIN_DIMENSIONS - 2, n_cont=1), seed=0)
     large = BOFM(_binary_space(SCALED_PRIOR_MIN_DIMENSIONS - 1, n_cont=1), seed=0)

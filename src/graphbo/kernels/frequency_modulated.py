@@ -268,8 +268,7 @@ class FMKernel:
         centre = {"log_theta": math.sqrt(2.0) + 0.5 * math.log(d), "log_beta": math.log(beta),
                   "log_alpha": -math.log(max(self.P, 1))}
         return torch.cat([torch.full((k,), centre.get(name, 0.0), dtype=self.dtype, device=self.device)
-                          for name, k in self.layout]) if self.layout else \
-            torch.zeros(0, dtype=self.dtype, device=self.device)
+                          for name, k in self.layout])  # the layout always names log_theta and log_beta
 
     # -- parameters ---------------------------------------------------------------
     def default_params(self) -> torch.Tensor:

@@ -21,8 +21,8 @@ from ..acquisition.ei import LogExpectedImprovement
 from ..optim.mixed import METHODS, optimize_acquisition_mixed
 from ..optim.trust_region import TrustRegion, as_trust_region_options
 from .._validation import check_bool, check_choice, check_device, check_int
-from ..kernels.frequency_modulated import KERNEL_PRIORS, KERNELS, FMKernel
-from ..models.mixed_gp import PRIORS, MixedGP
+from ..kernels.frequency_modulated import KERNELS, FMKernel
+from ..models.mixed_gp import MixedGP
 from ..spaces.space import Space
 from .auto import TR_MIN_DIMENSIONS, dimensions
 from .base import DEFAULT_MAX_TRAIN, Configs, Optimizer, check_max_train, signature_without
@@ -30,7 +30,7 @@ from .base import DEFAULT_MAX_TRAIN, Configs, Optimizer, check_max_train, signat
 __all__ = ["BOFM", "BOFM_PRIORS", "SCALED_PRIOR_MIN_DIMENSIONS"]
 
 #: ``prior`` choices of :class:`BOFM`
-BOFM_PRIORS = ("auto",) + tuple(KERNEL_PRIORS) + tuple(p for p in PRIORS if p not in KERNEL_PRIORS)
+BOFM_PRIORS = ("auto", "weak", "scaled", "none")
 #: ``prior="auto"`` takes the dimension-scaled priors from this many effective variables
 #: (:func:`graphbo.optimizers.auto.dimensions`): measured on the 53-dimensional Ackley, where the weak
 #: priors' fit ranked the neighbours of the incumbent with Spearman 0.20 and the scaled ones 0.79
