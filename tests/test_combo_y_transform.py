@@ -6,7 +6,7 @@ import pytest
 import graphbo as gb
 from scipy import stats
 
-from graphbo.models.transforms import log_values, power_values, transform_values
+from graphbo.models.transforms import TAIL_FENCE, log_values, power_values, tail_values, transform_values
 from graphbo.optimizers.combo import COMBO
 
 
@@ -40,7 +40,7 @@ def _data(seed: int = 0, n: int = 15):
     return space, configs, values
 
 
-@pytest.mark.parametrize("how", ["log", "power"])
+@pytest.mark.parametrize("how", ["log", "power", "tail"])
 def test_y_transform_fits_the_model_on_the_transformed_values_and_suggests_as_combo_told_them(how):
     space, configs, values = _data()
     a = COMBO(space, seed=3, n_initial=1, n_burn=20, n_samples=3, y_transform=how)
@@ -82,3 +82,42 @@ def test_power_values_edge_cases():
     assert np.allclose(power_values(np.array([1.0, 3.0])), [-1.0, 1.0])
     with pytest.raises(ValueError, match="finite"):
         power_values(np.array([1.0, np.nan, 2.0]))
+
+
+def test_tail_values_leaves_the_bulk_alone_and_compresses_the_upper_outliers_logarithmically():
+    rng = np.random.default_rng(1)
+    bulk = rng.normal(1.0, 0.2, 40)
+    y = np.concatenate([bulk, [5.0, 30.0, 400.0]])  # three diverging runs
+    out = tail_values(y)
+    q1, q3 = np.percentile(y, [25, 75])
+    fence = q3 + TAIL_FENCE * (q3 - q1)
+    inside = y <= fence
+    assert inside.sum() >= 40 and np.array_equal(out[inside], y[inside])  # the best and the bulk: exactly as told
+    assert np.allclose(out[~inside], fence + (q3 - q1) * np.log1p((y[~inside] - fence) / (q3 - q1)))
+    assert np.array_equal(np.argsort(out, kind="stable"), np.argsort(y, kind="stable"))
+    assert out.max() < fence + 10 * (q3 - q1) < 5.0  # 400, 2000 IQRs above the fence, ends under 10 above it
+    # continuous with slope 1 at the fence: a value just above it barely moves
+    eps = 1e-6 * (q3 - q1)
+    near = tail_values(np.concatenate([y, [fence + eps]]))[-1]
+    assert near == pytest.approx(fence + eps, abs=1e-12 * (1 + abs(fence)))
+
+
+def test_tail_values_is_the_identity_without_upper_outliers():
+    rng = np.random.default_rng(2)
+    y = rng.normal(0.0, 1.0, 60)
+    y = y[y < np.percentile(y, 75) + 1.4 * (np.percentile(y, 75) - np.percentile(y, 25))]
+    assert np.array_equal(tail_values(y), y)
+    low = np.concatenate([rng.normal(0.0, 0.1, 30), [-50.0]])  # an outlier on the good side is kept as it is
+    assert np.array_equal(tail_values(low), low)
+
+
+def test_tail_values_edge_cases():
+    assert np.array_equal(tail_values(np.array([1.0, 9.0, 2.0])), [1.0, 9.0, 2.0])  # too few to have quartiles
+    ties = np.array([1.0] * 10 + [1e6])  # IQR 0: no scale to measure an outlier by
+    assert np.array_equal(tail_values(ties), ties)
+    y = np.array([3.0, 1.0, 2.0, 100.0, 2.5])
+    before = y.copy()
+    tail_values(y)
+    assert np.array_equal(y, before)  # the caller's array is not modified
+    with pytest.raises(ValueError, match="finite"):
+        tail_values(np.array([1.0, np.inf, 2.0, 3.0]))

@@ -5,10 +5,13 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-__all__ = ["Y_TRANSFORMS", "log_values", "power_values", "transform_values"]
+__all__ = ["Y_TRANSFORMS", "TAIL_FENCE", "log_values", "power_values", "tail_values", "transform_values"]
 
-#: ``y_transform`` choices: the values themselves, :func:`log_values`, :func:`power_values`
-Y_TRANSFORMS = ("none", "log", "power")
+#: ``y_transform`` choices: the values themselves, :func:`log_values`, :func:`power_values`, :func:`tail_values`
+Y_TRANSFORMS = ("none", "log", "power", "tail")
+
+#: :func:`tail_values` leaves the values up to ``Q3 + TAIL_FENCE * IQR`` as they are (Tukey's upper fence)
+TAIL_FENCE = 1.5
 
 
 def _finite(y: np.ndarray) -> np.ndarray:
@@ -55,6 +58,32 @@ def power_values(y: np.ndarray) -> np.ndarray:
     return np.asarray(stats.yeojohnson(z)[0], dtype=float)
 
 
+def tail_values(y: np.ndarray) -> np.ndarray:
+    """The values with their upper outliers pulled in: ``y`` up to Tukey's upper fence
+    ``u = Q3 + 1.5 * IQR`` (Tukey, *Exploratory Data Analysis*, 1977; ``Q1``, ``Q3`` the quartiles,
+    ``IQR = Q3 - Q1``), and ``u + IQR * log(1 + (y - u) / IQR)`` above it.
+
+    For minimisation: the best values and the bulk of the data are left exactly as they are (so,
+    unlike :func:`log_values` and :func:`power_values`, the differences among the good values keep
+    their scale), and only values far worse than the bulk (diverging runs, penalties, crashes scored
+    high) are compressed, logarithmically, so that a handful of them no longer set the GP's mean and
+    signal variance. Strictly increasing and continuously differentiable (slope 1 at the fence), so it
+    keeps the order of the values. Data without upper outliers, or whose quartiles coincide
+    (``IQR = 0``), are returned unchanged (a copy). ``ValueError`` for non-finite values.
+    """
+    y = _finite(y).copy()
+    if y.size < 4:
+        return y
+    q1, q3 = np.percentile(y, [25.0, 75.0])
+    iqr = float(q3 - q1)
+    if not iqr > 0.0:
+        return y
+    fence = float(q3) + TAIL_FENCE * iqr
+    above = y > fence
+    y[above] = fence + iqr * np.log1p((y[above] - fence) / iqr)
+    return y
+
+
 def transform_values(y: np.ndarray, how: str) -> np.ndarray:
     """``y`` under the transform ``how`` (one of :data:`Y_TRANSFORMS`)."""
     if how == "none":
@@ -63,4 +92,6 @@ def transform_values(y: np.ndarray, how: str) -> np.ndarray:
         return log_values(y)
     if how == "power":
         return power_values(y)
+    if how == "tail":
+        return tail_values(y)
     raise ValueError(f"y_transform must be one of {Y_TRANSFORMS}, got {how!r}")

@@ -84,7 +84,7 @@ class COMBO(Optimizer):
         10,000 told trials as at ``max_train`` (docs/reliability.md, "Load"). Every evaluated
         configuration stays excluded from the suggestions, and EI's incumbent is the best of all
         the observations. :attr:`last_training_indices` holds the trials of the last fit.
-    y_transform : {"none", "log", "power"}, default "none"
+    y_transform : {"none", "log", "power", "tail"}, default "none"
         What the GP is fitted on: the told values themselves (the paper's COMBO),
         ``log(y - min(y) + 1e-3 * span)`` (``"log"``, BO-FM Sec. 5.3's transform,
         :func:`~graphbo.models.transforms.log_values`) or their Yeo-Johnson power transform with a
