@@ -138,41 +138,19 @@ def test_compare_default_methods_use_auto_with_the_budget():
     assert default_methods(load_benchmark("nas-synthetic").space, LARGE_BUDGET) == "nasbot,rand,ea,treebo"
 
 
-def test_compare_accepts_auto_and_stores_the_resolved_method_with_auto_s_options(tmp_path, monkeypatch, capsys):
+def test_compare_accepts_auto_and_stores_the_resolved_method(tmp_path, monkeypatch, capsys):
     from graphbo.cli.parser import main
     from graphbo.study import read_study_info
 
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    code = main(["compare", "branin", "--methods", "auto,rs", "--seeds", "0", "--budget", "3",
+    code = main(["compare", "branin", "--methods", "auto,combo,rs", "--seeds", "0", "--budget", "3",
                  "--n-initial", "2", "--out", str(tmp_path / "cmp")])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "auto chose combo with {'y_transform': 'tail'} for branin with budget 3" in out
+    assert "auto chose combo for branin with budget 3" in out
+    assert "2 runs (combo, rs x 1 seeds)" in out  # auto and combo are one method here, run once
     assert sorted(p.name for p in (tmp_path / "cmp").iterdir()) == ["combo", "rs"]
-    info = read_study_info(tmp_path / "cmp" / "combo" / "seed0.db")
-    assert info["method"] == "combo" and info["method_options"]["y_transform"] == "tail"
-    assert "y_transform" not in read_study_info(tmp_path / "cmp" / "rs" / "seed0.db")["method_options"]
-
-
-def test_compare_refuses_auto_beside_the_same_method_without_its_options(tmp_path, capsys):
-    from graphbo.cli.parser import main
-
-    code = main(["compare", "branin", "--methods", "auto,combo,rs", "--seeds", "0", "--budget", "3",
-                 "--out", str(tmp_path / "cmp")])
-    err = capsys.readouterr().err
-    assert code == 2
-    assert "auto chose combo with {'y_transform': 'tail'}" in err and "list one of them" in err
-    assert not (tmp_path / "cmp").exists()
-
-
-def test_compare_runs_auto_and_its_method_once_where_auto_adds_no_options(tmp_path, monkeypatch, capsys):
-    from graphbo.cli.compare import auto_method_options, resolve_methods
-    from graphbo.benchmarks import load_benchmark
-
-    space = load_benchmark("func2c").space
-    assert auto_method_options(["auto", "bofm"], space, 3) == ("bofm", {})
-    assert resolve_methods(["auto", "bofm", "rs"], space, 3) == ["bofm", "rs"]
-    assert auto_method_options(["bofm", "rs"], space, 3) == (None, {})
+    assert read_study_info(tmp_path / "cmp" / "combo" / "seed0.db")["method"] == "combo"
 
 
 def test_compare_rejects_an_unknown_method_listing_auto(tmp_path, capsys):
@@ -206,41 +184,6 @@ def test_reopened_auto_study_keeps_its_method(tmp_path):
     assert read_study_info(path)["method"] == "combo"
 
 
-def test_auto_study_stores_auto_s_options_and_the_user_s_win(tmp_path):
-    path = str(tmp_path / "s.db")
-    with Study(binary_space(5), storage=path, seed=0) as s:
-        assert s.method == "combo" and s.method_options == {"y_transform": "tail"}
-        assert s.optimizer.y_transform == "tail"
-    assert read_study_info(path)["method_options"] == {"y_transform": "tail"}
-    with Study(binary_space(5), storage=path) as s:  # continued under auto: the same options
-        assert s.optimizer.y_transform == "tail"
-    with Study(binary_space(5), y_transform="none") as s:
-        assert s.method_options == {"y_transform": "none"} and s.optimizer.y_transform == "none"
-    assert Study(binary_space(5), "combo").optimizer.y_transform == "none"  # the method named: the paper's COMBO
-
-
-def test_auto_continues_a_study_stored_without_auto_s_options_as_it_ran(tmp_path):
-    path = str(tmp_path / "old.db")
-    with Study(binary_space(5), "combo", storage=path, seed=0) as s:  # e.g. created before the option joined auto
-        s.tell(s.ask(), 1.0)
-    with Study(binary_space(5), storage=path) as s:
-        assert s.method == "combo" and s.method_options == {} and s.optimizer.y_transform == "none"
-        assert len(s.trials) == 1
-
-
-def test_run_method_adds_auto_s_options_for_new_and_stored_studies(tmp_path):
-    from graphbo.cli._common import run_method
-
-    space = binary_space(5)
-    assert run_method("auto", space, 10, None) == ("combo", {"y_transform": "tail"})
-    assert run_method(None, space, 10, str(tmp_path / "absent.db")) == ("combo", {"y_transform": "tail"})
-    assert run_method("combo", space, 10, None) == ("combo", {})
-    old = str(tmp_path / "old.db")
-    with Study(space, "combo", storage=old, seed=0):
-        pass
-    assert run_method("auto", space, 10, old) == ("combo", {})
-
-
 def test_minimize_default_is_auto_resolved_with_the_budget(tmp_path):
     path = str(tmp_path / "m.db")
     result = gb.minimize(lambda c: float(sum(c.values())), binary_space(30), budget=3, seed=0, storage=path)
@@ -251,9 +194,6 @@ def test_minimize_default_is_auto_resolved_with_the_budget(tmp_path):
 def test_make_optimizer_takes_auto():
     from graphbo.loop import make_optimizer
     assert make_optimizer("auto", binary_space(50), seed=0).name == "combo-tr"
-    assert make_optimizer("auto", binary_space(50), seed=0).y_transform == "tail"
-    assert make_optimizer("auto", binary_space(50), seed=0, y_transform="power").y_transform == "power"
-    assert make_optimizer("combo", binary_space(50), seed=0).y_transform == "none"
 
 
 def test_run_help_and_default(tmp_path):

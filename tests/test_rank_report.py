@@ -193,30 +193,20 @@ def test_auto_needs_suite(tmp_path):
 def test_combine_auto_moves_the_chosen_runs_and_names_the_problems_it_cannot_combine():
     from graphbo.experiments.report import combine_auto
 
-    tail = {"y_transform": "tail"}  # what auto sets on COMBO (AUTO_OPTIONS)
+    def run(name, budget, options=None):
+        return {"benchmark": (name, options or {}), "budget": budget, "finished": True}
 
-    def run(name, budget, options=None, method_options=tail):
-        return {"benchmark": (name, options or {}), "budget": budget, "finished": True,
-                "method_options": dict(method_options)}
-
-    plain = run("labs", 150, method_options={})  # combo-tr as named, without auto's options
     data = {
         # 50 binary variables: combo-tr from budget 100 on, combo below (docs/auto.md)
-        "labs": {"combo-tr": [run("labs", 150)], "rs": [run("labs", 150, method_options={})]},
-        "labs-both": {"combo-tr": [plain, run("labs", 150)]},
-        "labs-plain-only": {"combo-tr": [run("labs", 150, method_options={"y_transform": "none"})]},
+        "labs": {"combo-tr": [run("labs", 150)], "rs": [run("labs", 150)]},
         "labs-mixed-budgets": {"combo-tr": [run("labs", 150)], "rs": [run("labs", 50)]},
         "labs-without-its-choice": {"combo": [run("labs", 150)], "rs": [run("labs", 150)]},
         "unknown": {"rs": [run("no-such-benchmark", 10)]},
     }
     chosen, skipped = combine_auto(data)
-    assert chosen == {"labs": "combo-tr", "labs-both": "combo-tr"}
+    assert chosen == {"labs": "combo-tr"}
     assert set(data["labs"]) == {"auto", "rs"} and len(data["labs"]["auto"]) == 1
-    # only the runs with auto's options are auto's; the others keep their method's name
-    assert data["labs-both"]["combo-tr"] == [plain] and data["labs-both"]["auto"][0]["method_options"] == tail
-    assert set(skipped) == {"labs-mixed-budgets", "labs-without-its-choice", "labs-plain-only", "unknown"}
-    assert "no runs of combo-tr with {'y_transform': 'tail'}" in skipped["labs-plain-only"]
-    assert set(data["labs-plain-only"]) == {"combo-tr"}
+    assert set(skipped) == {"labs-mixed-budgets", "labs-without-its-choice", "unknown"}
     assert "combo, combo-tr" in skipped["labs-mixed-budgets"]
     assert "no runs of combo-tr" in skipped["labs-without-its-choice"]
     assert set(data["labs-without-its-choice"]) == {"combo", "rs"}  # left as stored

@@ -138,14 +138,12 @@ def _cut(text: str, n: int) -> str:
 
 
 def make_optimizer(method: str, space: Space, seed: int | None = None, **options: Any) -> Optimizer:
-    """An optimizer by name (``"combo"``, ``"random"``; ``"auto"``: the method and options of docs/auto.md,
-    ``options`` winning over the ones ``auto`` sets)."""
+    """An optimizer by name (``"combo"``, ``"random"``)."""
     from .optimizers import METHODS
-    from .optimizers.auto import AUTO, auto_options, choose_method
+    from .optimizers.auto import AUTO, choose_method
 
     if isinstance(method, str) and method.lower() == AUTO:  # the budget is not known here (docs/auto.md)
         method = choose_method(space, None)
-        options = {**auto_options(method), **options}
     try:
         cls = METHODS[method.lower()]
     except KeyError:

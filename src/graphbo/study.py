@@ -64,7 +64,7 @@ from typing import Any, Callable, Mapping, Sequence, overload
 import numpy as np
 
 from .optimizers import METHODS
-from .optimizers.auto import AUTO, auto_options, choose_method
+from .optimizers.auto import AUTO, choose_method
 from .optimizers.base import Observation, Optimizer
 from .spaces.space import Space
 from .spaces.variables import Variable
@@ -243,10 +243,8 @@ class Study:
     space : Space
     method : str, default "auto"
         Optimizer name, as for :func:`graphbo.minimize`. ``"auto"`` becomes, for a new study,
-        :func:`graphbo.optimizers.auto.choose_method`'s choice for ``space`` and ``auto_budget`` with the
-        options :func:`graphbo.optimizers.auto.auto_options` sets on it (``method_options`` win), and for a
-        stored one the method and those options it was created with; :attr:`method` and
-        :attr:`method_options`, and the file, hold them.
+        :func:`graphbo.optimizers.auto.choose_method`'s choice for ``space`` and ``auto_budget``, and for a
+        stored one the method it was created with; :attr:`method` and the file hold that name.
     storage : str, path-like or Storage, optional
         SQLite file: created if absent (with its folder); resumed if it exists.
         ``None`` keeps the study in memory (nothing survives the process). A
@@ -320,20 +318,13 @@ class Study:
         self.space = space
         self.path: str | None = self._storage.path
         where = f"Study({self.path})" if self.path else "Study"
-        space_desc = describe_space(space)
-        stored = self._storage.load()
-        if method.lower() == AUTO:  # the stored study's own method and options, else the rule's (docs/auto.md)
-            kept = stored.meta.get("method") if stored is not None else None
-            if isinstance(kept, str) and kept.lower() in METHODS:
-                kept_options = stored.meta.get("method_options")
-                added = auto_options(kept, kept_options if isinstance(kept_options, dict) else {})
-                method = kept
-            else:
-                method = choose_method(space, auto_budget)
-                added = auto_options(method)
-            method_options = {**added, **method_options}
         options = _strict_options(method_options, where) if self.path else dict(method_options)
         self.method_options = options
+        space_desc = describe_space(space)
+        stored = self._storage.load()
+        if method.lower() == AUTO:  # the stored study's own method, else the rule's choice (docs/auto.md)
+            kept = stored.meta.get("method") if stored is not None else None
+            method = kept if isinstance(kept, str) and kept.lower() in METHODS else choose_method(space, auto_budget)
         self.method = method.lower()
         if stored is not None:
             self._check_match(stored.meta, space_desc, seed, options, direction)

@@ -125,30 +125,25 @@ def method_names() -> str:
                                 for names in first.values())
 
 
-def run_method(method: str | None, space: Any, budget: int, storage: str | None) -> tuple[str, dict[str, Any]]:
-    """The method a ``graphbo run`` uses and the options ``auto`` adds to it: ``method`` and ``{}`` unless it is
-    ``None`` or ``auto``; then the method of the existing study file ``storage`` (so a longer budget continues
-    it) with the options it was created with that ``auto`` sets, else
-    :func:`graphbo.optimizers.auto.choose_method`'s for ``space`` and ``budget`` with
-    :func:`graphbo.optimizers.auto.auto_options` (docs/auto.md)."""
-    from ..optimizers.auto import AUTO, auto_options, choose_method
+def run_method(method: str | None, space: Any, budget: int, storage: str | None) -> str:
+    """The method a ``graphbo run`` uses: ``method`` unless it is ``None`` or ``auto``; then the method of the
+    existing study file ``storage`` (so a longer budget continues it), else
+    :func:`graphbo.optimizers.auto.choose_method`'s for ``space`` and ``budget`` (docs/auto.md)."""
+    from ..optimizers.auto import AUTO, choose_method
 
     if method is not None and method.lower() != AUTO:
-        return method, {}
+        return method
     if storage and os.path.exists(storage):
         from ..storage.base import StorageError
         from ..study import read_study_info
 
         try:
-            info = read_study_info(storage)
+            kept = read_study_info(storage).get("method")
         except (StorageError, OSError):  # opening the study reports it
-            info = {}
-        kept = info.get("method")
+            kept = None
         if isinstance(kept, str):
-            stored = info.get("method_options")
-            return kept, auto_options(kept, stored if isinstance(stored, dict) else {})
-    chosen = choose_method(space, budget)
-    return chosen, auto_options(chosen)
+            return kept
+    return choose_method(space, budget)
 
 
 #: placeholder in a help text, replaced by :func:`method_names` when the help is shown

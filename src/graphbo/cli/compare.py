@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from ._common import (METHODS_PLACEHOLDER, SEEDS_FORMS, MethodListFormatter, add_benchmark_arguments,
                       benchmark_options, non_negative_int, parse_method_options, positive_int,
@@ -53,7 +52,7 @@ def default_methods(space, budget: int | None = None) -> str:
 
 def resolve_methods(names: list[str], space, budget: int) -> list[str]:
     """``names`` with ``auto`` (any case) replaced by the method it chooses for ``space`` and ``budget``, each
-    method once, in order (``auto,bofm`` on a small mixed space is one run of ``bofm``). Names that are
+    method once, in order (``auto,combo`` on a small discrete space is one run of ``combo``). Names that are
     not methods are kept, for the caller to report."""
     from ..optimizers.auto import AUTO, choose_method
 
@@ -63,17 +62,6 @@ def resolve_methods(names: list[str], space, budget: int) -> list[str]:
         if method not in resolved:
             resolved.append(method)
     return resolved
-
-
-def auto_method_options(names: list[str], space, budget: int) -> tuple[str | None, dict[str, Any]]:
-    """``auto``'s method among ``names`` and the options it sets on it
-    (:func:`graphbo.optimizers.auto.auto_options`); ``(None, {})`` if ``names`` has no ``auto``."""
-    from ..optimizers.auto import AUTO, auto_options, choose_method
-
-    if not any(name.lower() == AUTO for name in names):
-        return None, {}
-    method = choose_method(space, budget)
-    return method, auto_options(method)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,31 +96,23 @@ def run(args: argparse.Namespace) -> int:
         print(f"graphbo compare: unknown method(s) {unknown}; choose from {['auto'] + sorted(METHODS)}",
               file=sys.stderr)
         return 2
-    auto_method, auto_options = auto_method_options(named, probe.space, budget)
-    if auto_method is not None:
-        if auto_options and auto_method in [m.lower() for m in named]:
-            print(f"graphbo compare: auto chose {auto_method} with {auto_options}, and --methods also names "
-                  f"{auto_method} without them; both would be stored under {auto_method}/: list one of them",
-                  file=sys.stderr)
-            return 2
-        print(f"graphbo compare: auto chose {auto_method}" + (f" with {auto_options}" if auto_options else "")
-              + f" for {args.benchmark} with budget {budget} (docs/auto.md)", flush=True)
+    if any(m.lower() == "auto" for m in named):
+        print(f"graphbo compare: auto chose {resolve_methods(['auto'], probe.space, budget)[0]} for "
+              f"{args.benchmark} with budget {budget} (docs/auto.md)", flush=True)
     n_initial = args.n_initial if args.n_initial is not None else probe.default_n_initial
     try:
         method_options = parse_method_options(args.option)
     except ValueError as exc:
         print(f"graphbo compare: {exc}", file=sys.stderr)
         return 2
-    specs = [RunSpec(args.benchmark, m, s, budget, n_initial, benchmark_options(args, s),
-                     {**(auto_options if m == auto_method else {}), **method_options})
+    specs = [RunSpec(args.benchmark, m, s, budget, n_initial, benchmark_options(args, s), dict(method_options))
              for m in methods for s in seeds]
-    if method_options or auto_options:
+    if method_options:
         for spec in specs[:: len(seeds)]:  # one construction per method: a wrong option fails now, not in a worker
             try:
                 make_run(spec)
             except (TypeError, ValueError) as exc:
-                print(f"graphbo compare: method {spec.method!r} does not take {spec.method_options}: {exc}",
-                      file=sys.stderr)
+                print(f"graphbo compare: method {spec.method!r} does not take {method_options}: {exc}", file=sys.stderr)
                 return 2
     print(f"graphbo compare: {len(specs)} runs ({', '.join(methods)} x {len(seeds)} seeds), budget {budget}, "
           f"{args.workers} worker(s), runs under {args.out}", flush=True)

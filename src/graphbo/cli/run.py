@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"graphbo run: {exc}", file=sys.stderr)
         return 2
     budget = args.budget if args.budget is not None else bench.default_budget
-    args.method, args.auto_options = run_method(args.method, bench.space, budget, args.storage)
+    args.method = run_method(args.method, bench.space, budget, args.storage)
     n_initial = args.n_initial if args.n_initial is not None else bench.default_n_initial
     if args.trace is None:
         return _run_study(args, bench, budget, n_initial)
@@ -116,15 +116,13 @@ def run(args: argparse.Namespace) -> int:
     from ..threads import limit_threads
 
     try:
-        opt = make_optimizer(args.method, bench.space, seed=args.seed, n_initial=n_initial, **args.auto_options)
+        opt = make_optimizer(args.method, bench.space, seed=args.seed, n_initial=n_initial)
     except (ValueError, TypeError) as exc:  # TypeError: a method for another kind of space
         print(f"graphbo run: {exc}", file=sys.stderr)
         return 2
     os.makedirs(os.path.dirname(trace_path) or ".", exist_ok=True)
     meta = {"type": "run", "benchmark": bench.name, "method": args.method, "seed": args.seed,
             "budget": budget, "n_initial": n_initial, "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    if args.auto_options:
-        meta["method_options"] = args.auto_options
     if not args.quiet:
         print(f"graphbo: {args.method} on {bench.name}, budget {budget} ({n_initial} initial), seed {args.seed}")
         print(f"{'trial':>6} {'value':>12} {'best':>12} {'seconds':>8}")
@@ -159,7 +157,7 @@ def _run_study(args: argparse.Namespace, bench: Any, budget: int, n_initial: int
     path = args.storage or unused_path(default_path(bench.name, args.method, args.seed, "db"))
     bench_options = benchmark_options(args, args.seed)
     attrs = {"benchmark": args.benchmark, "benchmark_options": bench_options, "budget": budget}
-    method_options = {**args.auto_options, "n_initial": n_initial}
+    method_options = {"n_initial": n_initial}
 
     def mismatch(stored: dict[str, Any]) -> str | None:
         if stored.get("benchmark") == args.benchmark and stored.get("benchmark_options") == json.loads(
@@ -240,7 +238,7 @@ def _run_user(args: argparse.Namespace) -> int:
     except SpaceFileError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
-    args.method, args.auto_options = run_method(args.method, space, args.budget, args.storage)
+    args.method = run_method(args.method, space, args.budget, args.storage)
     cwd = os.getcwd()
     try:
         load_objective(args.objective, [cwd])  # errors name the spec as given
@@ -255,7 +253,7 @@ def _run_user(args: argparse.Namespace) -> int:
     space_dict = space_to_dict(space)
     attrs = {"objective": spec, "objective_cwd": cwd, "space": space_dict,
              "space_file": os.path.abspath(args.space), "budget": args.budget}
-    method_options = {**args.auto_options, "n_initial": n_initial}
+    method_options = {"n_initial": n_initial}
 
     def mismatch(stored: dict[str, Any]) -> str | None:
         if stored.get("objective") == spec and stored.get("space") == space_dict:

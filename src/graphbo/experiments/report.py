@@ -94,7 +94,6 @@ def collect(root: str | Sequence[str], show: bool | None = None) -> dict[str, di
             "best_config": evals[int(np.nanargmin(values))]["config"] if np.isfinite(values).any() else None,
             "best_value": float(np.nanmin(values)) if np.isfinite(values).any() else float("nan"),
             "benchmark": (spec["benchmark"], dict(spec.get("benchmark_options", {}))),
-            "method_options": dict(spec.get("method_options") or {}),
         })
     return out
 
@@ -469,17 +468,14 @@ def _auto_choice(name: str, options_json: str, budget: int) -> str | None:
 def combine_auto(data: dict[str, dict[str, list[dict[str, Any]]]]) -> tuple[dict[str, str], dict[str, str]]:
     """Report graphbo's ``auto`` as one method, in place: on each problem the runs of the method that
     ``auto`` chooses for the problem's space and budget (``graphbo compare`` stores them under that name)
-    move to ``"auto"``, those of them that ran with the options ``auto`` sets on it
-    (:func:`graphbo.optimizers.auto.auto_options`); runs of that method without them keep its name.
+    move to ``"auto"``.
 
     The choice is recomputed with today's rule (docs/auto.md) from each run's benchmark (with its options,
     e.g. a seeded instance) and budget. Returns ``(chosen, skipped)``: ``{problem: chosen method}`` where
     runs moved, and ``{problem: reason}`` where none did although the problem has runs: its runs give
     different choices (e.g. budgets on both sides of a threshold), its benchmark cannot be loaded, none
-    of its runs are of the chosen method with ``auto``'s options, or it already has a method named ``auto``.
+    of its runs are of the chosen method, or it already has a method named ``auto``.
     """
-    from ..optimizers.auto import auto_options
-
     chosen: dict[str, str] = {}
     skipped: dict[str, str] = {}
     for bench, methods in data.items():
@@ -496,17 +492,7 @@ def combine_auto(data: dict[str, dict[str, list[dict[str, Any]]]]) -> tuple[dict
         elif (method := next(iter(choices))) not in methods:
             skipped[bench] = f"no runs of {method}, auto's choice"
         else:
-            wanted = auto_options(method)
-            ran = [r for r in methods[method] if all(r.get("method_options", {}).get(k) == v for k, v in wanted.items())]
-            if not ran:
-                skipped[bench] = f"no runs of {method} with {wanted}, auto's choice"
-                continue
-            methods[AUTO_NAME] = ran
-            rest = [r for r in methods[method] if not any(r is x for x in ran)]
-            if rest:
-                methods[method] = rest
-            else:
-                del methods[method]
+            methods[AUTO_NAME] = methods.pop(method)
             chosen[bench] = method
     return chosen, skipped
 

@@ -83,8 +83,8 @@ METHODS.update({f"bofm-{k}": bofm_variant(k) for k in _FM_KERNELS})
 
 # method="auto" is not a key of METHODS: it names no class of its own but is resolved, where a run starts,
 # to one of combo, combo-tr, bofm, bofm-tr, nasbot from the space and the budget (auto.py, docs/auto.md)
-from .auto import AUTO, auto_options, choose_method, resolve_method  # noqa: E402
+from .auto import AUTO, choose_method, resolve_method  # noqa: E402
 
 __all__ = ["Optimizer", "Observation", "COMBO", "RandomSearch", "SimulatedAnnealing", "RegularizedEvolution",
            "BOCS", "BOCSSDP", "BOHB", "BOFM", "TPE", "OptunaGP", "SMAC", "CoCaBO", "NASBOT", "NASRandom", "NASEvolution", "TreeBO", "METHODS",
-           "AUTO", "auto_options", "choose_method", "resolve_method"]
+           "AUTO", "choose_method", "resolve_method"]

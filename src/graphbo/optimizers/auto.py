@@ -7,12 +7,10 @@ The rule (docs/auto.md has it as a table, with the measurements behind each thre
   frequency-modulated kernels (Oh et al. 2021) for a space with continuous variables;
 * with a CASMOPOLITAN trust region (Wan et al., ICML 2021; ``combo-tr``/``bofm-tr``) when the
   space has at least :data:`TR_MIN_DIMENSIONS` effective variables, the budget (when known) is at least
-  :data:`TR_MIN_BUDGET` evaluations, and the space has more configurations than the budget;
-* with the options of :data:`AUTO_OPTIONS` on the chosen method (COMBO fits its GP on the values with
-  their upper outliers compressed, ``y_transform="tail"``); options the user gives win.
+  :data:`TR_MIN_BUDGET` evaluations, and the space has more configurations than the budget.
 
-"auto" is resolved once, where a run starts, to a concrete name of :data:`graphbo.optimizers.METHODS`
-and its options, so a stored study records the method and the options that ran.
+"auto" is resolved once, where a run starts, to a concrete name of :data:`graphbo.optimizers.METHODS`,
+so a stored study records the method that ran.
 """
 
 from __future__ import annotations
@@ -22,8 +20,7 @@ from typing import Any
 
 from .._validation import check_int
 
-__all__ = ["AUTO", "AUTO_OPTIONS", "TR_MIN_DIMENSIONS", "TR_MIN_BUDGET", "dimensions", "choose_method",
-           "resolve_method", "auto_options"]
+__all__ = ["AUTO", "TR_MIN_DIMENSIONS", "TR_MIN_BUDGET", "dimensions", "choose_method", "resolve_method"]
 
 #: the method name that asks for :func:`choose_method`
 AUTO = "auto"
@@ -41,29 +38,6 @@ TR_MIN_DIMENSIONS = 21
 #: n_initial 10) and again after every 40 more, so within 100 it shrinks at most twice (radius 20 -> 13 -> 8)
 #: and never restarts (that takes 6 shrinks, 250 evaluations); CASMOPOLITAN's experiments ran for hundreds.
 TR_MIN_BUDGET = 100
-
-
-#: the options ``auto`` sets on the method it chooses (docs/auto.md, "Values"). COMBO's GP is fitted on
-#: :func:`graphbo.models.transforms.tail_values`: values above Tukey's upper fence (diverging runs,
-#: penalties) are compressed logarithmically, the rest are as told. Measured on the suite of docs/beyond.md.
-AUTO_OPTIONS: dict[str, dict[str, Any]] = {
-    "combo": {"y_transform": "tail"},
-    "combo-tr": {"y_transform": "tail"},
-}
-
-
-def auto_options(method: str, stored: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The options ``auto`` adds to ``method`` (a key of :data:`graphbo.optimizers.METHODS`, any case).
-
-    For a new run, :data:`AUTO_OPTIONS`'s entry (a copy; ``{}`` for a method without one). For a stored
-    study continued under ``auto``, pass its stored options as ``stored``: the result is then those of
-    the stored options that ``auto`` would set, so a study keeps the options it ran with (one created
-    before an option joined :data:`AUTO_OPTIONS`, or with the user's own value, continues unchanged).
-    """
-    own = AUTO_OPTIONS.get(method.lower(), {})
-    if stored is None:
-        return dict(own)
-    return {key: stored[key] for key in own if key in stored}
 
 
 def dimensions(space: Any) -> int:
