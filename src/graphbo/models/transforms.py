@@ -68,15 +68,16 @@ def tail_values(y: np.ndarray) -> np.ndarray:
     their scale), and only values far worse than the bulk (diverging runs, penalties, crashes scored
     high) are compressed, logarithmically, so that a handful of them no longer set the GP's mean and
     signal variance. Strictly increasing and continuously differentiable (slope 1 at the fence), so it
-    keeps the order of the values. Data without upper outliers, or whose quartiles coincide
-    (``IQR = 0``), are returned unchanged (a copy). ``ValueError`` for non-finite values.
+    keeps the order of the values. Data without upper outliers, or whose quartiles coincide up to
+    rounding (``IQR <= 1e-12 * max(1, |Q3|, max(y) - min(y))``: no scale to measure an outlier by),
+    are returned unchanged (a copy). ``ValueError`` for non-finite values.
     """
     y = _finite(y).copy()
-    if y.size < 4:
+    if y.size == 0:
         return y
     q1, q3 = np.percentile(y, [25.0, 75.0])
     iqr = float(q3 - q1)
-    if not iqr > 0.0:
+    if iqr <= 1e-12 * max(1.0, abs(float(q3)), float(y.max() - y.min())):
         return y
     fence = float(q3) + TAIL_FENCE * iqr
     above = y > fence

@@ -87,11 +87,14 @@ class COMBO(Optimizer):
     y_transform : {"none", "log", "power", "tail"}, default "none"
         What the GP is fitted on: the told values themselves (the paper's COMBO),
         ``log(y - min(y) + 1e-3 * span)`` (``"log"``, BO-FM Sec. 5.3's transform,
-        :func:`~graphbo.models.transforms.log_values`) or their Yeo-Johnson power transform with a
+        :func:`~graphbo.models.transforms.log_values`), their Yeo-Johnson power transform with a
         maximum-likelihood ``lambda`` (``"power"``, as HEBO,
-        :func:`~graphbo.models.transforms.power_values`). Both are strictly increasing, so the
+        :func:`~graphbo.models.transforms.power_values`), or the values with those above Tukey's
+        upper fence compressed logarithmically (``"tail"``,
+        :func:`~graphbo.models.transforms.tail_values`). All are strictly increasing, so the
         incumbent is the same; they compress a long tail of bad values (diverging runs,
-        penalties), which otherwise set the GP's mean and scale (docs/combo_prior.md, "Skewed values").
+        penalties), which otherwise set the GP's mean and scale (docs/combo_prior.md, "Skewed
+        values", has their measurements; none is a default).
     """
 
     name = "combo"
