@@ -9,7 +9,7 @@ import pytest
 import graphbo as gb
 from graphbo.optim.graph_local_search import optimize_acquisition_on_graph
 from graphbo.optim.mixed import optimize_acquisition_mixed
-from graphbo.optim.trust_region import DEFAULTS, Region, TrustRegion
+from graphbo.optim.trust_region import DEFAULTS, Region, TrustRegion, window_steps
 from graphbo.optimizers import METHODS
 from graphbo.study import Study
 
@@ -167,6 +167,75 @@ def test_region_samples_lie_in_the_ball_and_box_and_reach_its_edge():
     far = centre.copy()
     far[1:4] = 1 - far[1:4]
     assert not region.contains(far[None])[0]
+
+
+def test_window_steps_round_the_box_side_onto_the_ordinal_grid():
+    # an ordinal of k values sits at unit coordinates i / (k - 1); a box of side L reaches L (k - 1) / 2 steps,
+    # half a step more by rounding, and at least one step
+    assert window_steps(0.8, np.array([1017, 201, 3, 4])).tolist() == [406, 80, 1, 1]
+    assert window_steps(0.8, np.array([5])).tolist() == [2]
+    assert window_steps(1e-3, np.array([1017])).tolist() == [1]
+    assert window_steps(2.0, np.array([11])).tolist() == [10]
+
+
+def ordinal_space():
+    return gb.Space({"i": gb.Ordinal(list(range(200))), "j": gb.Ordinal(list(range(60))), "a": gb.Categorical(list("pqrs")),
+                     "b": gb.Binary(), "c": gb.Binary()})
+
+
+def test_ordinals_lie_in_the_box_not_the_ball():
+    space = ordinal_space()
+    centre = space.to_index({"i": 190, "j": 30, "a": "p", "b": 0, "c": 0})
+    region = Region(space, centre, radius=1, length=0.2)
+    i, j = (space.names.index(n) for n in "ij")
+    assert set(region.window.tolist()) == {i, j} and i not in region.disc.tolist()
+    rows = region.sample(3000, np.random.default_rng(0))
+    assert region.contains(rows).all()
+    # i: 0.2 * 199 / 2 + 1/2 -> 20 steps, clipped at the top of the range; j: 0.2 * 59 / 2 + 1/2 -> 6 steps
+    assert (rows[:, i].min(), rows[:, i].max()) == (170, 199)
+    assert (rows[:, j].min(), rows[:, j].max()) == (24, 36)
+    assert region.distance(rows).max() == 1  # moving the ordinals costs no Hamming distance
+    both = centre.copy()
+    both[i], both[j] = 175, 35
+    assert region.distance(both[None])[0] == 0 and region.contains(both[None])[0]
+    far = centre.copy()
+    far[i] = 169
+    assert not region.contains(far[None])[0]
+    # "hamming": an ordinal is one more ball variable, free to take any value once it differs
+    ball = Region(space, centre, radius=1, length=0.2, ordinals="hamming")
+    assert ball.window.size == 0 and ball.contains(far[None])[0] and ball.distance(both[None])[0] == 2
+    assert not ball.contains(both[None])[0]
+    with pytest.raises(ValueError, match="ordinals"):
+        Region(space, centre, radius=1, ordinals="steps")
+
+
+def test_an_ordinal_box_shrinks_by_the_factor_and_restarts_at_the_minimum_length():
+    space = gb.Space({"i": gb.Ordinal(list(range(200))), "j": gb.Ordinal(list(range(100)))})
+    tr = TrustRegion(space, n_initial=1, fail_tol=1)
+    assert tr.has_continuous and not tr.has_discrete
+    tr.observe(np.array([100, 50]), 0.0)
+    assert tr.region().steps.tolist() == [80, 40]  # 0.8 of each range
+    tr.observe(np.array([0, 0]), 1.0)  # a failure: shrink
+    assert tr.length == pytest.approx(0.8 / 1.5) and tr.region().steps.tolist() == [53, 26]
+    events = [tr.observe(np.array([0, 0]), 1.0) for _ in range(20)]
+    assert "restart" in events
+    assert tr.n_restarts == 1
+    # with ordinals in the ball the same space has no box, and the radius decides
+    tr2 = TrustRegion(space, n_initial=1, ordinals="hamming")
+    assert tr2.has_discrete and not tr2.has_continuous and tr2.radius_init == 2
+
+
+def test_combo_tr_suggestions_on_long_ordinals_stay_in_their_box():
+    space = ordinal_space()
+
+    def f(c):
+        return ((c["i"] - 120) / 50) ** 2 + ((c["j"] - 10) / 20) ** 2 + (c["a"] != "q") + c["b"]
+
+    opt = METHODS["combo-tr"](space, seed=0, n_initial=4, trust_region={"fail_tol": 2, "length_init": 0.3},
+                              **COMBO_FAST)
+    checked = run_checking_regions(opt, f, 24, batch=2)
+    assert checked >= 8
+    assert opt.trust_region.length != 0.3 or opt.trust_region.n_restarts > 0
 
 
 def score_sum(rows):

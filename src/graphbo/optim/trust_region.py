@@ -1,9 +1,15 @@
 """Trust regions on graph and mixed spaces (CASMOPOLITAN: Wan, Nguyen, Ha, Ru, Lu, Osborne, ICML 2021).
 
-A trust region is a ball around a centre: in Hamming distance over the discrete variables
+A trust region is a ball around a centre: in Hamming distance over the categorical variables
 (the number of variables whose value differs from the centre's, CASMOPOLITAN's categorical
 trust region) and, for continuous variables, a box of side ``length`` in unit coordinates
-centred on the centre's continuous part (its mixed trust region), clipped to [0, 1]. :class:`Region` is one such region
+centred on the centre's continuous part (its mixed trust region), clipped to [0, 1].
+CASMOPOLITAN puts integer variables in the box, rounded; here, by default (``ordinals="box"``),
+so does every ordinal variable of three or more values (its index ``i`` of ``k`` at unit
+coordinate ``i / (k - 1)``): it may move at most ``max(1, floor(length (k - 1) / 2 + 1/2))``
+steps from the centre's, and it does not count in the Hamming distance. ``ordinals="hamming"``
+counts ordinals with the categorical variables instead, as graphbo did before (a changed
+ordinal may then take any of its values). :class:`Region` is one such region
 (membership and uniform-ish sampling); :class:`TrustRegion` is the state machine that moves
 it (CASMOPOLITAN's trust-region adjustment, after TuRBO, Eriksson et al. 2019):
 
@@ -38,6 +44,7 @@ import numpy as np
 
 from .._validation import check_choice, check_float, check_int, check_mapping
 from ..spaces.space import Space
+from ..spaces.variables import Ordinal
 
 __all__ = ["Region", "TrustRegion", "DEFAULTS", "as_trust_region_options"]
 
@@ -54,10 +61,29 @@ DEFAULTS: dict[str, Any] = {
     "fail_tol": 40,
     "min_improvement": 1e-3,
     "restart": "random",
+    "ordinals": "box",
 }
 
 #: ``restart`` choices: a new uniformly random initial design (CASMOPOLITAN without guided restart)
 RESTARTS = ("random",)
+#: ``ordinals`` choices: ordinals of three or more values in the box (CASMOPOLITAN's integers) or in the ball
+ORDINALS = ("box", "hamming")
+
+
+def window_indices(space: Space, ordinals: str = "box") -> np.ndarray:
+    """Columns of the ordinal variables a region bounds by steps (``ordinals="box"``): the
+    :class:`~graphbo.Ordinal` variables of three or more values (none for ``"hamming"``)."""
+    if ordinals == "hamming":
+        return np.zeros(0, dtype=np.int64)
+    return np.array([j for j in space.discrete_indices
+                     if isinstance(space.variables[j], Ordinal) and space.n_values[j] >= 3], dtype=np.int64)
+
+
+def window_steps(length: float, n_values: np.ndarray) -> np.ndarray:
+    """Steps an ordinal of ``n_values`` values may move from the centre's in a box of side ``length``:
+    the values whose unit coordinate ``i / (k - 1)`` rounds into ``c +- length / 2``, at least one."""
+    n_values = np.asarray(n_values, dtype=np.int64)
+    return np.maximum(1, np.floor(length * (n_values - 1) / 2 + 0.5)).astype(np.int64)
 
 
 def as_trust_region_options(name: str, value: Any) -> dict[str, Any] | None:
@@ -73,7 +99,7 @@ def as_trust_region_options(name: str, value: Any) -> dict[str, Any] | None:
 
 
 class Region:
-    """A Hamming ball (discrete part) times a box (continuous part) in a space's index rows.
+    """A Hamming ball (categorical part) times a box (ordinal and continuous parts) in a space's index rows.
 
     Parameters
     ----------
@@ -81,32 +107,46 @@ class Region:
     centre : ndarray (d,)
         Index row of the centre.
     radius : int
-        Largest number of discrete variables that may differ from the centre.
+        Largest number of ball variables (discrete ones not in the box) that may differ from the centre.
     length : float
-        Side of the continuous box in unit coordinates (the box is ``centre +- length / 2``
-        clipped to [0, 1]).
+        Side of the box in unit coordinates: the continuous box is ``centre +- length / 2``
+        clipped to [0, 1]; an ordinal of ``k`` values may move :func:`window_steps` steps.
+    ordinals : {"box", "hamming"}
+        Whether ordinals of three or more values are in the box (default) or the ball.
     """
 
-    def __init__(self, space: Space, centre: np.ndarray, radius: int, length: float = 1.0) -> None:
+    def __init__(self, space: Space, centre: np.ndarray, radius: int, length: float = 1.0,
+                 ordinals: str = "box") -> None:
         self.space = space
         self.centre = np.asarray(centre, dtype=space.row_dtype).reshape(-1)
         self.radius = int(radius)
         self.length = float(length)
-        self.disc, self.cont = space.discrete_indices, space.continuous_indices
+        self.cont = space.continuous_indices
+        #: ordinal columns bounded by steps, and how many steps each may move
+        self.window = window_indices(space, check_choice("ordinals", ordinals, ORDINALS))
+        self.steps = window_steps(self.length, space.n_values[self.window])
+        #: discrete columns of the Hamming ball
+        self.disc = np.setdiff1d(space.discrete_indices, self.window).astype(np.int64)
         c = self.centre[self.cont].astype(float)
         self.lower = np.clip(c - self.length / 2, 0.0, 1.0)
         self.upper = np.clip(c + self.length / 2, 0.0, 1.0)
+        cw = self.centre[self.window].astype(np.int64)
+        self.window_lower = np.maximum(cw - self.steps, 0)
+        self.window_upper = np.minimum(cw + self.steps, space.n_values[self.window] - 1)
         self._movable = self.disc[space.n_values[self.disc] > 1]
 
     def distance(self, rows: np.ndarray) -> np.ndarray:
-        """Hamming distance of each row's discrete part from the centre's."""
+        """Hamming distance of each row's ball part (the discrete variables not in the box) from the centre's."""
         rows = np.asarray(rows).reshape(-1, len(self.space))
         return np.count_nonzero(rows[:, self.disc] != self.centre[self.disc], axis=1)
 
     def contains(self, rows: np.ndarray) -> np.ndarray:
-        """Boolean mask: which rows lie in the region (distance <= radius, continuous part in the box)."""
+        """Boolean mask: which rows lie in the region (distance <= radius, ordinal and continuous parts in the box)."""
         rows = np.asarray(rows).reshape(-1, len(self.space))
         inside = self.distance(rows) <= self.radius
+        if self.window.size:
+            w = rows[:, self.window]
+            inside &= np.all((w >= self.window_lower) & (w <= self.window_upper), axis=1)
         if self.cont.size:
             x = rows[:, self.cont].astype(float)
             inside &= np.all((x >= self.lower - 1e-12) & (x <= self.upper + 1e-12), axis=1)
@@ -136,10 +176,11 @@ class Region:
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` random index rows in the region.
 
-        Discrete part as CASMOPOLITAN samples its trust region: ``min(radius, #variables)``
+        Ball part as CASMOPOLITAN samples its trust region: ``min(radius, #variables)``
         variables chosen uniformly without replacement, each set to a uniformly random value
-        (possibly its own), so the distance is at most the radius. Continuous part uniform
-        in the box, then snapped (:meth:`clamp` keeps it inside).
+        (possibly its own), so the distance is at most the radius. Ordinals in the box uniform
+        over their allowed steps; continuous part uniform in the box, then snapped (:meth:`clamp`
+        keeps it inside).
         """
         d = len(self.space)
         rows = np.repeat(self.centre[None, :], n, axis=0)
@@ -152,6 +193,9 @@ class Region:
             cols = self._movable[chosen]
             values = np.floor(rng.random((n, k)) * self.space.n_values[cols]).astype(np.int64)
             np.put_along_axis(rows, cols, values.astype(rows.dtype), axis=1)
+        if self.window.size and n > 0:
+            span = self.window_upper - self.window_lower + 1
+            rows[:, self.window] = self.window_lower + np.floor(rng.random((n, self.window.size)) * span).astype(np.int64)
         if self.cont.size and n > 0:
             u = rng.random((n, self.cont.size))
             x = self.lower + u * (self.upper - self.lower)
@@ -182,9 +226,13 @@ class TrustRegion:
         o = {**DEFAULTS, **options}
         self.space = space
         self.n_initial = check_int("n_initial", n_initial, minimum=0)
-        n_disc = int(np.count_nonzero(space.n_values[space.discrete_indices] > 1))
+        self.ordinals = check_choice("trust_region ordinals", o["ordinals"], ORDINALS)
+        window = window_indices(space, self.ordinals)
+        ball = np.setdiff1d(space.discrete_indices, window).astype(np.int64)
+        n_disc = int(np.count_nonzero(space.n_values[ball] > 1))
+        #: whether the region has a Hamming ball (categorical variables) and a box (ordinal or continuous ones)
         self.has_discrete = n_disc > 0
-        self.has_continuous = space.continuous_indices.size > 0
+        self.has_continuous = space.continuous_indices.size > 0 or window.size > 0
         rmax = min(30, n_disc) if o["radius_max"] is None else o["radius_max"]
         self.radius_max = check_int("trust_region radius_max", rmax, minimum=0)
         rinit = min(int(o["radius_init"]), self.radius_max) if "radius_init" not in options else o["radius_init"]
@@ -286,7 +334,7 @@ class TrustRegion:
         """The current region, or ``None`` while it has no centre (before its first observation)."""
         if self.centre is None:
             return None
-        return Region(self.space, self.centre, self.radius, self.length)
+        return Region(self.space, self.centre, self.radius, self.length, self.ordinals)
 
     # -- resumable state ------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
