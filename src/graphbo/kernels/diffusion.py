@@ -119,6 +119,9 @@ class GraphDiffusionKernel:
         spectra = check_spectra("spectra", spectra, min_length=1)
         if unit_diagonal is not None and not isinstance(unit_diagonal, bool):
             raise TypeError(f"unit_diagonal must be None (automatic), True or False, got {unit_diagonal!r}")
+        #: the spectra and the ``unit_diagonal`` argument it was built from (to build a variant of it)
+        self.spectra: tuple[GraphSpectrum, ...] = tuple(spectra)
+        self.unit_diagonal_argument = unit_diagonal
         unit = [(not has_constant_heat_diagonal(s)) if unit_diagonal is None else unit_diagonal for s in spectra]
         self.dtype: torch.dtype = check_dtype("dtype", dtype)
         checked = check_device("device", device)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import torch
@@ -24,6 +24,7 @@ from scipy.linalg.lapack import dpotrf, dtrtrs
 
 from .._validation import check_choice, check_float, check_int
 from ..kernels.diffusion import _TINY, GraphDiffusionKernel
+from ..spaces.variables import GraphSpectrum
 from .base import Posterior, Surrogate
 from .gp import robust_cholesky
 from .priors import (
@@ -52,6 +53,15 @@ _WIDTH_PER_JUMP = 6.0  # bracket width per mean absolute move of a coordinate (a
 # (Ising, 20 seeds: mean best 0.51 with widths free to shrink to 1e-3, 0.31 with unit widths; docs/measurements.md),
 # while the savings come from widening (wMaxSAT28: 5.4 -> 2.6 likelihoods per update either way).
 _WIDTH_RANGE = (1.0, 50.0)
+#: values of log beta_j over which a warped variable's graph step integrates beta_j (DiffusionGP._sample_warps):
+#: the sampler's support for log beta, [LOG_LOWER, log 100], in 25 steps of 0.7 (a factor of 2 in beta)
+_WARP_GRID = np.linspace(LOG_LOWER, LOG_BETA_UPPER, 25)
+
+
+def _logsumexp(a: np.ndarray) -> float:
+    """``log sum exp a`` (``-inf`` when every entry is)."""
+    top = float(np.max(a))
+    return top if not math.isfinite(top) else top + math.log(float(np.exp(a - top).sum()))
 
 
 @dataclass
@@ -89,6 +99,12 @@ class DiffusionGP(Surrogate):
         that grows as ``beta_i`` falls, so with little data the samples sit near the lower bound
         (``beta_i ~ 1e-3`` or less), where every variable's factor is almost the identity and the
         GP predicts its mean away from the data. docs/combo_prior.md has the measurements.
+    warps : dict of int to GraphSpectrum, optional
+        A second graph for some variables (:mod:`graphbo.models.ordinal_warp`: a log-spaced path
+        for an ordinal), keyed by the variable's position. Each such variable uses one of its two
+        graphs, chosen by a Gibbs step with the other hyper-parameters fixed (uniform prior over
+        the two; :meth:`_sample_warps`) at every fit, before the kept sweeps, so every sample of
+        a fit shares the choice. :attr:`warp` holds it (``True``: the second graph).
     """
 
     def __init__(
@@ -99,10 +115,23 @@ class DiffusionGP(Surrogate):
         tau_beta: float = 5.0,
         tau_noise: float = math.sqrt(0.05),
         beta_prior: str = "horseshoe",
+        warps: Mapping[int, GraphSpectrum] | None = None,
     ) -> None:
         if not isinstance(kernel, GraphDiffusionKernel):
             raise TypeError(f"kernel must be a graphbo.GraphDiffusionKernel, got {type(kernel).__name__}")
         self.kernel = kernel
+        warps = {} if warps is None else dict(warps)
+        bad = [i for i, sp in warps.items() if not (isinstance(i, (int, np.integer)) and 0 <= i < kernel.d
+                                                   and len(sp.eigenvalues) == kernel.n_values[i])]
+        if bad:
+            raise ValueError(f"warps: positions {bad} are not variables of the kernel with as many values")
+        #: variables with a second graph, and that graph's spectrum
+        self.warp_positions = np.array(sorted(warps), dtype=np.int64)
+        self._warp_spectra = [warps[int(i)] for i in self.warp_positions]
+        self._base_spectra = kernel.spectra
+        #: the current choice per warped variable (``True``: its second graph), shared by the samples of a fit
+        self.warp = np.zeros(len(self.warp_positions), dtype=bool)
+        self._kernels: dict[bytes, GraphDiffusionKernel] = {self.warp.tobytes(): kernel}
         self.n_burn = check_int("n_burn", n_burn, minimum=0)
         self.n_samples = check_int("n_samples", n_samples, minimum=1)
         self.tau_beta = check_float("tau_beta", tau_beta, minimum=0.0, strict_minimum=True)
@@ -139,6 +168,10 @@ class DiffusionGP(Surrogate):
         self.samples = []
         n_burn = self.n_burn if first else 0
         for s in range(n_burn + self.n_samples):
+            if s == n_burn and self.warp_positions.size:
+                # the graphs' Gibbs step, once per fit, after the first fit's burn-in
+                if self._sample_warps(X, y, rng):
+                    sweeper = _Sweeper(self, X, y, rng, sweeper.widths)
             sweeper.sweep()
             if s >= n_burn:
                 self.samples.append(state.copy())
@@ -148,6 +181,74 @@ class DiffusionGP(Surrogate):
         self.widths = sweeper.adapted_widths()
         self.condition(X, y, self.samples)
         return self
+
+    def _kernel_for(self, warp: np.ndarray) -> GraphDiffusionKernel:
+        """The kernel with each warped variable on the graph ``warp`` chooses (built once per choice)."""
+        key = np.asarray(warp, dtype=bool).tobytes()
+        if key not in self._kernels:
+            spectra = list(self._base_spectra)
+            for pos, use, alt in zip(self.warp_positions, warp, self._warp_spectra):
+                if use:
+                    spectra[int(pos)] = alt
+            k = self.kernel
+            self._kernels[key] = GraphDiffusionKernel(spectra, dtype=k.dtype, device=k.device,
+                                                      unit_diagonal=k.unit_diagonal_argument)
+        return self._kernels[key]
+
+    def set_warp(self, warp: np.ndarray) -> None:
+        """Use the graphs ``warp`` chooses (``True``: a warped variable's second graph); for a resumed state."""
+        warp = np.asarray(warp, dtype=bool).reshape(-1)
+        if warp.shape != self.warp.shape:
+            raise ValueError(f"warp: expected {self.warp.size} choices, got {warp.size}")
+        self.warp = warp.copy()
+        self.kernel = self._kernel_for(self.warp)
+
+    def _sample_warps(self, X: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> bool:
+        """A block Gibbs step per warped variable ``j``, in a random order, on its graph ``g`` and ``beta_j``
+        together, the other hyper-parameters fixed.
+
+        ``g`` is drawn from ``p(g | rest) ~ int p(y | g, beta_j, rest) p(beta_j) d log beta_j`` (uniform
+        prior over the two graphs), the integral a sum over :data:`_WARP_GRID` values of ``log beta_j``;
+        then ``log beta_j`` from that grid's conditional weights under the drawn graph. Integrating
+        ``beta_j`` out matters: a ``beta_j`` sampled under one graph rarely suits the other, so a step
+        that kept it would seldom leave the first graph. The slice sampler's sweeps that follow move
+        ``beta_j`` off the grid. Returns whether the kernel changed.
+        """
+        st = self.state
+        assert st is not None
+        density = log_horseshoe_upper_of_log if self.beta_prior == "horseshoe" else log_horseshoe_upper
+        step = float(_WARP_GRID[1] - _WARP_GRID[0])
+        changed = False
+        for j in rng.permutation(self.warp_positions.size):
+            pos = int(self.warp_positions[j])
+            grids = []
+            for use in (False, True):
+                warp = self.warp.copy()
+                warp[j] = use
+                self.kernel = self._kernel_for(warp)
+                sweeper = _Sweeper(self, X, y, rng)
+                log_rest = np.zeros((sweeper.n, sweeper.n))
+                for i in range(self.kernel.d):
+                    if i != pos:
+                        log_rest += sweeper._log_factor(i, st.log_beta[i])
+                lik = sweeper._beta_likelihood(pos, np.exp(log_rest), st.mean, math.exp(st.log_amp),
+                                               math.exp(st.log_noise))
+                grids.append(np.array([density(float(b), self.tau_beta, LOG_BETA_UPPER) + lik(float(b))
+                                       for b in _WARP_GRID]))
+            marginals = np.array([_logsumexp(g) + math.log(step) for g in grids])
+            if not np.isfinite(marginals).any():  # neither graph gives a positive-definite Gram: keep the choice
+                self.kernel = self._kernel_for(self.warp)
+                continue
+            top = marginals.max()
+            p_second = float(np.exp(marginals[1] - top) / np.exp(marginals - top).sum())
+            use_second = bool(rng.random() < p_second)
+            g = grids[int(use_second)]
+            weights = np.exp(g - g.max())
+            st.log_beta[pos] = float(_WARP_GRID[int(rng.choice(_WARP_GRID.size, p=weights / weights.sum()))])
+            changed |= use_second != bool(self.warp[j])
+            self.warp[j] = use_second
+            self.kernel = self._kernel_for(self.warp)
+        return changed
 
     def _widths(self, d: int, y: np.ndarray) -> np.ndarray:
         """The bracket widths for this fit: the adapted ones, or 1 (the mean's: ``y``'s standard deviation).

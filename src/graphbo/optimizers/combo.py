@@ -22,6 +22,7 @@ from ..optim.graph_local_search import optimize_acquisition_on_graph
 from ..optim.trust_region import TrustRegion, as_trust_region_options
 from ..kernels.diffusion import GraphDiffusionKernel
 from ..models.diffusion_gp import DiffusionGP, HyperSample
+from ..models.ordinal_warp import log_path_spectrum, log_warp_candidates
 from ..models.transforms import Y_TRANSFORMS, transform_values
 from ..spaces.space import Space
 from ..spaces.variables import Variable
@@ -95,6 +96,12 @@ class COMBO(Optimizer):
         incumbent is the same; they compress a long tail of bad values (diverging runs,
         penalties), which otherwise set the GP's mean and scale (docs/combo_prior.md, "Skewed
         values", has their measurements; none is a default).
+    warp_ordinals : bool, default True
+        Let the model put each long ordinal of positive numbers spanning a decade or more (a batch
+        size, a width) on a log-spaced path instead of the evenly spaced one, chosen from the data
+        with the other hyper-parameters (input warping, Snoek et al. 2014;
+        :mod:`graphbo.models.ordinal_warp`, docs/combo_prior.md, "Log-scale integers"). Spaces
+        without such ordinals are unaffected. :attr:`ordinal_scales` reports the choice.
     """
 
     name = "combo"
@@ -104,7 +111,7 @@ class COMBO(Optimizer):
                  n_random: int = 20000, n_spray: int = 20, n_starts: int = 20, paper_kernel: bool = False,
                  device: str | None = None, trust_region: bool | dict = False,
                  max_train: int | None = DEFAULT_MAX_TRAIN, beta_prior: str = "horseshoe",
-                 y_transform: str = "none"):
+                 y_transform: str = "none", warp_ordinals: bool = True):
         n_burn = check_int("n_burn", n_burn, minimum=0)
         self.y_transform = check_choice("y_transform", y_transform, Y_TRANSFORMS)
         n_samples = check_int("n_samples", n_samples, minimum=1)
@@ -121,9 +128,16 @@ class COMBO(Optimizer):
             raise ValueError(
                 f"COMBO handles discrete variables only; {bad!r} are continuous. Use graphbo.BOFM for mixed spaces."
             )
-        self.kernel = GraphDiffusionKernel([v.spectrum for v in space.variables if isinstance(v, Variable)],
-                                           device=device, unit_diagonal=False if paper_kernel else None)
-        self.model = DiffusionGP(self.kernel, n_burn=n_burn, n_samples=n_samples, beta_prior=beta_prior)
+        kernel = GraphDiffusionKernel([v.spectrum for v in space.variables if isinstance(v, Variable)],
+                                      device=device, unit_diagonal=False if paper_kernel else None)
+        warps = {}
+        if check_bool("warp_ordinals", warp_ordinals):
+            for j in log_warp_candidates(space.variables):
+                spectrum = log_path_spectrum(space.variables[j].values)
+                assert spectrum is not None  # log_warp_candidates keeps only variables that have one
+                warps[j] = spectrum
+        self.model = DiffusionGP(kernel, n_burn=n_burn, n_samples=n_samples, beta_prior=beta_prior,
+                                 warps=warps)
         #: the trust region (CASMOPOLITAN), or None
         self.trust_region = None if tr_options is None else TrustRegion(space, n_initial, **tr_options)
         self.last_acquisition_value: float | None = None
@@ -184,6 +198,9 @@ class COMBO(Optimizer):
             return out
         if self.model.widths is not None:  # the slice sampler's adapted widths: a resumed chain continues the same
             out["widths"] = self.model.widths.tolist()
+        if self.model.warp_positions.size:
+            out["warp"] = self.model.warp.tolist()
+            out["ordinal_scales"] = self.ordinal_scales
         return {"mean": st.mean, "log_amp": st.log_amp, "log_noise": st.log_noise, "log_beta": st.log_beta.tolist(),
                 "beta": self.beta, "relevance": self.relevance, "beta_prior": self.model.beta_prior, **out}
 
@@ -201,6 +218,9 @@ class COMBO(Optimizer):
         else:
             self.model.state = None
         self.model.widths = np.asarray(state["widths"], dtype=float) if "widths" in state else None
+        warp = state.get("warp")
+        self.model.set_warp(np.zeros(self.model.warp_positions.size, dtype=bool)
+                            if warp is None or len(warp) != self.model.warp_positions.size else np.asarray(warp))
 
     @property
     def relevance(self) -> dict[str, float]:
@@ -214,6 +234,18 @@ class COMBO(Optimizer):
         if not self.model.samples:
             return {}
         return dict(zip(self.space.names, map(float, self.model.relevance_posterior_mean)))
+
+    @property
+    def kernel(self) -> GraphDiffusionKernel:
+        """The model's diffusion kernel (over the graphs :attr:`ordinal_scales` has chosen)."""
+        return self.model.kernel
+
+    @property
+    def ordinal_scales(self) -> dict[str, str]:
+        """The path each warpable ordinal is on at the last fit (``"linear"`` before it): ``"log"`` or ``"linear"``;
+        empty when the space has none or the option is off."""
+        names = [self.space.names[int(j)] for j in self.model.warp_positions]
+        return {n: "log" if w else "linear" for n, w in zip(names, self.model.warp)}
 
     @property
     def beta(self) -> dict[str, float]:
