@@ -104,6 +104,11 @@ def test_combo_reports_its_choice_and_resumes_it():
     assert again.ordinal_scales == scales
     assert again.kernel is again.model._kernel_for(np.array(state["method"]["warp"]))
     assert again.ask() == opt.ask()
+    off = gb.COMBO(log_space(), seed=0, n_initial=6, warp_ordinals=False, **FAST)
+    for o in opt.history:
+        off.tell(o.config, o.value)
+    with pytest.warns(UserWarning, match="warp_ordinals differs"):
+        off.set_state(state)
 
 
 def test_warp_off_or_nothing_to_warp_is_plain_combo():

@@ -81,7 +81,8 @@ def window_indices(space: Space, ordinals: str = "box") -> np.ndarray:
 
 def window_steps(length: float, n_values: np.ndarray) -> np.ndarray:
     """Steps an ordinal of ``n_values`` values may move from the centre's in a box of side ``length``:
-    the values whose unit coordinate ``i / (k - 1)`` rounds into ``c +- length / 2``, at least one."""
+    the values whose rounding cell (unit coordinates within half a step of ``i / (k - 1)``) meets
+    ``c +- length / 2``, at least one."""
     n_values = np.asarray(n_values, dtype=np.int64)
     return np.maximum(1, np.floor(length * (n_values - 1) / 2 + 0.5)).astype(np.int64)
 

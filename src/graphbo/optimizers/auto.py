@@ -27,7 +27,8 @@ AUTO = "auto"
 
 #: a trust region from this many effective variables (:func:`dimensions`). Mechanism (docs/trust_regions.md):
 #: the region's initial Hamming radius is min(20, d), so with d <= 20 it holds the whole discrete space until 40
-#: consecutive failures shrink it, and a trust region changes little. CASMOPOLITAN's categorical problems
+#: consecutive failures shrink it, and a trust region changes little. (Here d counts every variable; the region's
+#: own radius counts the categorical ones only, ordinals of 3+ values being in its box: docs/trust_regions.md.) CASMOPOLITAN's categorical problems
 #: start at 25 variables (contamination, pest control). Not measured between 21 and 49 (docs/auto.md).
 TR_MIN_DIMENSIONS = 21
 
@@ -42,7 +43,8 @@ TR_MIN_BUDGET = 100
 
 def dimensions(space: Any) -> int:
     """The effective number of variables of a :class:`graphbo.Space`: discrete variables with more than one
-    value (the ``d`` of the trust region's radius, docs/trust_regions.md) plus continuous ones."""
+    value plus continuous ones (ordinals included, which a trust region bounds in its box rather than its
+    Hamming radius, docs/trust_regions.md)."""
     return sum(1 for v in space.variables if v.n_values != 1)
 
 

@@ -77,7 +77,8 @@ class BOFM(Optimizer):
     trust_region : bool or dict, default False
         Search only a trust region around the best point of the current region (CASMOPOLITAN,
         Wan et al. 2021; :mod:`graphbo.optim.trust_region`, docs/trust_regions.md): a Hamming
-        ball on the discrete part times a box on the continuous part, which expand after
+        ball on the categorical part times a box on the ordinal (in index steps) and continuous
+        parts, which expand after
         successes, shrink after failures and restart with a new random design when too small.
         ``True`` takes CASMOPOLITAN's constants; a dict overrides some. The GP is fitted to all
         the data (up to ``max_train``).

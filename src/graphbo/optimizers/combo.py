@@ -74,8 +74,9 @@ class COMBO(Optimizer):
     trust_region : bool or dict, default False
         Search only a trust region around the best point of the current region (CASMOPOLITAN,
         Wan et al. 2021; :mod:`graphbo.optim.trust_region`, docs/trust_regions.md): a Hamming
-        ball that expands after successes, shrinks after failures and restarts with a new
-        random design when it is too small. ``True`` takes CASMOPOLITAN's constants; a dict
+        ball over the categorical variables times a box in index steps over the ordinals of three
+        or more values (``ordinals="hamming"`` puts them in the ball), which expands after
+        successes, shrinks after failures and restarts with a new random design when it is too small. ``True`` takes CASMOPOLITAN's constants; a dict
         overrides some (``radius_init``, ``fail_tol``, ...). The GP is fitted to all the data
         (up to ``max_train``).
     max_train : int or None, default 500
@@ -219,8 +220,13 @@ class COMBO(Optimizer):
             self.model.state = None
         self.model.widths = np.asarray(state["widths"], dtype=float) if "widths" in state else None
         warp = state.get("warp")
-        self.model.set_warp(np.zeros(self.model.warp_positions.size, dtype=bool)
-                            if warp is None or len(warp) != self.model.warp_positions.size else np.asarray(warp))
+        n_warp = self.model.warp_positions.size
+        if warp is not None and len(warp) != n_warp:
+            warnings.warn(f"COMBO: the saved state chose graphs for {len(warp)} ordinal(s), this optimizer warps "
+                          f"{n_warp} (warp_ordinals differs?); its ordinals start on the evenly spaced path",
+                          stacklevel=2)
+            warp = None
+        self.model.set_warp(np.zeros(n_warp, dtype=bool) if warp is None else np.asarray(warp))
 
     @property
     def relevance(self) -> dict[str, float]:
