@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..spaces.variables import SMOOTH_STEPS, GraphSpectrum, Ordinal, Variable, path_edge_weight
+from ..spaces.variables import SMOOTH_STEPS, GraphSpectrum, Ordinal, path_edge_weight
 
 __all__ = ["LOG_WARP_MIN_RATIO", "log_path_adjacency", "log_warp_candidates", "log_path_spectrum"]
 
@@ -77,7 +77,7 @@ def log_path_spectrum(values: Sequence[Any]) -> GraphSpectrum | None:
     return GraphSpectrum(eigenvalues=np.clip(lam, 0.0, None), eigenvectors=u)
 
 
-def log_warp_candidates(variables: Sequence[Variable]) -> list[int]:
+def log_warp_candidates(variables: Sequence[Any]) -> list[int]:
     """Positions of the :class:`~graphbo.Ordinal` variables with the default (evenly spaced) path that
     can take a log-spaced one (:func:`log_path_adjacency`). An ordinal given its own ``edge_weight``
     keeps its graph."""

@@ -134,7 +134,9 @@ class COMBO(Optimizer):
         warps = {}
         if check_bool("warp_ordinals", warp_ordinals):
             for j in log_warp_candidates(space.variables):
-                spectrum = log_path_spectrum(space.variables[j].values)
+                var = space.variables[j]
+                assert isinstance(var, Variable)  # log_warp_candidates keeps ordinals only
+                spectrum = log_path_spectrum(var.values)
                 assert spectrum is not None  # log_warp_candidates keeps only variables that have one
                 warps[j] = spectrum
         self.model = DiffusionGP(kernel, n_burn=n_burn, n_samples=n_samples, beta_prior=beta_prior,
