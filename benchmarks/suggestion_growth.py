@@ -19,6 +19,11 @@ code, so before and after share the machine's state.
 
 Problems: COMBO on wMaxSAT28 (``--maxsat``: a .wcnf file; default the shipped instance), BO-FM on the 53-dimensional mixed Ackley (``ackley53``) when the
 registry has it, else Func3C. One torch thread unless ``--threads`` says otherwise.
+
+With ``--device D`` (``cpu``, ``cuda``, ...) the optimiser's GP runs on that torch device; COMBO's
+slice sampler stays on the CPU either way (NumPy tables), its posterior over the acquisition's
+candidates moves. To find the ``n`` from which a GPU pays, run the same ``--sizes`` once without
+and once with ``--device cuda`` on the GPU machine (docs/measurements.md, "GPU").
 """
 
 from __future__ import annotations
@@ -48,20 +53,22 @@ def _benchmark(method: str, maxsat: str | None):
     return name, load_benchmark(name)
 
 
-def _optimizer(method: str, space, seed: int, n: int, burn: int):
+def _optimizer(method: str, space, seed: int, n: int, burn: int, device: str | None = None):
     import graphbo as gb
 
+    extra = {} if device is None else {"device": device}  # unset: runs with revisions that predate it
     if method == "combo":
-        return gb.COMBO(space, seed=seed, n_initial=n, n_burn=burn)
-    return gb.BOFM(space, seed=seed, n_initial=n)
+        return gb.COMBO(space, seed=seed, n_initial=n, n_burn=burn, **extra)
+    return gb.BOFM(space, seed=seed, n_initial=n, **extra)
 
 
-def run_case(method: str, n: int, suggestions: int, seed: int, burn: int, maxsat: str | None) -> dict:
+def run_case(method: str, n: int, suggestions: int, seed: int, burn: int, maxsat: str | None,
+             device: str | None = None) -> dict:
     """One case in this process: fit at ``n`` (untimed), resume, time ``suggestions`` suggestions."""
     import graphbo as gb
 
     name, bench = _benchmark(method, maxsat)
-    opt = _optimizer(method, bench.space, seed, n, burn)
+    opt = _optimizer(method, bench.space, seed, n, burn, device)
     told = []
     for _ in range(n):
         c = opt.ask()
@@ -73,7 +80,7 @@ def run_case(method: str, n: int, suggestions: int, seed: int, burn: int, maxsat
     first_fit = time.perf_counter() - t0
     state = opt.get_state()
 
-    resumed = _optimizer(method, bench.space, seed, n, burn)
+    resumed = _optimizer(method, bench.space, seed, n, burn, device)
     for c, v in told:
         resumed.tell(c, v)
     resumed.set_state(state)
@@ -85,7 +92,7 @@ def run_case(method: str, n: int, suggestions: int, seed: int, burn: int, maxsat
         resumed.tell(c, bench(c))
     return {"method": method, "problem": name, "n": n, "mean_s": statistics.mean(times),
             "median_s": statistics.median(times), "times_s": times, "first_fit_s": first_fit,
-            "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "device": device or "default",
             "graphbo": _where(getattr(gb, "__file__", "?"))}
 
 
@@ -99,6 +106,8 @@ def _subprocess_case(args: argparse.Namespace, n: int, src: str | None) -> dict:
            "--threads", str(args.threads)]
     if args.maxsat:
         cmd += ["--maxsat", os.path.abspath(args.maxsat)]
+    if args.device:
+        cmd += ["--device", args.device]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True, cwd=tempfile.gettempdir())
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -113,6 +122,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--maxsat", default=None, help="wMaxSAT28 .wcnf file (COMBO)")
     ap.add_argument("--baseline-ref", default=None, help="git revision to time alongside (e.g. a commit before)")
+    ap.add_argument("--device", default=None,
+                    help="torch device of the GP (COMBO(device=...), BOFM(device=...)), e.g. cuda; unset: the default")
     ap.add_argument("--out", default=None, help="append the rows to this JSON file")
     ap.add_argument("--case", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -120,7 +131,8 @@ def main() -> None:
         import torch
 
         torch.set_num_threads(args.threads)
-        print(json.dumps(run_case(args.method, args.case, args.suggestions, args.seed, args.burn, args.maxsat)))
+        print(json.dumps(run_case(args.method, args.case, args.suggestions, args.seed, args.burn, args.maxsat,
+                                  args.device)))
         return
 
     worktree = None
