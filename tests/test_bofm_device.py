@@ -140,6 +140,8 @@ def test_cuda_matches_cpu_within_rounding():
     # the same data and hyper-parameters: the same posterior up to floating-point rounding
     for h in cpu.history:
         gpu.tell(h.config, h.value)
+    # the run's last fit did not see its last evaluation: both are conditioned on all of it here
+    cpu.model.condition(cpu.X, cpu.y)
     gpu.model.params = cpu.model.params.to("cuda")
     gpu.model.condition(cpu.X, cpu.y)
     assert gpu.model._L.device.type == "cuda"
