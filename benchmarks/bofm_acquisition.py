@@ -11,6 +11,7 @@ acquisition starts (the paper: 10 restarts, 100,000 points). Variants:
 
 * ``batched``: ``acq_optimizer="batched"``, ``prior="weak"`` (the defaults before issue 16.7);
 * ``supplement``: ``acq_optimizer="supplement"`` (supplement D.1's per-start alternation);
+* ``typewise``: ``acq_optimizer="typewise"`` (D.1, a start polished as soon as its discrete part stays);
 * ``batched-noprior`` / ``supplement-noprior``: the same with ``prior="none"``
   (marginal likelihood alone, as BO-FM Sec. 5 states the fit).
 
@@ -40,6 +41,7 @@ DEFAULT_JSON = Path(__file__).resolve().parent / "results" / "bofm_acquisition.j
 VARIANTS: dict[str, dict[str, str]] = {
     "batched": {"acq_optimizer": "batched", "prior": "weak"},
     "supplement": {"acq_optimizer": "supplement", "prior": "weak"},
+    "typewise": {"acq_optimizer": "typewise", "prior": "weak"},
     "batched-noprior": {"acq_optimizer": "batched", "prior": "none"},
     "supplement-noprior": {"acq_optimizer": "supplement", "prior": "none"},
 }

@@ -2,7 +2,8 @@
 
 The slice sampler works on NumPy tables on the CPU whatever the device; the posterior over the
 acquisition's candidates (the Gram matrices, their factors and the predictions) runs on the
-device. The CUDA cases run only where a GPU is present (tests/README: the device machine).
+device. The CUDA case runs only where a GPU is present (benchmarks/gpu_crossover.sh runs it; it passed on
+an H200, docs/measurements.md "GPU").
 """
 
 import numpy as np

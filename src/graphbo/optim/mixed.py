@@ -26,6 +26,13 @@ the same code serves every device.
   maximum for one-variable discrete moves whose continuous part is a
   stationary point (or at a bound). Neighbour scores are batched over the
   starts; the L-BFGS-B calls run start by start.
+* ``method="typewise"``: ``"supplement"``, except that a start whose hill-climbing step
+  finds no better neighbour is treated as converged at once (polished, then its neighbours
+  checked) instead of taking one more ``maxiter=1`` call. Where the acquisition is flat
+  in the continuous part, D.1's one-iteration calls (each restarted without curvature)
+  creep for hundreds of rounds while the discrete part no longer moves; the polish reaches
+  the same stationary point in a few iterations. The stopping rule, and so the kind of
+  local maximum returned, is the supplement's.
 """
 
 from __future__ import annotations
@@ -49,7 +56,7 @@ if TYPE_CHECKING:
 __all__ = ["optimize_acquisition_mixed", "METHODS"]
 
 #: ``method`` choices of :func:`optimize_acquisition_mixed`
-METHODS = ("batched", "supplement")
+METHODS = ("batched", "supplement", "typewise")
 
 
 def optimize_acquisition_mixed(
@@ -74,7 +81,8 @@ def optimize_acquisition_mixed(
     or callable mapping a float64 tensor of rows ``(m, d)`` (discrete columns hold indices,
     continuous columns lie in [0, 1]) to ``m`` scores, differentiable in the continuous columns.
     Returns the best row not in ``exclude`` and its acquisition value. ``max_rounds`` caps the
-    alternation rounds (default 20 for ``"batched"``, 1000 per start for ``"supplement"``).
+    alternation rounds (default 20 for ``"batched"``, 1000 per start for ``"supplement"`` and
+    ``"typewise"``).
 
     ``region`` (a :class:`graphbo.optim.trust_region.Region`) confines the search to a trust
     region: random points are drawn in it, spray points are clipped to its box and dropped
@@ -111,12 +119,14 @@ def optimize_acquisition_mixed(
     top = scored.top(n_starts, distinct=False)
     cur, cur_val = pool[top].copy(), scored.exact[top].copy()
 
-    if method == "supplement":
+    per_start = method in ("supplement", "typewise")
+    if per_start:
         cur, cur_val = _alternate_per_start(acquisition, space, cur, cur_val, score_rows,
-                                            1000 if max_rounds is None else max_rounds, rel_tol, region=region)
+                                            1000 if max_rounds is None else max_rounds, rel_tol, region=region,
+                                            polish_on_stall=method == "typewise")
         cur = snap(cur)  # integer-valued continuous variables: the nearest integers, rescored
         cur_val = score_rows(cur)
-    for _ in range(0 if method == "supplement" else 20 if max_rounds is None else max_rounds):
+    for _ in range(0 if per_start else 20 if max_rounds is None else max_rounds):
         improved = False
         # 2a. one hill-climbing step on the discrete part
         if disc.size:
@@ -393,11 +403,13 @@ class _Lockstep:
 
 def _alternate_per_start(acquisition: Callable[[torch.Tensor], torch.Tensor], space: Space, cur: np.ndarray,
                          cur_val: np.ndarray, score_rows: Callable[[np.ndarray], np.ndarray], max_rounds: int,
-                         rel_tol: float, region: "Region | None" = None) -> tuple[np.ndarray, np.ndarray]:
+                         rel_tol: float, region: "Region | None" = None,
+                         polish_on_stall: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """BO-FM supplement D.1: per start, one hill-climbing step then one L-BFGS-B iteration
     (``maxiter=1``), until a round changes the value by at most ``rel_tol`` relatively; then the
     continuous part is polished to L-BFGS-B's convergence and the start stops unless a discrete
-    neighbour is better (module docstring)."""
+    neighbour is better (module docstring). With ``polish_on_stall`` (``method="typewise"``) a
+    start whose hill-climbing step finds no better neighbour is polished at once."""
     cont = space.continuous_indices
     cur, cur_val = cur.copy(), cur_val.copy()
     lockstep = _Lockstep(acquisition, cont, region) if cont.size else None
@@ -406,7 +418,8 @@ def _alternate_per_start(acquisition: Callable[[torch.Tensor], torch.Tensor], sp
         return _neighbour_scores(acquisition, space, starts, nbrs, owner, score_rows)
 
     try:
-        return _alternate(lockstep, space, cur, cur_val, score_neighbours, max_rounds, rel_tol, region)
+        return _alternate(lockstep, space, cur, cur_val, score_neighbours, max_rounds, rel_tol, region,
+                          polish_on_stall)
     finally:
         if lockstep is not None:
             lockstep.close()
@@ -414,9 +427,10 @@ def _alternate_per_start(acquisition: Callable[[torch.Tensor], torch.Tensor], sp
 
 def _alternate(lockstep: "_Lockstep | None", space: Space, cur: np.ndarray, cur_val: np.ndarray,
                score_neighbours: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray], max_rounds: int,
-               rel_tol: float, region: "Region | None") -> tuple[np.ndarray, np.ndarray]:
+               rel_tol: float, region: "Region | None", polish_on_stall: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The rounds of :func:`_alternate_per_start` (``lockstep`` is None for a purely discrete space;
-    ``score_neighbours(starts, nbrs, owner)`` scores graph neighbours)."""
+    ``score_neighbours(starts, nbrs, owner)`` scores graph neighbours; ``polish_on_stall``: the
+    ``"typewise"`` variant)."""
     disc, cont = space.discrete_indices, space.continuous_indices
     active = np.ones(cur.shape[0], dtype=bool)
     for _ in range(max_rounds):
@@ -437,11 +451,15 @@ def _alternate(lockstep: "_Lockstep | None", space: Space, cur: np.ndarray, cur_
         if lockstep is None:  # purely discrete: plain hill climbing
             active[idx[~moved]] = False
             continue
-        x, v = lockstep.run(cur[idx], maxiter=1)  # one L-BFGS-B iteration per start
-        up = v >= cur_val[idx]
-        cur[np.ix_(idx[up], cont)], cur_val[idx[up]] = x[up], v[up]
+        # "typewise": a start whose discrete step stayed goes straight to the polish below instead of
+        # creeping by one L-BFGS-B iteration per round (hundreds of rounds where the EI surface is flat)
+        step = moved if polish_on_stall else np.ones(idx.size, dtype=bool)
+        if step.any():
+            x, v = lockstep.run(cur[idx[step]], maxiter=1)  # one L-BFGS-B iteration per start
+            up = v >= cur_val[idx[step]]
+            cur[np.ix_(idx[step][up], cont)], cur_val[idx[step][up]] = x[up], v[up]
         done = np.abs(cur_val[idx] - before) <= rel_tol * np.maximum(np.abs(cur_val[idx]), 1.0)
-        conv = idx[done]
+        conv = idx[done | ~step]
         if conv.size == 0:
             continue
         # converged: polish the continuous part, then stop unless a discrete neighbour is better

@@ -61,12 +61,15 @@ class BOFM(Optimizer):
         Fit the GP on log-transformed values (BO-FM Sec. 5.3).
     n_random, n_spray, n_starts : int, defaults 100000, 50, 40
         Acquisition starting pool and number of alternating searches (supplement D.1).
-    acq_optimizer : {"supplement", "batched"}, default "supplement"
+    acq_optimizer : {"typewise", "supplement", "batched"}, default "typewise"
         ``"supplement"``: every start alternates one hill-climbing step and one L-BFGS-B
-        iteration until convergence, as supplement D.1 describes; ``"batched"``: all starts
-        move together, one L-BFGS-B on the sum of their objectives per round
-        (:func:`~graphbo.optim.mixed.optimize_acquisition_mixed`; docs/bofm_benchmarks.md
-        compares them).
+        iteration until convergence, as supplement D.1 describes; ``"typewise"``: the same,
+        except that a start whose hill-climbing step finds no better neighbour has its
+        continuous part run to L-BFGS-B's convergence at once instead of one iteration per round
+        (same local-maximum guarantee; on the 53-variable Ackley the same values at an eighth
+        of the time); ``"batched"``: all starts move together, one L-BFGS-B on the sum of
+        their objectives per round (:func:`~graphbo.optim.mixed.optimize_acquisition_mixed`;
+        docs/bofm_benchmarks.md compares them).
     prior : {"auto", "weak", "scaled", "none"}, default "auto"
         Hyper-parameter fit: marginal likelihood plus priors (``"weak"``: ``N(0, 3^2)`` on the
         kernel's log-scales; ``"scaled"``: priors scaled with the number of variables, Hvarfner et
@@ -104,7 +107,7 @@ class BOFM(Optimizer):
     def __init__(self, space: Space, *, seed: int | None = None, n_initial: int = 10,
                  initial_configs: Configs | None = None, kernel: str = "modlap", n_restarts: int = 10,
                  log_y: bool = False, n_random: int = 100_000, n_spray: int = 50, n_starts: int = 40,
-                 acq_optimizer: str = "supplement", prior: str = "auto", trust_region: bool | dict = False,
+                 acq_optimizer: str = "typewise", prior: str = "auto", trust_region: bool | dict = False,
                  restart_every: int = 10, max_train: int | None = DEFAULT_MAX_TRAIN,
                  device: str | torch.device | None = None):
         kernel = check_choice("kernel", kernel, KERNELS)
