@@ -1,11 +1,12 @@
-"""COMBO's best value at the budget on one benchmark over many seeds, this checkout against a git revision.
+"""COMBO's (or BO-FM's) best value at the budget on one benchmark over many seeds, this checkout against a git revision.
 
     python benchmarks/quality_subset.py --benchmark ising --seeds 0-19 --budget 80 --n-initial 20 \
         --baseline-ref 7aa962c --out benchmarks/results/quality_subset_ising.jsonl
 
 The quality check of issue 17.3: a speed change must leave the results within two standard
 errors of the code before it, on the same seeds. Each (version, seed) is one ask/tell loop of
-``graphbo.COMBO(space, seed=seed, n_initial=...)``; Ising's coupling instance is drawn from the
+``graphbo.COMBO(space, seed=seed, n_initial=...)`` (``--method bofm``: ``graphbo.BOFM``, for the mixed
+benchmarks func2c, func3c, ackley5c, ...); Ising's coupling instance is drawn from the
 seed too (``load_benchmark("ising", seed=seed)``), as in the COMBO paper. With
 ``--baseline-ref`` the same seeds run on that revision, checked out in a temporary git worktree
 and imported instead of this checkout, in a subprocess. Every finished run is appended to
@@ -36,8 +37,8 @@ def seeds_of(text: str) -> list[int]:
     return [int(s) for s in text.split(",")]
 
 
-def one_run(benchmark: str, seed: int, budget: int, n_initial: int) -> dict:
-    """Best value of COMBO after ``budget`` evaluations (in this interpreter's graphbo)."""
+def one_run(benchmark: str, seed: int, budget: int, n_initial: int, method: str = "combo") -> dict:
+    """Best value of COMBO or BO-FM after ``budget`` evaluations (in this interpreter's graphbo)."""
     import numpy as np
     import torch
 
@@ -46,7 +47,7 @@ def one_run(benchmark: str, seed: int, budget: int, n_initial: int) -> dict:
 
     torch.set_num_threads(1)
     bench = load_benchmark(benchmark, seed=seed) if benchmark == "ising" else load_benchmark(benchmark)
-    opt = gb.COMBO(bench.space, seed=seed, n_initial=n_initial)
+    opt = (gb.BOFM if method == "bofm" else gb.COMBO)(bench.space, seed=seed, n_initial=n_initial)
     best, start = np.inf, time.process_time()
     for _ in range(budget):
         config = opt.ask()
@@ -66,6 +67,7 @@ def summary(runs: list[dict], solved: float) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--benchmark", default="ising")
+    ap.add_argument("--method", choices=["combo", "bofm"], default="combo")
     ap.add_argument("--seeds", default="0-19")
     ap.add_argument("--budget", type=int, default=80)
     ap.add_argument("--n-initial", type=int, default=20)
@@ -77,12 +79,17 @@ def main() -> None:
     args = ap.parse_args()
     if args._child:
         version, seed = args._child.split(":")
-        print(json.dumps({"version": version, **one_run(args.benchmark, int(seed), args.budget, args.n_initial)}))
+        print(json.dumps({"version": version, **one_run(args.benchmark, int(seed), args.budget, args.n_initial,
+                                                                 args.method)}))
         return
 
     done = [json.loads(line) for line in open(args.out)] if os.path.exists(args.out) else []
-    key = (args.benchmark, args.budget, args.n_initial)
-    have = {(r["version"], r["seed"]) for r in done if (r["benchmark"], r["budget"], r["n_initial"]) == key}
+    key = (args.benchmark, args.budget, args.n_initial, args.method)
+
+    def key_of(r: dict) -> tuple:
+        return r["benchmark"], r["budget"], r["n_initial"], r.get("method", "combo")
+
+    have = {(r["version"], r["seed"]) for r in done if key_of(r) == key}
     versions = [("current", os.path.join(ROOT, "src"))]
     worktree = None
     if args.baseline_ref:
@@ -100,9 +107,11 @@ def main() -> None:
                 env = {**os.environ, "PYTHONPATH": src, "OMP_NUM_THREADS": "1"}
                 out = subprocess.run([sys.executable, os.path.abspath(__file__), "--benchmark", args.benchmark,
                                       "--budget", str(args.budget), "--n-initial", str(args.n_initial),
+                                      "--method", args.method,
                                       "--_child", f"{version}:{seed}"],
                                      env=env, capture_output=True, text=True, check=True)
                 run = {"benchmark": args.benchmark, "budget": args.budget, "n_initial": args.n_initial,
+                       "method": args.method,
                        **json.loads(out.stdout.strip().splitlines()[-1])}
                 with open(args.out, "a") as fh:
                     fh.write(json.dumps(run) + "\n")
@@ -112,7 +121,7 @@ def main() -> None:
         if worktree:
             subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", worktree], capture_output=True)
     for version in sorted({r["version"] for r in done}):
-        runs = [r for r in done if r["version"] == version and (r["benchmark"], r["budget"], r["n_initial"]) == key]
+        runs = [r for r in done if r["version"] == version and key_of(r) == key]
         if runs:
             print(f"{version:24s} {summary(runs, args.solved)}")
 
