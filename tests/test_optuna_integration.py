@@ -194,6 +194,37 @@ def test_combo_sampler_maps_discrete_and_refuses_continuous_floats():
     assert study.trials[0].state == TrialState.FAIL
 
 
+def test_combo_sampler_grids_keep_their_values_so_log_scale_integers_can_be_warped():
+    """An Ordinal over positions 0..n-1 is never a log-scale candidate; over the grid's own values it is
+    (COMBO(warp_ordinals=True)): a log IntDistribution and a wide positive integer grid both are, a
+    grid starting at 0 or with few points is not."""
+    sampler = COMBOSampler(seed=0, optimizer_kwargs=COMBO_FAST)
+    space, params = sampler._space_of({
+        "batch": IntDistribution(16, 512, step=16),  # 32 values, a ratio of 32
+        "width": IntDistribution(1, 1000, log=True),
+        "k": IntDistribution(0, 50),  # starts at 0: no log scale
+        "few": IntDistribution(1, 10),  # 10 values: too few
+        "q": FloatDistribution(0.1, 0.5, step=0.1),
+    })
+    assert list(space["batch"].values[:3]) == [16, 32, 48] and space["batch"].values[-1] == 512
+    assert space["width"].values[0] == 1 and space["width"].n_values == 1000
+    assert list(space["q"].values) == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.5])
+    for p in params:  # Optuna -> graphbo -> Optuna is the identity on the grid, and the value is in the Ordinal
+        d = p.distribution
+        for i in range(p.n):
+            x = d.low + i * d.step
+            g = p.to_graphbo(x)
+            assert g in space[p.name].values and p.to_optuna(g) == pytest.approx(x)
+    opt = sampler._make_optimizer(space, 0)
+    assert sorted(opt.ordinal_scales) == ["batch", "width"]
+    # in a study: the suggestions are the distributions' own values, and the warped choice is made
+    study = optuna.create_study(sampler=COMBOSampler(seed=1, n_startup_trials=6, optimizer_kwargs=COMBO_FAST))
+    study.optimize(lambda t: (math.log10(t.suggest_int("width", 1, 1000, log=True)) - 1.5) ** 2
+                   + 0.01 * t.suggest_int("k", 0, 5), n_trials=10)
+    assert all(type(t.params["width"]) is int and 1 <= t.params["width"] <= 1000 for t in study.trials)
+    assert study.sampler._cache[1].ordinal_scales["width"] in ("log", "linear")
+
+
 @pytest.mark.parametrize("n_startup", [100, 3])  # random startup draws / COMBO's suggestions
 def test_running_trials_are_pending(n_startup):
     """Trials asked and not yet told are never suggested again (3 binaries x 3 choices = 24)."""

@@ -27,8 +27,10 @@ How a suggestion is made
                                                the grid positions when the grid has more than
                                                ``max_ordinal`` points
   ``IntDistribution(low, high, log=True)``     BO-FM: ``Integer(low, high, log=True)`` (continuous,
-                                               rounded); COMBO: ``Ordinal`` over all integers (the log
-                                               scale is lost: the path graph has unit edges)
+                                               rounded); COMBO: ``Ordinal`` over all integers, whose
+                                               path the model may put on a log scale (its
+                                               ``warp_ordinals``, as for any positive grid of more
+                                               than 11 values spanning a decade)
   ``FloatDistribution(low, high, step=s)``     as an ``IntDistribution`` grid
   ``FloatDistribution(low, high, log=...)``    BO-FM: ``Continuous(low, high, log=...)``; COMBO: refused
   ===========================================  ==========================================================
@@ -132,22 +134,38 @@ class _Param:
     """One Optuna distribution and the graphbo variable it maps to.
 
     ``kind``: ``"categorical"`` (graphbo value = position of the choice),
-    ``"grid"`` (graphbo value = position on the grid ``low + i * step``),
+    ``"grid"`` (an ``Ordinal`` whose values are the grid's own, ``low + i * step``, when
+    ``as_values``; else a rounded ``IntegerRange`` over the positions ``i``),
     ``"int"`` (graphbo value = the integer itself), ``"float"`` (the float itself).
+
+    A grid keeps its values in the ``Ordinal`` so that COMBO sees what they are: an integer range
+    such as a batch size of 16..512 or a log-scaled ``IntDistribution`` is a candidate for the
+    model's log-spaced path (``COMBO(warp_ordinals=True)``, docs/combo_prior.md), which positions
+    ``0..n-1`` never are.
     """
 
     name: str
     distribution: BaseDistribution
     kind: str
     n: int = 0  # number of grid points / choices
+    as_values: bool = True  # "grid": an Ordinal over the grid's values (else an IntegerRange of positions)
 
-    def make_variable(self, max_ordinal: int | None):
+    def grid_value(self, i: int) -> int | float:
+        """The ``i``-th point of a grid distribution, as Optuna holds such a value."""
+        d = self.distribution
+        assert isinstance(d, (IntDistribution, FloatDistribution)) and d.step is not None
+        x = d.low + int(i) * d.step
+        if isinstance(d, IntDistribution):
+            return int(min(max(x, d.low), d.high))
+        return float(min(max(x, d.low), d.high))
+
+    def make_variable(self, max_ordinal: int | None = None):
         d = self.distribution
         if self.kind == "categorical":
             return Categorical(list(range(self.n)))
         if self.kind == "grid":
-            if max_ordinal is None or self.n <= max_ordinal:
-                return Ordinal(list(range(self.n)))
+            if self.as_values:
+                return Ordinal([self.grid_value(i) for i in range(self.n)])
             return IntegerRange(0, self.n - 1)
         if self.kind == "int":
             assert isinstance(d, IntDistribution)  # as GraphboSampler._param makes them
@@ -166,7 +184,8 @@ class _Param:
             raise ValueError(f"{value!r} is outside [{d.low}, {d.high}]")
         if self.kind == "grid":
             assert d.step is not None  # a grid has a step
-            return min(max(int(round((x - d.low) / d.step)), 0), self.n - 1)
+            i = min(max(int(round((x - d.low) / d.step)), 0), self.n - 1)
+            return self.grid_value(i) if self.as_values else i
         if self.kind == "int":
             return int(round(x))
         return x
@@ -180,10 +199,8 @@ class _Param:
         assert isinstance(d, (IntDistribution, FloatDistribution))
         if self.kind == "grid":
             assert d.step is not None  # a grid has a step
-            x = d.low + int(value) * d.step
-            if isinstance(d, IntDistribution):
-                return int(min(max(x, d.low), d.high))
-            return float(min(max(x, d.low), d.high))
+            i = int(round((float(value) - d.low) / d.step)) if self.as_values else int(value)
+            return self.grid_value(min(max(i, 0), self.n - 1))
         if self.kind == "int":
             return int(value)
         return float(min(max(float(value), d.low), d.high))
@@ -269,7 +286,8 @@ class GraphboSampler(BaseSampler):
         if isinstance(d, IntDistribution) and d.log and self._max_ordinal() is not None:
             return _Param(name, d, "int")
         if isinstance(d, (IntDistribution, FloatDistribution)) and d.step is not None:
-            return _Param(name, d, "grid", int(round((d.high - d.low) / d.step)) + 1)
+            n, max_ordinal = int(round((d.high - d.low) / d.step)) + 1, self._max_ordinal()
+            return _Param(name, d, "grid", n, as_values=max_ordinal is None or n <= max_ordinal)
         return _Param(name, d, "float")
 
     def _space_of(self, search_space: Mapping[str, BaseDistribution]) -> tuple[Space, list[_Param]]:
