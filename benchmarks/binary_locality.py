@@ -14,7 +14,8 @@ incumbent.
 ``model`` tells COMBO (default options, ``--beta-prior``) the first ``--n`` trials of each study file,
 fits it once, and looks at ``d``-variable changes of the incumbent for d = 1, 2, 4, 8 (``--per-distance``
 random ones each; for d = 1 every single-variable change when there are at most that many): the
-posterior standard deviation (mean over the hyper-parameter samples), the largest and median log-EI,
+posterior standard deviation (the square root of the variance averaged over the hyper-parameter
+samples, averaged over the rows), the largest and median log-EI,
 Spearman's correlation between the posterior mean and the true value, and how many of them truly
 improve on the incumbent (the benchmark is evaluated there: use cheap benchmarks). A correlation near 0
 with a larger log-EI further away says the model, not the acquisition optimiser, sends the search
@@ -37,13 +38,18 @@ def _rows(space, trials) -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
+def _seed_number(path: str) -> int:
+    digits = "".join(ch for ch in os.path.basename(path) if ch.isdigit())
+    return int(digits) if digits else -1
+
+
 def distances(benchmark: str, dirs: list[str], skip: int) -> None:
     from graphbo.benchmarks import load_benchmark
     from graphbo.study import load_study_file
 
     space = load_benchmark(benchmark).space
     for d in dirs:
-        for path in sorted(glob.glob(os.path.join(d, "seed*.db"))):
+        for path in sorted(glob.glob(os.path.join(d, "seed*.db")), key=_seed_number):
             trials = [t for t in load_study_file(path).trials if t.value is not None]
             X, y = _rows(space, trials)
             dist, improved_at = [], []
@@ -81,7 +87,7 @@ def model(benchmark: str, paths: list[str], n: int, per_distance: int, beta_prio
         best = X[int(np.argmin(y))]
         rng = np.random.default_rng(1)
         parts = []
-        for d in (1, 2, 4, 8):
+        for d in (k for k in (1, 2, 4, 8) if k <= len(sizes)):
             if d == 1 and int((sizes - 1).sum()) <= per_distance:
                 rows = space.neighbor_index_batch(best[None])[0]
             else:

@@ -10,6 +10,9 @@
 #    The CPU cases run in parallel, one process per core; the GPU cases in two chains (one per
 #    method), so at most two processes share the GPU.
 #
+# "peak MiB" is the process's resident host memory (ru_maxrss), not GPU memory. A case stopped by its
+# timeout leaves no JSON file (its log says how far it got). Use a fresh OUT_DIR per run: COMBO rows append.
+#
 # Environment: DEVICE (default cuda), COMBO_SIZES (100 400 800), BOFM_SIZES (100 400 800),
 # CASE_TIMEOUT (seconds per case, 400). graphbo is imported from ./src; nothing is installed.
 set -u

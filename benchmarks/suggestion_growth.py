@@ -23,7 +23,8 @@ registry has it, else Func3C. One torch thread unless ``--threads`` says otherwi
 With ``--device D`` (``cpu``, ``cuda``, ...) the optimiser's GP runs on that torch device; COMBO's
 slice sampler stays on the CPU either way (NumPy tables), its posterior over the acquisition's
 candidates moves. To find the ``n`` from which a GPU pays, run the same ``--sizes`` once without
-and once with ``--device cuda`` on the GPU machine (docs/measurements.md, "GPU").
+and once with ``--device cuda`` on the GPU machine (docs/measurements.md, "GPU"). ``--device`` with a
+``--baseline-ref`` older than the optimisers' ``device=`` option fails in the baseline's process.
 """
 
 from __future__ import annotations

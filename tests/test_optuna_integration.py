@@ -217,12 +217,19 @@ def test_combo_sampler_grids_keep_their_values_so_log_scale_integers_can_be_warp
             assert g in space[p.name].values and p.to_optuna(g) == pytest.approx(x)
     opt = sampler._make_optimizer(space, 0)
     assert sorted(opt.ordinal_scales) == ["batch", "width"]
-    # in a study: the suggestions are the distributions' own values, and the warped choice is made
-    study = optuna.create_study(sampler=COMBOSampler(seed=1, n_startup_trials=6, optimizer_kwargs=COMBO_FAST))
+
+
+def test_combo_sampler_draws_log_integers_log_uniformly_before_its_model():
+    """Optuna draws a log IntDistribution log-uniformly; so do COMBOSampler's startup draws (its Ordinal
+    holds every integer, and a uniform draw over them would put 90 % of 1..1000 above 100)."""
+    study = optuna.create_study(sampler=COMBOSampler(seed=3, n_startup_trials=1000))
     study.optimize(lambda t: (math.log10(t.suggest_int("width", 1, 1000, log=True)) - 1.5) ** 2
-                   + 0.01 * t.suggest_int("k", 0, 5), n_trials=10)
-    assert all(type(t.params["width"]) is int and 1 <= t.params["width"] <= 1000 for t in study.trials)
-    assert study.sampler._cache[1].ordinal_scales["width"] in ("log", "linear")
+                   + 0.01 * t.suggest_int("k", 0, 5), n_trials=90)
+    widths = [t.params["width"] for t in study.trials]
+    assert all(type(w) is int and 1 <= w <= 1000 for w in widths)
+    assert len(set(zip(widths, [t.params["k"] for t in study.trials]))) == len(widths)  # no repeats
+    share_above_100 = np.mean(np.array(widths) >= 100)  # log-uniform: 1/3; uniform: 0.9
+    assert 0.15 < share_above_100 < 0.55
 
 
 @pytest.mark.parametrize("n_startup", [100, 3])  # random startup draws / COMBO's suggestions

@@ -37,8 +37,9 @@ How a suggestion is made
 
 * Until ``n_startup_trials`` trials are complete, the relative parameters are
   drawn uniformly at random (in graphbo's encoding: log-uniform for log
-  distributions), avoiding configurations already completed, running or
-  failed when the space is discrete.
+  distributions, including a log ``IntDistribution`` that COMBO holds as an
+  ``Ordinal`` of its integers), avoiding configurations already completed,
+  running or failed when the space is discrete.
 * Then a graphbo COMBO or BO-FM optimizer is told every complete trial
   (values negated for ``direction="maximize"``: graphbo minimises), the
   parameters of the other workers' running (and enqueued) trials are marked
@@ -159,7 +160,7 @@ class _Param:
             return int(min(max(x, d.low), d.high))
         return float(min(max(x, d.low), d.high))
 
-    def make_variable(self, max_ordinal: int | None = None):
+    def make_variable(self):
         d = self.distribution
         if self.kind == "categorical":
             return Categorical(list(range(self.n)))
@@ -292,8 +293,7 @@ class GraphboSampler(BaseSampler):
 
     def _space_of(self, search_space: Mapping[str, BaseDistribution]) -> tuple[Space, list[_Param]]:
         params = [self._param(n, d) for n, d in search_space.items()]
-        max_ordinal = self._max_ordinal()
-        return Space({p.name: p.make_variable(max_ordinal) for p in params}), params
+        return Space({p.name: p.make_variable() for p in params}), params
 
     @staticmethod
     def _config_of(values: Mapping[str, Any], params: Sequence[_Param]) -> dict[str, Any] | None:
@@ -423,7 +423,7 @@ class GraphboSampler(BaseSampler):
 
             def propose(extra: list[dict[str, Any]]) -> dict[str, Any] | None:
                 exclude.update(space.to_index(c).tobytes() for c in extra)
-                return self._random_config(space, rng, exclude)
+                return self._random_config(space, rng, exclude, params)
         else:
             opt = self._optimizer(space, params, sign, trial.number, completed, failed)
             opt._pending.clear()  # the previous trial's suggestion and stale pending rows
@@ -463,12 +463,25 @@ class GraphboSampler(BaseSampler):
 
     # -- helpers ------------------------------------------------------------------------
     @staticmethod
-    def _random_config(space: Space, rng: np.random.Generator, exclude: set[bytes]) -> dict[str, Any] | None:
+    def _random_config(space: Space, rng: np.random.Generator, exclude: set[bytes],
+                       params: Sequence[_Param] = ()) -> dict[str, Any] | None:
+        """A configuration drawn at random, not in ``exclude``; ``None`` if none is left.
+
+        Uniform in graphbo's encoding, except that a log ``IntDistribution`` held as an ``Ordinal``
+        over its integers (``params``: COMBO's) is drawn log-uniformly, as Optuna draws it
+        (uniform on ``[log(low - 0.5), log(high + 0.5)]``, rounded).
+        """
         if space.is_discrete and len(exclude) >= space.size:
             return None
+        log_grids = [p for p in params if p.kind == "grid" and p.as_values and getattr(p.distribution, "log", False)]
         for _ in range(100):
             for row in space.sample_index(256, rng):
                 cfg = space.from_index(row)
+                for p in log_grids:
+                    d = p.distribution
+                    assert isinstance(d, IntDistribution)  # only an IntDistribution has log and a step
+                    x = math.exp(rng.uniform(math.log(d.low - 0.5), math.log(d.high + 0.5)))
+                    cfg[p.name] = p.to_graphbo(min(max(round(x), d.low), d.high))
                 if space.to_index(cfg).tobytes() not in exclude:
                     return cfg
         return None
