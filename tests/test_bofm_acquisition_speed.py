@@ -70,7 +70,7 @@ def test_only_modlap_claims_the_bound():
 
 
 @pytest.mark.parametrize("case", [0, 1])
-@pytest.mark.parametrize("method", ["supplement", "batched"])
+@pytest.mark.parametrize("method", ["supplement", "typewise", "batched"])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_pruned_pool_makes_the_same_choice(case, method, seed, monkeypatch):
     from graphbo.optim import mixed

@@ -107,7 +107,7 @@ def test_a_kernel_outside_the_fm_family_is_scored_afresh():
     assert calls == [len(nbrs)]
 
 
-@pytest.mark.parametrize("method", ["supplement", "batched"])
+@pytest.mark.parametrize("method", ["supplement", "typewise", "batched"])
 def test_the_acquisition_optimiser_makes_the_same_choice_with_the_neighbour_path(method, monkeypatch):
     opt = _fitted("modlap", True, n=30, seed=2)
     monkeypatch.setattr(type(opt.model), "neighbour_moments_pay", lambda self, n_rows, n_neighbours: True)

@@ -260,7 +260,7 @@ def test_graph_local_search_stays_in_the_region():
                                       n_random=200, region=small)
 
 
-@pytest.mark.parametrize("method", ["batched", "supplement"])
+@pytest.mark.parametrize("method", ["batched", "supplement", "typewise"])
 def test_mixed_search_stays_in_the_region(method):
     import torch
 
