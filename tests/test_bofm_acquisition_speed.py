@@ -113,3 +113,120 @@ def test_top_without_distinct_counts_repeated_rows_like_a_stable_sort():
     assert np.array_equal(top, np.argsort(-exact(rows), kind="stable")[:25])
     assert not scores.known.all()  # some rows were pruned
 
+
+
+@pytest.mark.parametrize("case", [0, 1])
+@pytest.mark.parametrize("n", [12, 40])
+def test_tight_variance_bound_lies_between_the_posterior_and_the_prior_variance(case, n):
+    opt = _fitted(case, n, seed=case + 3)
+    model = opt.model
+    rows = opt.space.sample_index(2000, np.random.default_rng(6)).astype(float)
+    post = model.posterior(rows)
+    exact_mean, exact_var = post.mean[0].detach(), post.variance[0].detach()
+    mean_cheap, prior = model.mean_lower_bound(rows, chunk=700)
+    mean_lo, var_hi = model.mean_lower_bound(rows, chunk=700, tight_variance=True)
+    assert torch.equal(mean_lo, mean_cheap)  # the mean bound is the same
+    assert torch.all(var_hi >= exact_var - 1e-12)
+    assert torch.all(var_hi <= prior)
+    if case == 1:  # no continuous inputs: the cross-covariance is known exactly, so is the variance
+        assert torch.all(var_hi - exact_var <= 2e-9 * prior + 1e-12)  # up to the margin against rounding
+        return
+    # long lengthscales (a short continuous range R): much closer to the posterior variance than the prior is
+    layout = dict(zip([name for name, _ in opt.kernel.layout], np.cumsum([0] + [k for _, k in opt.kernel.layout])))
+    model.params = model.params.clone()
+    model.params[layout["log_theta"]:layout["log_theta"] + opt.kernel.Dc] = 3.0
+    model._condition(model._V, model._C, model._ys)
+    exact_var = model.posterior(rows).variance[0].detach()
+    _, prior = model.mean_lower_bound(rows)
+    _, var_hi = model.mean_lower_bound(rows, tight_variance=True)
+    assert torch.all(var_hi >= exact_var - 1e-12)
+    assert float((var_hi - exact_var).mean()) < 0.5 * float((prior - exact_var).mean())
+
+
+def test_refined_bound_scores_fewer_rows_and_keeps_the_top_rows():
+    rng = np.random.default_rng(1)
+    rows = rng.normal(size=(3000, 3))
+    w = np.array([0.7, -0.4, 0.2])
+    calls = {"exact": 0}
+
+    def exact(r):
+        return np.asarray(r) @ w
+
+    class Bounded:
+        has_upper_bound = True
+
+        def __init__(self, refine):
+            if refine:
+                self.refined_bound = lambda r: exact(r) + 0.05
+
+        def __call__(self, r):
+            calls["exact"] += len(r)
+            return exact(r)
+
+        def upper_bound(self, r):
+            return exact(r) + 2.0
+
+    counted = {}
+    for refine in (False, True):
+        calls["exact"] = 0
+        top = BoundedScores(Bounded(refine), rows, block=256).top(20, distinct=False)
+        assert np.array_equal(top, np.argsort(-exact(rows), kind="stable")[:20])
+        counted[refine] = calls["exact"]
+    assert counted[True] < counted[False] / 2
+
+
+@pytest.mark.parametrize("case", [0, 1])
+def test_projector_entries_are_each_eigenspace_entry_of_each_pair(case):
+    opt = _fitted(case, 12, seed=0)
+    kernel = opt.kernel
+    space = opt.space
+    rng = np.random.default_rng(2)
+    V1 = torch.as_tensor(space.sample_index(7, rng)[:, space.discrete_indices].astype(np.int64))
+    V2 = torch.as_tensor(space.sample_index(5, rng)[:, space.discrete_indices].astype(np.int64))
+    i = torch.arange(7).repeat_interleave(5)
+    j = torch.arange(5).repeat(7)
+    G = kernel._projector_entries(V1, V2, i, j, entries=50)  # several blocks of pairs
+    expected = []
+    for q, groups in enumerate(kernel.eigenspaces):
+        for _, P in groups:
+            expected.append(P[V1[i, q], V2[j, q]])
+    assert torch.equal(G, torch.stack(expected))
+
+
+def test_diag_follows_the_hyper_parameters_it_is_given():
+    opt = _fitted(0, 12, seed=1)
+    kernel, model = opt.kernel, opt.model
+    V, C = model.split(opt.space.sample_index(50, np.random.default_rng(3)).astype(float))
+    params = model._kp.clone()
+    first = kernel.diag(params, V, C)
+    other = params.clone()
+    other[kernel.Dc + 8] += 1.0  # the ordinal's beta (after the Dc lengthscales and 8 binary betas, whose
+    # factors k(x, x) are 1 at every beta)
+    changed = kernel.diag(other, V, C)
+    kernel._diag_cache = None
+    assert torch.equal(kernel.diag(other, V, C), changed)  # the cached tables are the fresh ones
+    assert not torch.allclose(changed, first)
+    assert torch.equal(kernel.diag(params, V, C), first)
+
+
+def test_a_pool_whose_best_rows_were_evaluated_never_returns_them():
+    from graphbo.optim import mixed
+
+    opt = _fitted(1, 20, seed=4)
+    acq = LogExpectedImprovement(opt.model)
+    incumbent = opt.X[int(np.argmin(opt.y))]
+    args = dict(n_random=3000, n_spray=10, n_starts=3, method="typewise", chunk=500)
+    first, _ = optimize_acquisition_mixed(acq, opt.space, np.random.default_rng(9), incumbent,
+                                          exclude=set(opt._exclude), **args)
+    # exclude the first choice and the rows the search would climb to: the answer must change
+    exclude = set(opt._exclude) | {first.tobytes()}
+    second, _ = optimize_acquisition_mixed(acq, opt.space, np.random.default_rng(9), incumbent,
+                                           exclude=exclude, **args)
+    assert second.tobytes() not in exclude
+    assert not np.array_equal(first, second)
+    # the masks looked up only where a row could win give the same answer as testing every row
+    parts = [BoundedScores.from_exact(np.stack([first, second]), np.array([1.0, 0.5])),
+             BoundedScores.from_exact(np.stack([first, second, first]), np.array([2.0, 0.7, 0.1]))]
+    masks = mixed._fresh_where_it_matters(parts, {first.tobytes()})
+    assert masks[0].tolist() == [False, True]
+    assert masks[1].tolist() == [False, True, True]  # the last row's 0.1 cannot beat 0.5: not looked up

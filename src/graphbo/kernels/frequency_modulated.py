@@ -201,6 +201,14 @@ class FMKernel:
                                     device=dev)
         self._es_lam = torch.tensor([lam for g in self.eigenspaces for lam, _ in g], dtype=dtype, device=dev)
         self._es_tables = [torch.stack([P for _, P in g]) for g in self.eigenspaces]
+        # the same projectors flattened and laid end to end, for one gather of every eigenspace's entries
+        # (:meth:`pairs`): entry ``[v, v']`` of eigenspace ``j`` is ``_es_flat[_es_base[j] + v * _es_k[j] + v']``
+        self._es_flat = torch.cat([T.reshape(-1) for T in self._es_tables]) if self._es_tables else \
+            torch.zeros(0, dtype=dtype, device=dev)
+        sizes = [(int(T.shape[0]), int(T.shape[1])) for T in self._es_tables]
+        self._es_k = torch.tensor([k for J, k in sizes for _ in range(J)], dtype=torch.long, device=dev)
+        self._es_base = torch.tensor(np.cumsum([0] + [k * k for J, k in sizes for _ in range(J)])[:-1],
+                                     dtype=torch.long, device=dev)
         # the value of a constant projector (the lambda = 0 eigenspace of a connected graph: 1/k), else None
         self._es_const: list[list[float | None]] = [
             [float(P.mean()) if float((P - P.mean()).abs().max()) <= 1e-13 * float(P.mean().abs()) else None
@@ -227,6 +235,8 @@ class FMKernel:
             layout.append(("logit_mix", 1))
         self.layout = layout
         self.size = sum(k for _, k in layout)
+        #: (hyper-parameters' bytes, tables) of the last :meth:`_diag_tables` call without autograd
+        self._diag_cache: tuple[bytes, torch.Tensor] | None = None
         self.prior: str = check_choice("prior", prior, KERNEL_PRIORS)
         if self.prior == "scaled":
             self._prior_centre, self._prior_sd = self.scaled_centre(), SCALED_PRIOR_SD
@@ -316,10 +326,22 @@ class FMKernel:
             j = torch.arange(n2, device=self.device).repeat(n1)
             where = None
         diff = C1[i] - C2[j] if self.Dc else None
-        # (J, T): the projector entry P_j[v1_q, v2_q] of every eigenspace j (of variable q) for every pair
-        G = torch.cat([T.reshape(T.shape[0], -1)[:, V1[i, q] * T.shape[1] + V2[j, q]]
-                       for q, T in enumerate(self._es_tables)])
-        return KernelPairs(V1, C1, V2, C2, diff, G, i, j, where)
+        return KernelPairs(V1, C1, V2, C2, diff, self._projector_entries(V1, V2, i, j), i, j, where)
+
+    def _projector_entries(self, V1: torch.Tensor, V2: torch.Tensor, i: torch.Tensor, j: torch.Tensor,
+                           entries: int = 1 << 22) -> torch.Tensor:
+        """``(J, T)``: the projector entry ``P_j[V1[i_t, q], V2[j_t, q]]`` of every eigenspace ``j`` (of
+        variable ``q``) for every pair ``t``, by one gather from the flattened projectors per block of pairs
+        (about ``entries`` indices at a time, so the index array stays small next to the result)."""
+        J, T = int(self._es_var.numel()), int(i.numel())
+        G = torch.empty(J, T, dtype=self.dtype, device=self.device)
+        var, k, base = self._es_var, self._es_k[:, None], self._es_base[:, None]
+        step = max(1, entries // max(J, 1))
+        for s in range(0, T, step):
+            v1 = V1.index_select(0, i[s:s + step]).index_select(1, var).T  # (J, t): V1's value of each j's variable
+            v2 = V2.index_select(0, j[s:s + step]).index_select(1, var).T
+            G[:, s:s + step] = self._es_flat[v1.mul_(k).add_(v2).add_(base)]
+        return G
 
     def __call__(self, params: torch.Tensor, V1: torch.Tensor, C1: torch.Tensor,
                  V2: torch.Tensor | None = None, C2: torch.Tensor | None = None) -> torch.Tensor:
@@ -564,15 +586,7 @@ class FMKernel:
             w = torch.sigmoid(p["logit_mix"])
             return w + (1 - w) * g
         if self.name != "fnn":
-            # k(x, x) = prod_q d_q[v_q] with d_q[v] = sum_i U_q[v, i]^2 f(beta_q lambda_i, 0) / norm_q: one
-            # table of k_q values per variable, all tables laid end to end and read in one gather
-            beta = torch.exp(p["log_beta"])
-            zero = torch.zeros((), dtype=self.dtype, device=self.device)
-            F = self._modulate(p, beta[self._spec_var] * self._spec_lam, zero)
-            norms = torch.zeros(self.P, dtype=self.dtype, device=self.device).index_add(0, self._spec_var, F)
-            norms = norms / self._spec_size
-            tables = torch.cat([(self._U2[q] @ F[a:b]) / norms[q] for q, (a, b) in enumerate(self._spec_bounds)])
-            return tables[V + self._spec_offset[:-1]].prod(1)
+            return self._diag_tables(params, p)[V + self._spec_offset[:-1]].prod(1)
         # FNN: the modulation depends on k_NN(c, c), so on the row
         s = torch.exp(p["log_sigma"])
         x = torch.cat([torch.ones(m, 1, dtype=self.dtype, device=self.device), 2 * C - 1], 1)
@@ -586,6 +600,28 @@ class FMKernel:
             norm = (1.0 / (1.0 + beta * lam)).mean()
             out = out * (U[V[:, q]].square() * F).sum(-1) / norm
         return out
+
+    def _diag_tables(self, params: torch.Tensor, p: dict[str, torch.Tensor]) -> torch.Tensor:
+        """``k(x, x) = prod_q d_q[v_q]`` with ``d_q[v] = sum_i U_q[v, i]^2 f(beta_q lambda_i, 0) / norm_q``
+        (not FNN): one table of ``k_q`` values per variable, all laid end to end for one gather.
+
+        An acquisition optimisation asks for ``k(x, x)`` a few hundred times under the same
+        hyper-parameters, so without autograd the tables of the last ``params`` are kept.
+        """
+        grad = torch.is_grad_enabled() and params.requires_grad
+        key = None if grad else params.detach().cpu().numpy().tobytes()
+        cached = self._diag_cache
+        if key is not None and cached is not None and cached[0] == key:
+            return cached[1]
+        beta = torch.exp(p["log_beta"])
+        zero = torch.zeros((), dtype=self.dtype, device=self.device)
+        F = self._modulate(p, beta[self._spec_var] * self._spec_lam, zero)
+        norms = torch.zeros(self.P, dtype=self.dtype, device=self.device).index_add(0, self._spec_var, F)
+        norms = norms / self._spec_size
+        tables = torch.cat([(self._U2[q] @ F[a:b]) / norms[q] for q, (a, b) in enumerate(self._spec_bounds)])
+        if key is not None:
+            self._diag_cache = (key, tables)
+        return tables
 
     def _modulate(self, p: dict[str, torch.Tensor], bl: torch.Tensor, ar2: torch.Tensor) -> torch.Tensor:
         """``f`` elementwise (broadcasting) from ``beta * lambda`` and ``alpha * r^2``."""

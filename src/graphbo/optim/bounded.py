@@ -9,6 +9,12 @@ candidates and ``S`` posterior samples against ``O(S m n^2)`` for the exact post
 variance, the dominant cost of COMBO's acquisition step at large ``n``. The choices made
 with pruning are the choices made without it (tested), up to rounding within
 :data:`TOLERANCE`.
+
+An acquisition may also offer a second, tighter and costlier bound, ``refined_bound(rows)``
+(``a(x) <= refined(x) <= u(x)``). :meth:`BoundedScores.top` then takes the rows in decreasing
+order of ``u`` block by block, refines each block's bounds, and scores exactly only the rows
+whose refined bound can still reach the ``k``-th best value: the cheap bound decides which rows
+are looked at, the refined one which of them are scored.
 """
 
 from __future__ import annotations
@@ -97,15 +103,38 @@ class BoundedScores:
         Every row that could be among them is scored exactly; the others keep their bound.
         """
         best = self._best_distinct if distinct else self._best_any
+        kth_of = self._kth_distinct if distinct else self._kth_any
+        refine = getattr(self.acquisition, "refined_bound", None)
         order = np.argsort(-self.bound, kind="stable")
         pos, step = 0, max(self.block, 2 * k)
         while pos < order.size:
-            self._score(order[pos:pos + step])
+            block = order[pos:pos + step]
             pos += step
-            kth = self._kth_distinct(k) if distinct else self._kth_any(k)
+            if refine is None:
+                self._score(block)
+            else:
+                self._score_refined(block, refine, k, kth_of)
+            kth = kth_of(k)
             if pos < order.size and self.bound[order[pos]] < kth - _slack(kth):
                 break
         return best(k)
+
+    def _score_refined(self, block: np.ndarray, refine: Callable[[np.ndarray], Any], k: int,
+                       kth_of: Callable[[int], float]) -> None:
+        """Refine the bounds of ``block`` (positions) and score exactly, best refined bound first, every
+        row of it whose refined bound reaches the current ``k``-th best exact value. A row left unscored
+        has an exact value below that value, which only grows, so it is not among the best ``k``."""
+        todo = block[~self.scored[block]]
+        if todo.size == 0:
+            return
+        self.bound[todo] = np.minimum(self.bound[todo], _nan_as(as_scores(refine(self.rows[todo])), np.inf))
+        todo = todo[np.argsort(-self.bound[todo], kind="stable")]
+        sub = max(2 * k, 64)
+        while todo.size:
+            kth = kth_of(k)
+            todo = todo[self.bound[todo] >= kth - _slack(kth)]
+            self._score(todo[:sub])
+            todo = todo[sub:]
 
     def _kth_any(self, k: int) -> float:
         best = self._best_any(k)
