@@ -191,6 +191,7 @@ def test_projector_entries_are_each_eigenspace_entry_of_each_pair(case):
         for _, P in groups:
             expected.append(P[V1[i, q], V2[j, q]])
     assert torch.equal(G, torch.stack(expected))
+    assert torch.equal(kernel._projector_grid(V1, V2), G)  # the row-major shortcut of pairs()
 
 
 def test_diag_follows_the_hyper_parameters_it_is_given():

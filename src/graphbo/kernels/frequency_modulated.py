@@ -209,6 +209,21 @@ class FMKernel:
         self._es_k = torch.tensor([k for J, k in sizes for _ in range(J)], dtype=torch.long, device=dev)
         self._es_base = torch.tensor(np.cumsum([0] + [k * k for J, k in sizes for _ in range(J)])[:-1],
                                      dtype=torch.long, device=dev)
+        # variables grouped by (eigenspaces, values): (variables, eigenvalues (G, J), projectors (G, J, k, k))
+        groups: dict[tuple[int, int], list[int]] = {}
+        for q, size in enumerate(sizes):
+            groups.setdefault(size, []).append(q)
+        self._variable_groups = [
+            (torch.tensor(qs, dtype=torch.long, device=dev),
+             torch.stack([torch.tensor([lam for lam, _ in self.eigenspaces[q]], dtype=dtype, device=dev) for q in qs]),
+             torch.stack([self._es_tables[q] for q in qs])) for qs in groups.values()]
+        #: each variable's group and its position in the group, shape (2, P)
+        slots = [(g, i) for g, qs in enumerate(groups.values()) for i, _ in enumerate(qs)]
+        order = [q for qs in groups.values() for q in qs]
+        self._variable_slots = torch.zeros(2, self.P, dtype=torch.long, device=dev)
+        if order:
+            self._variable_slots[:, torch.tensor(order, dtype=torch.long, device=dev)] = \
+                torch.tensor(slots, dtype=torch.long, device=dev).T
         # the value of a constant projector (the lambda = 0 eigenspace of a connected graph: 1/k), else None
         self._es_const: list[list[float | None]] = [
             [float(P.mean()) if float((P - P.mean()).abs().max()) <= 1e-13 * float(P.mean().abs()) else None
@@ -326,7 +341,17 @@ class FMKernel:
             j = torch.arange(n2, device=self.device).repeat(n1)
             where = None
         diff = C1[i] - C2[j] if self.Dc else None
-        return KernelPairs(V1, C1, V2, C2, diff, self._projector_entries(V1, V2, i, j), i, j, where)
+        G = self._projector_entries(V1, V2, i, j) if symmetric else self._projector_grid(V1, V2)
+        return KernelPairs(V1, C1, V2, C2, diff, G, i, j, where)
+
+    def _projector_grid(self, V1: torch.Tensor, V2: torch.Tensor) -> torch.Tensor:
+        """:meth:`_projector_entries` for every pair of ``V1`` and ``V2`` in row-major order (pair
+        ``t = r n2 + c``), with the index of each pair formed by one broadcast sum."""
+        var = self._es_var
+        a = (V1.index_select(1, var) * self._es_k + self._es_base).T.contiguous()  # (J, n1)
+        b = V2.index_select(1, var).T.contiguous()  # (J, n2)
+        idx = (a[:, :, None] + b[:, None, :]).reshape(-1)  # (J, n1 n2)
+        return self._es_flat.index_select(0, idx).reshape(var.numel(), -1)
 
     def _projector_entries(self, V1: torch.Tensor, V2: torch.Tensor, i: torch.Tensor, j: torch.Tensor,
                            entries: int = 1 << 22) -> torch.Tensor:
@@ -542,30 +567,36 @@ class FMKernel:
             else:
                 x = torch.zeros(n1, n2, dtype=self.dtype, device=self.device)
             alpha = torch.exp(p["log_alpha"]) if self.name != "fnn" else None
-            rows1 = torch.arange(n1, device=self.device)
-            tables, factors = [], []
-            for q in range(self.P):
-                bl = (beta[q] * self._es_lam[self._es_var == q])[:, None, None]  # (J_q, 1, 1)
+            # variables whose graphs have the same numbers of eigenspaces and values (all binary variables,
+            # say) are taken together: one batched product per group instead of one per variable
+            tables: list[torch.Tensor] = []  # per group, its variables' factor tables (G, n1, k, n2)
+            F = torch.empty(self.P, n1, n2, dtype=self.dtype, device=self.device)
+            for qs, lam, proj_tables in self._variable_groups:
+                bl = (beta[qs][:, None] * lam)[:, :, None, None]  # (G, J, 1, 1)
                 if self.name == "fnn":
-                    f = 1.0 / (x[None] + bl)
-                elif self.name == "modlap":
-                    f = 1.0 / (1.0 + bl + alpha[q] * x[None])  # type: ignore[index]
+                    f = 1.0 / (x[None, None] + bl)
                 else:
-                    f = self._modulate(p, bl, alpha[q] * x[None])  # type: ignore[index]
-                proj = self._es_tables[q][:, :, V2[:, q]]  # (J_q, k_q, n2)
-                A = torch.einsum("jsn,jkn->skn", f, proj) / norms[q]  # (n1, k_q, n2)
+                    ax = alpha[qs][:, None, None, None] * x[None, None]  # type: ignore[index]
+                    f = 1.0 / (1.0 + bl + ax) if self.name == "modlap" else self._modulate(p, bl, ax)
+                G, J, k = proj_tables.shape[:3]
+                # proj[g, j, s, c] = P_j[s, V2[c, q_g]] for the group's variables q_g
+                proj = torch.gather(proj_tables, 3, V2[:, qs].T[:, None, None, :].expand(G, J, k, n2))
+                A = torch.einsum("gjsn,gjkn->gskn", f, proj) / norms[qs][:, None, None, None]  # (G, n1, k, n2)
+                # each row's own factor: A[g, r, V1[r, q_g], :]
+                own = V1[:, qs].T[:, :, None, None].expand(G, n1, 1, n2)
+                F[qs] = torch.gather(A, 2, own).squeeze(2)
                 tables.append(A)
-                factors.append(A[rows1, V1[:, q]])  # the row's own factor, (n1, n2)
-            F = torch.stack(factors)  # (P, n1, n2)
             ones = torch.ones(1, n1, n2, dtype=self.dtype, device=self.device)
             prefix = torch.cumprod(torch.cat([ones, F[:-1]]), 0)  # prod_{q' < q}
             suffix = torch.cumprod(torch.cat([ones, F.flip(0)[:-1]]), 0).flip(0)  # prod_{q' > q}
             others = prefix * suffix
             out = torch.empty(owner.shape[0], n2, dtype=self.dtype, device=self.device)
-            for q in torch.unique(var).tolist():
-                at = torch.nonzero(var == q).reshape(-1)
-                o = owner[at]
-                out[at] = others[q, o] * tables[q][o, value[at]]
+            group, slot = self._variable_slots[0][var], self._variable_slots[1][var]
+            for g, A in enumerate(tables):
+                at = torch.nonzero(group == g).reshape(-1)
+                if at.numel():
+                    o = owner[at]
+                    out[at] = others[var[at], o] * A[slot[at], o, value[at]]
         return out
 
     def diag(self, params: torch.Tensor, V: torch.Tensor, C: torch.Tensor) -> torch.Tensor:

@@ -151,7 +151,11 @@ class MixedGP(Surrogate):
         if not isinstance(rows, torch.Tensor):
             rows = torch.as_tensor(np.asarray(rows, dtype=float), dtype=self.dtype, device=self.device)
         rows = rows.to(device=self.device, dtype=self.dtype).reshape(-1, len(self.space))
-        return rows[:, self.space.discrete_indices].long(), rows[:, self.space.continuous_indices]
+        columns = getattr(self, "_columns", None)
+        if columns is None or columns[0].device != rows.device:  # index tensors made once (a NumPy index costs more)
+            columns = self._columns = tuple(torch.as_tensor(np.asarray(ix, dtype=np.int64), device=rows.device)
+                                            for ix in (self.space.discrete_indices, self.space.continuous_indices))
+        return rows.index_select(1, columns[0]).long(), rows.index_select(1, columns[1])
 
     def transform_y(self, y: np.ndarray) -> np.ndarray:
         """Standardised (after the log transform with ``log_y``) values; computed on ``y / max|y|``
@@ -343,6 +347,7 @@ class MixedGP(Surrogate):
         self._L = robust_cholesky(K)
         self._alpha = torch.cholesky_solve((ys - mean)[:, None], self._L)
         self._V, self._C, self._ys, self._amp, self._mean, self._kp = V, C, ys, amp, mean, kp
+        self._bound_cache: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, int] | None = None
         #: how many of the conditioning rows (the last ones) are fantasies (:meth:`add_fantasies`)
         self.n_fantasies = 0
 
@@ -408,37 +413,8 @@ class MixedGP(Surrogate):
         assert isinstance(fm, FMKernel)
         V, C = self.split(X)
         with torch.no_grad():
-            p = fm.unpack(self._kp)
-            beta, alpha = torch.exp(p["log_beta"]), torch.exp(p["log_alpha"])
-            norms = fm._norms(p, beta)
-            R2 = float((1.0 / torch.exp(p["log_theta"]).square()).sum()) if fm.Dc else 0.0
-            weights = self._alpha[:, 0] * self._amp
-            # per variable q, its log table at t, read at the training rows: rows v of (k_q, n)
-            offsets: list[int] = []
-            delta_hi: list[torch.Tensor] = []
-            delta_lo: list[torch.Tensor] = []
-            base_hi = torch.zeros(self._V.shape[0], dtype=self.dtype, device=self.device)
-            base_lo = torch.zeros_like(base_hi)
-            width = 0
-            for q, groups in enumerate(fm.eigenspaces):
-                lam = torch.tensor([g[0] for g in groups], dtype=self.dtype, device=self.device)
-                tables = fm._es_tables[q]
-                logs = []
-                for t in (0.0, R2):
-                    f = 1.0 / (norms[q] * (1.0 + beta[q] * lam + alpha[q] * t))
-                    A = (f[:, None, None] * tables).sum(0)  # (k_q, k_q)
-                    logs.append(A.clamp_min(1e-300).log()[:, self._V[:, q]])  # (k_q, n)
-                base_hi += logs[0][0]
-                base_lo += logs[1][0]
-                delta_hi.append(logs[0][1:] - logs[0][0])
-                delta_lo.append(logs[1][1:] - logs[1][0])
-                offsets.append(width - 1)  # value v >= 1 of variable q is column offsets[q] + v
-                width += tables.shape[1] - 1
-            W = torch.cat([torch.cat(delta_hi), torch.cat(delta_lo)], 1)  # (width, 2n)
-            base2 = torch.cat([base_hi, base_lo])
+            W, base2, w_hi, w_lo, off, width = self._bound_tables()
             n = self._V.shape[0]
-            w_hi, w_lo = weights.clamp_max(0.0), weights.clamp_min(0.0)
-            off = torch.as_tensor(offsets, dtype=torch.long, device=self.device)
             m = V.shape[0]
             mean = torch.empty(m, dtype=self.dtype, device=self.device)
             explained = torch.zeros(m, dtype=self.dtype, device=self.device)  # lower bound of k^T A k
@@ -461,6 +437,47 @@ class MixedGP(Surrogate):
             # the exact variance's are summed in different orders)
             var = (prior - (explained - 1e-9 * prior).clamp_min(0.0)).clamp_min(1e-12)
         return mean, var
+
+    def _bound_tables(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, int]:
+        """What :meth:`mean_lower_bound` needs of the conditioned model, computed once per conditioning
+        (an acquisition optimisation asks for bounds a dozen times): the log tables ``W`` ``(width, 2n)``
+        of the values ``>= 1`` against the training rows at ``t = 0`` and ``t = R^2``, the value-0 sums
+        ``base2`` ``(2n,)``, the weights split by sign, each variable's column offset and ``width``."""
+        if self._bound_cache is not None:
+            return self._bound_cache
+        fm = self.kernel
+        assert isinstance(fm, FMKernel)
+        p = fm.unpack(self._kp)
+        beta, alpha = torch.exp(p["log_beta"]), torch.exp(p["log_alpha"])
+        norms = fm._norms(p, beta)
+        R2 = float((1.0 / torch.exp(p["log_theta"]).square()).sum()) if fm.Dc else 0.0
+        weights = self._alpha[:, 0] * self._amp
+        # per variable q, its log table at t, read at the training rows: rows v of (k_q, n)
+        offsets: list[int] = []
+        delta_hi: list[torch.Tensor] = []
+        delta_lo: list[torch.Tensor] = []
+        base_hi = torch.zeros(self._V.shape[0], dtype=self.dtype, device=self.device)
+        base_lo = torch.zeros_like(base_hi)
+        width = 0
+        for q, groups in enumerate(fm.eigenspaces):
+            lam = torch.tensor([g[0] for g in groups], dtype=self.dtype, device=self.device)
+            tables = fm._es_tables[q]
+            logs = []
+            for t in (0.0, R2):
+                f = 1.0 / (norms[q] * (1.0 + beta[q] * lam + alpha[q] * t))
+                A = (f[:, None, None] * tables).sum(0)  # (k_q, k_q)
+                logs.append(A.clamp_min(1e-300).log()[:, self._V[:, q]])  # (k_q, n)
+            base_hi += logs[0][0]
+            base_lo += logs[1][0]
+            delta_hi.append(logs[0][1:] - logs[0][0])
+            delta_lo.append(logs[1][1:] - logs[1][0])
+            offsets.append(width - 1)  # value v >= 1 of variable q is column offsets[q] + v
+            width += tables.shape[1] - 1
+        W = torch.cat([torch.cat(delta_hi), torch.cat(delta_lo)], 1)  # (width, 2n)
+        base2 = torch.cat([base_hi, base_lo])
+        off = torch.as_tensor(offsets, dtype=torch.long, device=self.device)
+        self._bound_cache = (W, base2, weights.clamp_max(0.0), weights.clamp_min(0.0), off, width)
+        return self._bound_cache
 
     @property
     def has_neighbour_moments(self) -> bool:

@@ -185,19 +185,25 @@ def _fresh(rows: np.ndarray, exclude: set[bytes]) -> np.ndarray:
 
 
 def _fresh_where_it_matters(parts: list[BoundedScores], exclude: set[bytes]) -> list[np.ndarray]:
-    """The ``fresh`` masks of :func:`~graphbo.optim.bounded.best_fresh` for ``parts`` (the optimised
-    starts first, then the pool), looked up only where a row could be chosen.
+    """The ``fresh`` masks of :func:`~graphbo.optim.bounded.best_fresh` for ``parts``, looked up
+    only where a row could be chosen.
 
-    Testing 100,000 pool rows against ``exclude`` one by one costs about 0.1 s. The best fresh start
-    scores ``floor``; a pool row whose bound lies below it can never be chosen, so it is left marked
-    fresh without a look-up, and ``best_fresh`` returns the same row as with every row tested.
+    Testing 100,000 pool rows against ``exclude`` one by one costs about 0.1 s. The rows with an
+    exact score are taken best first until one is fresh; it scores ``floor``. A row whose bound lies
+    below ``floor`` can never be chosen, so it is left marked fresh without a look-up, and
+    ``best_fresh`` returns the same row as with every row tested.
     """
-    starts, rest = parts[0], parts[1:]
     keys = exclude if type(exclude) in (set, frozenset) else set(exclude)
-    masks = [_fresh(starts.rows, keys)]
-    known = masks[0] & starts.known
-    floor = float(starts.exact[known].max()) if known.any() else -np.inf
-    for part in rest:
+    values = np.concatenate([part.exact[part.known] for part in parts])
+    where = [(p, int(i)) for p, part in enumerate(parts) for i in np.flatnonzero(part.known)]
+    floor = -np.inf
+    for k in np.argsort(-values, kind="stable"):
+        p, i = where[k]
+        if parts[p].rows[i].tobytes() not in keys:
+            floor = float(values[k])
+            break
+    masks = []
+    for part in parts:
         mask = np.ones(part.rows.shape[0], dtype=bool)
         need = np.flatnonzero(part.bound >= floor - _slack(floor))
         mask[need] = _fresh(part.rows[need], keys)
