@@ -192,6 +192,7 @@ def test_projector_entries_are_each_eigenspace_entry_of_each_pair(case):
             expected.append(P[V1[i, q], V2[j, q]])
     assert torch.equal(G, torch.stack(expected))
     assert torch.equal(kernel._projector_grid(V1, V2), G)  # the row-major shortcut of pairs()
+    assert torch.equal(kernel._projector_grid(V1, V2, entries=30), G)  # in blocks of rows
 
 
 def test_diag_follows_the_hyper_parameters_it_is_given():

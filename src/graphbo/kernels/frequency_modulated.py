@@ -210,20 +210,18 @@ class FMKernel:
         self._es_base = torch.tensor(np.cumsum([0] + [k * k for J, k in sizes for _ in range(J)])[:-1],
                                      dtype=torch.long, device=dev)
         # variables grouped by (eigenspaces, values): (variables, eigenvalues (G, J), projectors (G, J, k, k))
-        groups: dict[tuple[int, int], list[int]] = {}
+        by_shape: dict[tuple[int, int], list[int]] = {}
         for q, size in enumerate(sizes):
-            groups.setdefault(size, []).append(q)
+            by_shape.setdefault(size, []).append(q)
         self._variable_groups = [
             (torch.tensor(qs, dtype=torch.long, device=dev),
              torch.stack([torch.tensor([lam for lam, _ in self.eigenspaces[q]], dtype=dtype, device=dev) for q in qs]),
-             torch.stack([self._es_tables[q] for q in qs])) for qs in groups.values()]
-        #: each variable's group and its position in the group, shape (2, P)
-        slots = [(g, i) for g, qs in enumerate(groups.values()) for i, _ in enumerate(qs)]
-        order = [q for qs in groups.values() for q in qs]
-        self._variable_slots = torch.zeros(2, self.P, dtype=torch.long, device=dev)
-        if order:
-            self._variable_slots[:, torch.tensor(order, dtype=torch.long, device=dev)] = \
-                torch.tensor(slots, dtype=torch.long, device=dev).T
+             torch.stack([self._es_tables[q] for q in qs])) for qs in by_shape.values()]
+        #: each variable's group (row 0) and its position in the group (row 1), shape (2, P)
+        slots = np.zeros((2, self.P), dtype=np.int64)
+        for g, qs in enumerate(by_shape.values()):
+            slots[0, qs], slots[1, qs] = g, np.arange(len(qs))
+        self._variable_slots = torch.as_tensor(slots, device=dev)
         # the value of a constant projector (the lambda = 0 eigenspace of a connected graph: 1/k), else None
         self._es_const: list[list[float | None]] = [
             [float(P.mean()) if float((P - P.mean()).abs().max()) <= 1e-13 * float(P.mean().abs()) else None
@@ -344,14 +342,20 @@ class FMKernel:
         G = self._projector_entries(V1, V2, i, j) if symmetric else self._projector_grid(V1, V2)
         return KernelPairs(V1, C1, V2, C2, diff, G, i, j, where)
 
-    def _projector_grid(self, V1: torch.Tensor, V2: torch.Tensor) -> torch.Tensor:
+    def _projector_grid(self, V1: torch.Tensor, V2: torch.Tensor, entries: int = 1 << 22) -> torch.Tensor:
         """:meth:`_projector_entries` for every pair of ``V1`` and ``V2`` in row-major order (pair
-        ``t = r n2 + c``), with the index of each pair formed by one broadcast sum."""
+        ``t = r n2 + c``), the indices of a block of rows of ``V1`` formed by one broadcast sum (about
+        ``entries`` at a time)."""
         var = self._es_var
+        J, n1, n2 = int(var.numel()), V1.shape[0], V2.shape[0]
         a = (V1.index_select(1, var) * self._es_k + self._es_base).T.contiguous()  # (J, n1)
         b = V2.index_select(1, var).T.contiguous()  # (J, n2)
-        idx = (a[:, :, None] + b[:, None, :]).reshape(-1)  # (J, n1 n2)
-        return self._es_flat.index_select(0, idx).reshape(var.numel(), -1)
+        G = torch.empty(J, n1, n2, dtype=self.dtype, device=self.device)
+        step = max(1, entries // max(J * n2, 1))
+        for s in range(0, n1, step):
+            idx = a[:, s:s + step, None] + b[:, None, :]  # (J, rows, n2)
+            G[:, s:s + step] = self._es_flat.index_select(0, idx.reshape(-1)).reshape(idx.shape)
+        return G.reshape(J, n1 * n2)
 
     def _projector_entries(self, V1: torch.Tensor, V2: torch.Tensor, i: torch.Tensor, j: torch.Tensor,
                            entries: int = 1 << 22) -> torch.Tensor:

@@ -143,6 +143,10 @@ class MixedGP(Surrogate):
         self.params: torch.Tensor | None = None  # [kernel params, log_amp, log_noise, mean]
         self.dtype = kernel.dtype
         self._y_train = np.zeros(0)
+        #: the discrete and continuous column indices as tensors (:meth:`split`)
+        self._columns: tuple[torch.Tensor, torch.Tensor] | None = None
+        #: :meth:`_bound_tables` of the current conditioning (reset by :meth:`_condition`)
+        self._bound_cache: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, int] | None = None
 
     # -- data transforms ------------------------------------------------------------
     def split(self, rows: np.ndarray | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -151,11 +155,12 @@ class MixedGP(Surrogate):
         if not isinstance(rows, torch.Tensor):
             rows = torch.as_tensor(np.asarray(rows, dtype=float), dtype=self.dtype, device=self.device)
         rows = rows.to(device=self.device, dtype=self.dtype).reshape(-1, len(self.space))
-        columns = getattr(self, "_columns", None)
-        if columns is None or columns[0].device != rows.device:  # index tensors made once (a NumPy index costs more)
-            columns = self._columns = tuple(torch.as_tensor(np.asarray(ix, dtype=np.int64), device=rows.device)
-                                            for ix in (self.space.discrete_indices, self.space.continuous_indices))
-        return rows.index_select(1, columns[0]).long(), rows.index_select(1, columns[1])
+        if self._columns is None or self._columns[0].device != rows.device:
+            # index tensors made once: indexing by a NumPy array converts it on every call
+            disc, cont = (torch.as_tensor(np.asarray(ix, dtype=np.int64), device=rows.device)
+                          for ix in (self.space.discrete_indices, self.space.continuous_indices))
+            self._columns = (disc, cont)
+        return rows.index_select(1, self._columns[0]).long(), rows.index_select(1, self._columns[1])
 
     def transform_y(self, y: np.ndarray) -> np.ndarray:
         """Standardised (after the log transform with ``log_y``) values; computed on ``y / max|y|``
@@ -347,7 +352,7 @@ class MixedGP(Surrogate):
         self._L = robust_cholesky(K)
         self._alpha = torch.cholesky_solve((ys - mean)[:, None], self._L)
         self._V, self._C, self._ys, self._amp, self._mean, self._kp = V, C, ys, amp, mean, kp
-        self._bound_cache: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, int] | None = None
+        self._bound_cache = None
         #: how many of the conditioning rows (the last ones) are fantasies (:meth:`add_fantasies`)
         self.n_fantasies = 0
 
