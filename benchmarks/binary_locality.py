@@ -3,7 +3,7 @@ knows there.
 
     python benchmarks/binary_locality.py distances BENCHMARK METHOD_DIR [METHOD_DIR ...] [--skip 20]
     OMP_NUM_THREADS=1 python benchmarks/binary_locality.py model BENCHMARK STUDY_FILE [STUDY_FILE ...] [--n 60]
-        [--per-distance 50] [--beta-prior horseshoe]
+        [--per-distance 50] [--beta-prior horseshoe] [--benchmark-option KEY=VALUE ...] [--y-transform none]
 
 ``distances`` reads finished runs (e.g. results/beyond/labs/combo-tr and results/beyond/labs/gp-optuna):
 for every trial after the first ``--skip`` (the shared initial design), the Hamming distance (number of
@@ -17,7 +17,8 @@ random ones each; for d = 1 every single-variable change when there are at most 
 posterior standard deviation (the square root of the variance averaged over the hyper-parameter
 samples, averaged over the rows), the largest and median log-EI,
 Spearman's correlation between the posterior mean and the true value, and how many of them truly
-improve on the incumbent (the benchmark is evaluated there: use cheap benchmarks). A correlation near 0
+improve on the incumbent (the benchmark is evaluated there: use cheap benchmarks; ``--benchmark-option``
+passes the benchmark's options, JSON values, e.g. ``lamda=0.01 seed=2`` for an Ising instance). A correlation near 0
 with a larger log-EI further away says the model, not the acquisition optimiser, sends the search
 away from where the true improvements are.
 """
@@ -25,6 +26,7 @@ away from where the true improvements are.
 from __future__ import annotations
 
 import argparse
+import json
 import glob
 import os
 import sys
@@ -45,6 +47,7 @@ def _seed_number(path: str) -> int:
 
 def distances(benchmark: str, dirs: list[str], skip: int) -> None:
     from graphbo.benchmarks import load_benchmark
+    from graphbo.models.transforms import transform_values
     from graphbo.study import load_study_file
 
     space = load_benchmark(benchmark).space
@@ -63,26 +66,28 @@ def distances(benchmark: str, dirs: list[str], skip: int) -> None:
             print(f"{d} {os.path.basename(path)}: median distance {' / '.join(parts)}; improvements at {improved_at}")
 
 
-def model(benchmark: str, paths: list[str], n: int, per_distance: int, beta_prior: str) -> None:
+def model(benchmark: str, paths: list[str], n: int, per_distance: int, beta_prior: str,
+          options: dict | None = None, y_transform: str = "none") -> None:
     import torch
     from scipy.stats import spearmanr
 
     import graphbo as gb
     from graphbo.acquisition import LogExpectedImprovement
     from graphbo.benchmarks import load_benchmark
+    from graphbo.models.transforms import transform_values
     from graphbo.study import load_study_file
 
     torch.set_num_threads(1)
-    bench = load_benchmark(benchmark)
+    bench = load_benchmark(benchmark, **(options or {}))
     space = bench.space
     sizes = np.array([len(v.values) for v in space.variables])
     for path in paths:
         trials = [t for t in load_study_file(path).trials if t.value is not None][:n]
-        opt = gb.COMBO(space, seed=0, beta_prior=beta_prior)
+        opt = gb.COMBO(space, seed=0, beta_prior=beta_prior, y_transform=y_transform)
         for t in trials:
             opt.tell(t.config, t.value)
         X, y = opt.X, opt.y
-        opt.model.fit(X, y, np.random.default_rng(0))
+        opt.model.fit(X, transform_values(y, y_transform), np.random.default_rng(0))
         acq = LogExpectedImprovement(opt.model)
         best = X[int(np.argmin(y))]
         rng = np.random.default_rng(1)
@@ -118,11 +123,14 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--n", type=int, default=60)
     b.add_argument("--per-distance", type=int, default=50)
     b.add_argument("--beta-prior", default="horseshoe")
+    b.add_argument("--benchmark-option", action="append", default=[], metavar="KEY=VALUE")
+    b.add_argument("--y-transform", default="none", help="COMBO's y_transform for the fit (none, log, power, tail)")
     args = ap.parse_args(argv)
     if args.command == "distances":
         distances(args.benchmark, args.dirs, args.skip)
     else:
-        model(args.benchmark, args.paths, args.n, args.per_distance, args.beta_prior)
+        options = {k: json.loads(v) for k, v in (o.split("=", 1) for o in args.benchmark_option)}
+        model(args.benchmark, args.paths, args.n, args.per_distance, args.beta_prior, options, args.y_transform)
     return 0
 
 
