@@ -143,6 +143,33 @@ def test_tight_variance_bound_lies_between_the_posterior_and_the_prior_variance(
     assert float((var_hi - exact_var).mean()) < 0.5 * float((prior - exact_var).mean())
 
 
+@pytest.mark.parametrize("distinct", [False, True])
+def test_refined_bound_keeps_ties_and_repeated_rows_as_exact_scoring_does(distinct):
+    rng = np.random.default_rng(4)
+    rows = rng.integers(0, 4, size=(2000, 3)).astype(float)  # many repeated rows, many tied scores
+    w = np.array([1.0, -1.0, 0.5])
+
+    def exact(r):
+        return np.asarray(r) @ w
+
+    class Bounded:
+        has_upper_bound = True
+
+        def __call__(self, r):
+            return exact(r)
+
+        def upper_bound(self, r):
+            return exact(r) + rng.uniform(0.0, 3.0, len(r))
+
+        def refined_bound(self, r):
+            return exact(r)  # exactly tight: ties with the k-th value must still be scored
+
+    plain = BoundedScores.from_exact(rows, exact(rows))
+    for k in (1, 7, 30):
+        top = BoundedScores(Bounded(), rows, block=128).top(k, distinct=distinct)
+        assert np.array_equal(top, plain.top(k, distinct=distinct))
+
+
 def test_refined_bound_scores_fewer_rows_and_keeps_the_top_rows():
     rng = np.random.default_rng(1)
     rows = rng.normal(size=(3000, 3))
@@ -231,4 +258,27 @@ def test_a_pool_whose_best_rows_were_evaluated_never_returns_them():
              BoundedScores.from_exact(np.stack([first, second, first]), np.array([2.0, 0.7, 0.1]))]
     masks = mixed._fresh_where_it_matters(parts, {first.tobytes()})
     assert masks[0].tolist() == [False, True]
-    assert masks[1].tolist() == [False, True, True]  # the last row's 0.1 cannot beat 0.5: not looked up
+    # floor = 0.7 (the best fresh scored row); the last row's 0.1 cannot reach it: not looked up
+    assert masks[1].tolist() == [False, True, True]
+    # a scored row whose bound lies below its exact value is still looked up (an excluded row is never
+    # marked fresh by a bad bound)
+    bad = BoundedScores.from_exact(np.stack([first, second]), np.array([3.0, 0.7]))
+    bad.bound[0] = -5.0
+    assert mixed._fresh_where_it_matters([bad], {first.tobytes()})[0].tolist() == [False, True]
+
+
+@pytest.mark.parametrize("case", [0, 1])
+def test_tight_variance_bound_holds_at_training_rows_and_with_fantasies(case):
+    opt = _fitted(case, 25, seed=7)
+    model = opt.model
+    model.add_fantasies(opt.space.sample_index(4, np.random.default_rng(8)).astype(float))
+    rows = np.concatenate([opt.X, opt.space.sample_index(300, np.random.default_rng(9)).astype(float)])
+    exact = model.posterior(rows).variance[0].detach()
+    _, prior = model.mean_lower_bound(rows)
+    _, var_hi = model.mean_lower_bound(rows, tight_variance=True)
+    assert torch.all(var_hi >= exact - 1e-12)
+    assert torch.all(var_hi <= prior)
+    if case == 1:  # no continuous inputs: the bound is the posterior variance, small at the training rows
+        assert torch.all(var_hi - exact <= 2e-9 * prior + 1e-12)
+        n = len(opt.X)
+        assert float(var_hi[:n].median()) < 0.1 * float(prior[:n].median())

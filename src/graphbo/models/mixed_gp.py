@@ -433,7 +433,7 @@ class MixedGP(Surrogate):
                 mean[s:s + chunk] = logK[:, :n] @ w_hi + logK[:, n:] @ w_lo
                 if tight_variance:
                     k_mid = (0.5 * self._amp) * (logK[:, n:] + logK[:, :n])
-                    half = (0.5 * self._amp) * (logK[:, :n] - logK[:, n:])
+                    half = (0.5 * self._amp) * (logK[:, :n] - logK[:, n:]).abs()  # K_lo may pass K_hi by ulps
                     Ak = torch.cholesky_solve(k_mid.T, self._L)  # (n, chunk)
                     explained[s:s + chunk] = ((k_mid.T * Ak).sum(0) - 2.0 * (Ak.abs() * half.T).sum(0)).clamp_min(0.0)
             mean += self._mean

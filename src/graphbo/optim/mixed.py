@@ -195,17 +195,19 @@ def _fresh_where_it_matters(parts: list[BoundedScores], exclude: set[bytes]) -> 
     """
     keys = exclude if type(exclude) in (set, frozenset) else set(exclude)
     values = np.concatenate([part.exact[part.known] for part in parts])
-    where = [(p, int(i)) for p, part in enumerate(parts) for i in np.flatnonzero(part.known)]
+    owner = np.concatenate([np.full(int(part.known.sum()), p) for p, part in enumerate(parts)])
+    position = np.concatenate([np.flatnonzero(part.known) for part in parts])
     floor = -np.inf
     for k in np.argsort(-values, kind="stable"):
-        p, i = where[k]
-        if parts[p].rows[i].tobytes() not in keys:
+        if parts[owner[k]].rows[position[k]].tobytes() not in keys:
             floor = float(values[k])
             break
     masks = []
     for part in parts:
         mask = np.ones(part.rows.shape[0], dtype=bool)
-        need = np.flatnonzero(part.bound >= floor - _slack(floor))
+        # a scored row by its exact value too: were its bound ever below it, it is still looked up
+        reach = np.where(part.known, np.maximum(part.exact, part.bound), part.bound)
+        need = np.flatnonzero(reach >= floor - _slack(floor))
         mask[need] = _fresh(part.rows[need], keys)
         masks.append(mask)
     return masks
