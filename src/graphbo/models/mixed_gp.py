@@ -523,9 +523,10 @@ class MixedGP(Surrogate):
         mean = torch.empty(N, dtype=self.dtype, device=self.device)
         variance = torch.empty(N, dtype=self.dtype, device=self.device)
         # rows of X in chunks whose value tables and neighbours' Gram rows stay within ``entries``
-        # per row of X and training row: its value tables, its factors and their prefix, suffix and product
+        # per row of X and training row: its value tables, the modulating values of every eigenspace (held
+        # for a group of same-shaped variables at once), its factors and their prefix, suffix and product
         # (4 P), or its neighbours' Gram rows
-        per_row = max(sum(int(T.shape[1]) for T in kernel._es_tables) + 4 * kernel.P,
+        per_row = max(sum(int(T.shape[1]) + int(T.shape[0]) for T in kernel._es_tables) + 4 * kernel.P,
                       int(np.bincount(owner).max()) if N else 1)
         step = max(1, entries // max(1, per_row * n))
         order = np.argsort(owner, kind="stable")
