@@ -38,6 +38,28 @@ def _fitted(case, n, seed, kernel="modlap"):
     return opt
 
 
+class _Linear:
+    """A linear score ``rows @ w`` with an upper bound ``score + slack(rows)``, and optionally a refined bound
+    ``score + refined``, for :class:`BoundedScores`; ``calls`` counts the rows scored exactly."""
+
+    has_upper_bound = True
+
+    def __init__(self, w, slack, refined=None):
+        self.w, self.slack, self.calls = np.asarray(w), slack, 0
+        if refined is not None:
+            self.refined_bound = lambda r: self.exact(r) + refined
+
+    def exact(self, r):
+        return np.asarray(r) @ self.w
+
+    def __call__(self, r):
+        self.calls += len(r)
+        return self.exact(r)
+
+    def upper_bound(self, r):
+        return self.exact(r) + self.slack(r)
+
+
 @pytest.mark.parametrize("case", [0, 1])
 @pytest.mark.parametrize("n", [12, 40])
 def test_mean_lower_bound_holds_for_every_candidate(case, n):
@@ -94,23 +116,10 @@ def test_pruned_pool_makes_the_same_choice(case, method, seed, monkeypatch):
 def test_top_without_distinct_counts_repeated_rows_like_a_stable_sort():
     rng = np.random.default_rng(0)
     rows = rng.integers(0, 3, size=(600, 2)).astype(float)  # many repeated rows
-    w = np.array([0.7, -0.4])
-
-    def exact(r):
-        return np.asarray(r) @ w
-
-    class Bounded:
-        has_upper_bound = True
-
-        def __call__(self, r):
-            return exact(r)
-
-        def upper_bound(self, r):
-            return exact(r) + rng.uniform(0, 0.5, len(r))
-
-    scores = BoundedScores(Bounded(), rows, block=16)
+    acq = _Linear([0.7, -0.4], lambda r: rng.uniform(0, 0.5, len(r)))
+    scores = BoundedScores(acq, rows, block=16)
     top = scores.top(25, distinct=False)
-    assert np.array_equal(top, np.argsort(-exact(rows), kind="stable")[:25])
+    assert np.array_equal(top, np.argsort(-acq.exact(rows), kind="stable")[:25])
     assert not scores.known.all()  # some rows were pruned
 
 
@@ -147,59 +156,23 @@ def test_tight_variance_bound_lies_between_the_posterior_and_the_prior_variance(
 def test_refined_bound_keeps_ties_and_repeated_rows_as_exact_scoring_does(distinct):
     rng = np.random.default_rng(4)
     rows = rng.integers(0, 4, size=(2000, 3)).astype(float)  # many repeated rows, many tied scores
-    w = np.array([1.0, -1.0, 0.5])
-
-    def exact(r):
-        return np.asarray(r) @ w
-
-    class Bounded:
-        has_upper_bound = True
-
-        def __call__(self, r):
-            return exact(r)
-
-        def upper_bound(self, r):
-            return exact(r) + rng.uniform(0.0, 3.0, len(r))
-
-        def refined_bound(self, r):
-            return exact(r)  # exactly tight: ties with the k-th value must still be scored
-
-    plain = BoundedScores.from_exact(rows, exact(rows))
+    # the refined bound is exactly tight: ties with the k-th value must still be scored
+    acq = _Linear([1.0, -1.0, 0.5], lambda r: rng.uniform(0.0, 3.0, len(r)), refined=0.0)
+    plain = BoundedScores.from_exact(rows, acq.exact(rows))
     for k in (1, 7, 30):
-        top = BoundedScores(Bounded(), rows, block=128).top(k, distinct=distinct)
+        top = BoundedScores(acq, rows, block=128).top(k, distinct=distinct)
         assert np.array_equal(top, plain.top(k, distinct=distinct))
 
 
 def test_refined_bound_scores_fewer_rows_and_keeps_the_top_rows():
-    rng = np.random.default_rng(1)
-    rows = rng.normal(size=(3000, 3))
-    w = np.array([0.7, -0.4, 0.2])
-    calls = {"exact": 0}
-
-    def exact(r):
-        return np.asarray(r) @ w
-
-    class Bounded:
-        has_upper_bound = True
-
-        def __init__(self, refine):
-            if refine:
-                self.refined_bound = lambda r: exact(r) + 0.05
-
-        def __call__(self, r):
-            calls["exact"] += len(r)
-            return exact(r)
-
-        def upper_bound(self, r):
-            return exact(r) + 2.0
-
+    rows = np.random.default_rng(1).normal(size=(3000, 3))
     counted = {}
-    for refine in (False, True):
-        calls["exact"] = 0
-        top = BoundedScores(Bounded(refine), rows, block=256).top(20, distinct=False)
-        assert np.array_equal(top, np.argsort(-exact(rows), kind="stable")[:20])
-        counted[refine] = calls["exact"]
-    assert counted[True] < counted[False] / 2
+    for refined in (None, 0.05):
+        acq = _Linear([0.7, -0.4, 0.2], lambda r: 2.0, refined=refined)
+        top = BoundedScores(acq, rows, block=256).top(20, distinct=False)
+        assert np.array_equal(top, np.argsort(-acq.exact(rows), kind="stable")[:20])
+        counted[refined] = acq.calls
+    assert counted[0.05] < counted[None] / 2
 
 
 @pytest.mark.parametrize("case", [0, 1])
