@@ -8,7 +8,7 @@ import torch
 
 import graphbo as gb
 from graphbo.acquisition.ei import LogExpectedImprovement
-from graphbo.optim.bounded import BoundedScores
+from graphbo.optim.bounded import BoundedScores, fresh_masks
 from graphbo.optim.mixed import optimize_acquisition_mixed
 
 
@@ -229,7 +229,7 @@ def test_a_pool_whose_best_rows_were_evaluated_never_returns_them():
     # the masks looked up only where a row could win give the same answer as testing every row
     parts = [BoundedScores.from_exact(np.stack([first, second]), np.array([1.0, 0.5])),
              BoundedScores.from_exact(np.stack([first, second, first]), np.array([2.0, 0.7, 0.1]))]
-    masks = mixed._fresh_where_it_matters(parts, {first.tobytes()})
+    masks = fresh_masks(parts, {first.tobytes()}, mixed._fresh)
     assert masks[0].tolist() == [False, True]
     # floor = 0.7 (the best fresh scored row); the last row's 0.1 cannot reach it: not looked up
     assert masks[1].tolist() == [False, True, True]
@@ -237,7 +237,7 @@ def test_a_pool_whose_best_rows_were_evaluated_never_returns_them():
     # marked fresh by a bad bound)
     bad = BoundedScores.from_exact(np.stack([first, second]), np.array([3.0, 0.7]))
     bad.bound[0] = -5.0
-    assert mixed._fresh_where_it_matters([bad], {first.tobytes()})[0].tolist() == [False, True]
+    assert fresh_masks([bad], {first.tobytes()}, mixed._fresh)[0].tolist() == [False, True]
 
 
 @pytest.mark.parametrize("case", [0, 1])

@@ -48,7 +48,7 @@ import torch
 
 from ..acquisition.ei import LogExpectedImprovement, log_mean_expected_improvement
 from ..spaces.space import Space
-from .bounded import BoundedScores, _slack, best_fresh
+from .bounded import BoundedScores, best_fresh, fresh_masks
 from .utils import as_scores, best_per_owner
 
 if TYPE_CHECKING:
@@ -165,7 +165,7 @@ def optimize_acquisition_mixed(
             break
 
     parts = [BoundedScores.from_exact(cur, cur_val), scored]
-    found = best_fresh(parts, _fresh_where_it_matters(parts, exclude))
+    found = best_fresh(parts, fresh_masks(parts, exclude, _fresh))
     if found is None:
         raise RuntimeError("no unevaluated point among the acquisition candidates")
     return found
@@ -182,35 +182,6 @@ def _fresh(rows: np.ndarray, exclude: set[bytes]) -> np.ndarray:
     keys = exclude if type(exclude) in (set, frozenset) else set(exclude)
     rows = np.ascontiguousarray(rows)
     return np.fromiter((r.tobytes() not in keys for r in rows), dtype=bool, count=rows.shape[0])
-
-
-def _fresh_where_it_matters(parts: list[BoundedScores], exclude: set[bytes]) -> list[np.ndarray]:
-    """The ``fresh`` masks of :func:`~graphbo.optim.bounded.best_fresh` for ``parts``, looked up
-    only where a row could be chosen.
-
-    Testing 100,000 pool rows against ``exclude`` one by one costs about 0.1 s. The rows with an
-    exact score are taken best first until one is fresh; it scores ``floor``. A row whose bound lies
-    below ``floor`` can never be chosen, so it is left marked fresh without a look-up, and
-    ``best_fresh`` returns the same row as with every row tested.
-    """
-    keys = exclude if type(exclude) in (set, frozenset) else set(exclude)
-    values = np.concatenate([part.exact[part.known] for part in parts])
-    owner = np.concatenate([np.full(int(part.known.sum()), p) for p, part in enumerate(parts)])
-    position = np.concatenate([np.flatnonzero(part.known) for part in parts])
-    floor = -np.inf
-    for k in np.argsort(-values, kind="stable"):
-        if parts[owner[k]].rows[position[k]].tobytes() not in keys:
-            floor = float(values[k])
-            break
-    masks = []
-    for part in parts:
-        mask = np.ones(part.rows.shape[0], dtype=bool)
-        # a scored row by its exact value too: were its bound ever below it, it is still looked up
-        reach = np.where(part.known, np.maximum(part.exact, part.bound), part.bound)
-        need = np.flatnonzero(reach >= floor - _slack(floor))
-        mask[need] = _fresh(part.rows[need], keys)
-        masks.append(mask)
-    return masks
 
 
 #: largest share of the trial rows whose bound reaches their best exact score for which pruning is used
