@@ -7,6 +7,7 @@ import scipy.optimize
 import torch
 
 import graphbo as gb
+import graphbo.optim.lockstep as lockstep
 import graphbo.optim.mixed as mixed
 from graphbo.optim.mixed import optimize_acquisition_mixed
 
@@ -118,16 +119,16 @@ def test_typewise_polishes_instead_of_creeping_on_an_ill_conditioned_ridge(monke
         return -(rows[:, disc] - target).abs().sum(1) - ((d @ A) * d).sum(1)
 
     calls = {}
-    real_run = mixed._Lockstep.run
+    real_run = lockstep.Lockstep.run
 
     def counting_run(self, rows, maxiter):
         calls[self._method] = calls.get(self._method, 0) + (rows.shape[0] if maxiter == 1 else 0)
         return real_run(self, rows, maxiter)
 
-    monkeypatch.setattr(mixed._Lockstep, "run", counting_run)
+    monkeypatch.setattr(lockstep.Lockstep, "run", counting_run)
     found = {}
     for method in PER_START:
-        monkeypatch.setattr(mixed._Lockstep, "_method", method, raising=False)
+        monkeypatch.setattr(lockstep.Lockstep, "_method", method, raising=False)
         found[method] = optimize_acquisition_mixed(acquisition, space, np.random.default_rng(5),
                                                    incumbent=space.sample_index(1, 5)[0], exclude=set(),
                                                    n_random=30, n_spray=0, n_starts=4, method=method)

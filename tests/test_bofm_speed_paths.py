@@ -168,14 +168,14 @@ def test_lockstep_close_ends_threads_left_inside_an_l_bfgs_b_call():
 
     import torch
 
-    from graphbo.optim import mixed
+    from graphbo.optim import lockstep
 
     cont = np.array([1, 2])
 
     def acquisition(rows):
         return -(rows[:, 1:] - 0.3).square().sum(1)
 
-    lock = mixed._Lockstep(acquisition, cont)
+    lock = lockstep.Lockstep(acquisition, cont, threads=True)
     rows = np.tile(np.array([0.0, 0.9, 0.1]), (4, 1))
     x, v = lock.run(rows, maxiter=50)  # a normal run first: the threads are reused afterwards
     assert np.allclose(x, 0.3, atol=1e-4) and np.all(v <= 1e-8)

@@ -25,7 +25,8 @@ the same code serves every device.
   again; the start stops only when none is better, so its result is a local
   maximum for one-variable discrete moves whose continuous part is a
   stationary point (or at a bound). Neighbour scores are batched over the
-  starts; the L-BFGS-B calls run start by start.
+  starts; each start has its own L-BFGS-B run, whose objective calls are
+  batched over the starts too (:class:`~graphbo.optim.lockstep.Lockstep`).
 * ``method="typewise"``: ``"supplement"``, except that a start whose hill-climbing step
   finds no better neighbour is treated as converged at once (polished, then its neighbours
   checked) instead of taking one more ``maxiter=1`` call. Where the acquisition is flat
@@ -38,8 +39,6 @@ the same code serves every device.
 
 from __future__ import annotations
 
-import queue
-import threading
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
@@ -49,6 +48,7 @@ import torch
 from ..acquisition.ei import LogExpectedImprovement, log_mean_expected_improvement
 from ..spaces.space import Space
 from .bounded import BoundedScores, best_fresh, fresh_masks
+from .lockstep import Lockstep, bounds_of
 from .utils import as_scores, best_per_owner
 
 if TYPE_CHECKING:
@@ -153,7 +153,7 @@ def optimize_acquisition_mixed(
                 return float(val.detach()), g.numpy().reshape(-1).astype(float)
 
             res = scipy.optimize.minimize(fun, cur[:, cont].reshape(-1), jac=True, method="L-BFGS-B",
-                                          bounds=_bounds(region, cur.shape[0], cont.size), options={"maxiter": 50})
+                                          bounds=bounds_of(region, cur.shape[0], cont.size), options={"maxiter": 50})
             cand = cur.copy()
             cand[:, cont] = res.x.reshape(-1, cont.size)
             cand = snap(cand)
@@ -263,150 +263,6 @@ def _neighbours(space: Space, rows: np.ndarray, region: "Region | None") -> tupl
     return nbrs, owner
 
 
-def _bounds(region: "Region | None", n_rows: int, n_cont: int) -> list[tuple[float, float]]:
-    """L-BFGS-B bounds of ``n_rows`` continuous parts laid end to end: [0, 1] or the region's box."""
-    if region is None:
-        return [(0.0, 1.0)] * (n_rows * n_cont)
-    return list(zip(np.tile(region.lower, n_rows).tolist(), np.tile(region.upper, n_rows).tolist()))
-
-
-#: what :meth:`_Lockstep.close` puts in a thread's queue (a job or an answer can never be it)
-_STOP = object()
-
-
-class _Stopped(Exception):
-    """Raised in a :class:`_Lockstep` thread's objective when it is stopped mid-call."""
-
-
-class _Lockstep:
-    """Runs one L-BFGS-B call per start, each in its own thread, and answers their objective
-    requests in one batched acquisition evaluation per step: the calls are exactly independent
-    per-start runs (as D.1 has them), at the cost of batched evaluations.
-
-    The threads are started once and serve every :meth:`run` until :meth:`close` (a context
-    manager closes them): D.1 calls L-BFGS-B once per start and round, a few hundred times per
-    suggestion, and starting a thread per call cost more than the L-BFGS-B work itself. Each
-    thread waits on its own queue, and the main thread on one condition that only it waits on,
-    so an answer wakes one thread, not all of them. A step waits for every running call's
-    request (or its end) and scores them in the order of the starts, so the results do not
-    depend on the threads' timing.
-    """
-
-    def __init__(self, acquisition: Callable[[torch.Tensor], torch.Tensor], cont: np.ndarray,
-                 region: "Region | None" = None) -> None:
-        self.acquisition, self.cont = acquisition, torch.as_tensor(cont, dtype=torch.long)
-        self.region = region
-        self._inbox: dict[int, tuple[str, object]] = {}  # a thread's next message to the main thread
-        self._posted = threading.Condition()
-        self._queues: list[queue.SimpleQueue] = []
-        self._threads: list[threading.Thread] = []
-
-    def __enter__(self) -> "_Lockstep":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """End the threads. Each gets a stop: an idle one returns, and one inside an L-BFGS-B call (left
-        there when :meth:`run` was interrupted, e.g. by Ctrl-C) gets it as its answer, which ends the call
-        and the thread. None is left running."""
-        for q in self._queues:
-            q.put(_STOP)
-        for t in self._threads:
-            t.join(timeout=10.0)  # daemon threads: a stuck one cannot keep the interpreter alive
-        self._queues, self._threads = [], []
-
-    def _post(self, i: int, kind: str, payload: object) -> None:
-        with self._posted:
-            self._inbox[i] = (kind, payload)
-            self._posted.notify()
-
-    def _serve(self, i: int, jobs: queue.SimpleQueue) -> None:
-        bounds = _bounds(self.region, 1, self.cont.numel())
-        while True:
-            job = jobs.get()
-            if job is _STOP:
-                return
-            x0, maxiter = job
-
-            def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
-                self._post(i, "request", np.array(x, dtype=float))
-                answer = jobs.get()
-                if answer is _STOP:
-                    raise _Stopped
-                if isinstance(answer, BaseException):
-                    raise answer
-                return answer
-
-            try:
-                res = scipy.optimize.minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-                                              options={"maxiter": maxiter})
-                self._post(i, "result", (np.asarray(res.x, dtype=float), -float(res.fun)))
-            except _Stopped:
-                return
-            except BaseException as e:  # noqa: BLE001 - handed to the main thread
-                self._post(i, "error", e)
-
-    def run(self, rows: np.ndarray, maxiter: int) -> tuple[np.ndarray, np.ndarray]:
-        """L-BFGS-B (``maxiter`` iterations, bounds [0, 1] or the region's box) on each row's
-        continuous part, the discrete part fixed. Returns the new continuous parts and acquisition
-        values."""
-        n, dc = rows.shape[0], self.cont.numel()
-        while len(self._threads) < n:
-            jobs: queue.SimpleQueue = queue.SimpleQueue()
-            thread = threading.Thread(target=self._serve, args=(len(self._threads), jobs), daemon=True)
-            self._queues.append(jobs)
-            self._threads.append(thread)
-            thread.start()
-        cont = self.cont.numpy()
-        for i in range(n):
-            self._queues[i].put((rows[i, cont].astype(float), maxiter))
-        fixed = torch.as_tensor(rows, dtype=torch.float64)
-        results: dict[int, tuple[np.ndarray, float]] = {}
-        errors: list[BaseException] = []
-        waiting = set(range(n))  # the calls whose next message is awaited
-        while waiting:
-            with self._posted:
-                self._posted.wait_for(lambda: all(i in self._inbox for i in waiting))
-                messages = {i: self._inbox.pop(i) for i in sorted(waiting)}
-            requests: dict[int, np.ndarray] = {}
-            for i, (kind, payload) in messages.items():
-                if kind == "request":
-                    requests[i] = payload  # type: ignore[assignment]
-                elif kind == "result":
-                    results[i] = payload  # type: ignore[assignment]
-                else:
-                    errors.append(payload)  # type: ignore[arg-type]
-            waiting = set(requests)
-            if not requests:
-                break
-            ids = np.array(sorted(requests), dtype=int)
-            if errors:  # unwind the other calls: each raises in its objective and reports an error
-                for i in ids:
-                    self._queues[i].put(RuntimeError("another start failed"))
-                continue
-            c = torch.tensor(np.stack([requests[i] for i in ids]), dtype=torch.float64, requires_grad=True)
-            full = fixed[torch.as_tensor(ids)].clone()
-            full[:, self.cont] = c
-            try:
-                vals = -self.acquisition(full).reshape(-1)
-                (g,) = torch.autograd.grad(vals.sum(), c)
-                # one transfer from the model's device (a no-op on CPU), not one per start
-                vals_np, g_np = vals.detach().cpu().numpy(), g.cpu().numpy()
-            except BaseException as e:  # noqa: BLE001
-                errors.append(e)
-                for i in ids:
-                    self._queues[i].put(RuntimeError("another start failed"))
-                continue
-            for k, i in enumerate(ids):
-                self._queues[i].put((float(vals_np[k]), g_np[k].astype(float)))
-        if errors:
-            raise errors[0]
-        x = np.stack([results[i][0] for i in range(n)]).reshape(n, dc)
-        return x, np.array([results[i][1] for i in range(n)])
-
-
 def _alternate_per_start(acquisition: Callable[[torch.Tensor], torch.Tensor], space: Space, cur: np.ndarray,
                          cur_val: np.ndarray, score_rows: Callable[[np.ndarray], np.ndarray], max_rounds: int,
                          rel_tol: float, region: "Region | None" = None,
@@ -418,7 +274,7 @@ def _alternate_per_start(acquisition: Callable[[torch.Tensor], torch.Tensor], sp
     start whose hill-climbing step finds no better neighbour is polished at once."""
     cont = space.continuous_indices
     cur, cur_val = cur.copy(), cur_val.copy()
-    lockstep = _Lockstep(acquisition, cont, region) if cont.size else None
+    lockstep = Lockstep(acquisition, cont, region) if cont.size else None
 
     def score_neighbours(starts: np.ndarray, nbrs: np.ndarray, owner: np.ndarray) -> np.ndarray:
         return _neighbour_scores(acquisition, space, starts, nbrs, owner, score_rows)
@@ -431,7 +287,7 @@ def _alternate_per_start(acquisition: Callable[[torch.Tensor], torch.Tensor], sp
             lockstep.close()
 
 
-def _alternate(lockstep: "_Lockstep | None", space: Space, cur: np.ndarray, cur_val: np.ndarray,
+def _alternate(lockstep: "Lockstep | None", space: Space, cur: np.ndarray, cur_val: np.ndarray,
                score_neighbours: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray], max_rounds: int,
                rel_tol: float, region: "Region | None", polish_on_stall: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The rounds of :func:`_alternate_per_start` (``lockstep`` is None for a purely discrete space;
