@@ -115,7 +115,7 @@ def optimize_acquisition_mixed(
     if region is not None:
         spray = spray[region.contains(spray)]
     randoms = space.sample_index(n_random, rng) if region is None else region.sample(n_random, rng)
-    pool = snap(np.concatenate([spray, randoms.astype(float)]))
+    pool = snap(np.concatenate([spray, randoms.astype(float, copy=False)]))
     scored = _pool_scores(acquisition, pool, score_rows, chunk)
     top = scored.top(n_starts, distinct=False)
     cur, cur_val = pool[top].copy(), scored.exact[top].copy()

@@ -165,9 +165,11 @@ class Space:
         u = rng.random((n, len(self)))
         if self.is_discrete:
             return (u * self.n_values).astype(np.int64)
-        rows = np.floor(u * np.maximum(self.n_values, 1))
-        for j in self.continuous_indices:
-            rows[:, j] = self.variables[j].snap(u[:, j])
+        cont = self.continuous_indices
+        unit = u[:, cont]  # the continuous columns' uniform draws, before ``u`` becomes the index rows
+        rows = np.floor(np.multiply(u, np.maximum(self.n_values, 1), out=u), out=u)  # in place: 100,000-row pools
+        for k, j in enumerate(cont):
+            rows[:, j] = self.variables[j].snap(unit[:, k])
         return rows
 
     def sample(self, n: int = 1, seed: int | np.random.Generator | None = None) -> list[dict[str, Any]]:
