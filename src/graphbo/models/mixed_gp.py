@@ -421,23 +421,31 @@ class MixedGP(Surrogate):
             W, base2, w_hi, w_lo, off, width = self._bound_tables()
             n = self._V.shape[0]
             m = V.shape[0]
+            # every variable has two values: the one-hot of the values >= 1 is V itself
+            binary = all(int(T.shape[1]) == 2 for T in fm._es_tables)
             mean = torch.empty(m, dtype=self.dtype, device=self.device)
+            prior = torch.empty(m, dtype=self.dtype, device=self.device)
             explained = torch.zeros(m, dtype=self.dtype, device=self.device)  # lower bound of k^T A k
             for s in range(0, m, chunk):
                 Vc = V[s:s + chunk]
-                # one-hot of the values >= 1 (value 0 of every variable goes to a spare last column)
-                cols = torch.where(Vc > 0, Vc + off, width)
-                O = torch.zeros(Vc.shape[0], width + 1, dtype=self.dtype, device=self.device)
-                O.scatter_(1, cols, 1.0)
-                logK = torch.addmm(base2, O[:, :width], W).exp_()  # (chunk, 2n): K_hi | K_lo
-                mean[s:s + chunk] = logK[:, :n] @ w_hi + logK[:, n:] @ w_lo
+                if binary:
+                    O = Vc.to(self.dtype)
+                else:  # one-hot of the values >= 1 (value 0 of every variable goes to a spare last column)
+                    cols = torch.where(Vc > 0, Vc + off, width)
+                    O = torch.zeros(Vc.shape[0], width + 1, dtype=self.dtype, device=self.device)
+                    O.scatter_(1, cols, 1.0)
+                    O = O[:, :width]
+                logK = torch.addmm(base2, O, W).exp_()  # (chunk, 2n + 1): K_hi | K_lo | k(x, x)
+                mean[s:s + chunk] = logK[:, :n] @ w_hi + logK[:, n:2 * n] @ w_lo
+                prior[s:s + chunk] = logK[:, 2 * n]
                 if tight_variance:
-                    k_mid = (0.5 * self._amp) * (logK[:, n:] + logK[:, :n])
-                    half = (0.5 * self._amp) * (logK[:, :n] - logK[:, n:]).abs()  # K_lo may pass K_hi by ulps
+                    k_mid = (0.5 * self._amp) * (logK[:, n:2 * n] + logK[:, :n])
+                    half = (0.5 * self._amp) * (logK[:, :n] - logK[:, n:2 * n]).abs()  # K_lo may pass K_hi by ulps
                     Ak = torch.cholesky_solve(k_mid.T, self._L)  # (n, chunk)
                     explained[s:s + chunk] = ((k_mid.T * Ak).sum(0) - 2.0 * (Ak.abs() * half.T).sum(0)).clamp_min(0.0)
             mean += self._mean
-            prior = self._amp * fm.diag(self._kp, V, C)
+            # k(x, x) as exp of a sum of logs, not FMKernel.diag's product: raised by 1e-12 against rounding
+            prior *= self._amp * (1.0 + 1e-12)
             # the explained part is lowered by 1e-9 of the prior variance against rounding (its terms and
             # the exact variance's are summed in different orders)
             var = (prior - (explained - 1e-9 * prior).clamp_min(0.0)).clamp_min(1e-12)
@@ -445,9 +453,10 @@ class MixedGP(Surrogate):
 
     def _bound_tables(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, int]:
         """What :meth:`mean_lower_bound` needs of the conditioned model, computed once per conditioning
-        (an acquisition optimisation asks for bounds a dozen times): the log tables ``W`` ``(width, 2n)``
-        of the values ``>= 1`` against the training rows at ``t = 0`` and ``t = R^2``, the value-0 sums
-        ``base2`` ``(2n,)``, the weights split by sign, each variable's column offset and ``width``."""
+        (an acquisition optimisation asks for bounds a dozen times): the log tables ``W`` ``(width, 2n + 1)``
+        of the values ``>= 1`` against the training rows at ``t = 0`` and ``t = R^2`` and of ``k(x, x)``'s
+        factors, the value-0 sums ``base2`` ``(2n + 1,)``, the weights split by sign, each variable's column
+        offset and ``width``."""
         if self._bound_cache is not None:
             return self._bound_cache
         fm = self.kernel
@@ -478,8 +487,15 @@ class MixedGP(Surrogate):
             delta_lo.append(logs[1][1:] - logs[1][0])
             offsets.append(width - 1)  # value v >= 1 of variable q is column offsets[q] + v
             width += tables.shape[1] - 1
-        W = torch.cat([torch.cat(delta_hi), torch.cat(delta_lo)], 1)  # (width, 2n)
-        base2 = torch.cat([base_hi, base_lo])
+        # k(x, x) = prod_q d_q[v_q] (FMKernel.diag) in the same form: one more column
+        logd = fm._diag_tables(self._kp, p).log()
+        base_d = torch.zeros(1, dtype=self.dtype, device=self.device)
+        delta_d = []
+        for a, b in fm._spec_bounds:
+            base_d += logd[a]
+            delta_d.append(logd[a + 1:b] - logd[a])
+        W = torch.cat([torch.cat(delta_hi), torch.cat(delta_lo), torch.cat(delta_d)[:, None]], 1)  # (width, 2n + 1)
+        base2 = torch.cat([base_hi, base_lo, base_d])
         off = torch.as_tensor(offsets, dtype=torch.long, device=self.device)
         self._bound_cache = (W, base2, weights.clamp_max(0.0), weights.clamp_min(0.0), off, width)
         return self._bound_cache
