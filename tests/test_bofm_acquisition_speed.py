@@ -225,8 +225,6 @@ def test_diag_follows_the_hyper_parameters_it_is_given():
 
 
 def test_a_pool_whose_best_rows_were_evaluated_never_returns_them():
-    from graphbo.optim import mixed
-
     opt = _fitted(1, 20, seed=4)
     acq = LogExpectedImprovement(opt.model)
     incumbent = opt.X[int(np.argmin(opt.y))]
@@ -242,7 +240,7 @@ def test_a_pool_whose_best_rows_were_evaluated_never_returns_them():
     # the masks looked up only where a row could win give the same answer as testing every row
     parts = [BoundedScores.from_exact(np.stack([first, second]), np.array([1.0, 0.5])),
              BoundedScores.from_exact(np.stack([first, second, first]), np.array([2.0, 0.7, 0.1]))]
-    masks = fresh_masks(parts, {first.tobytes()}, mixed._fresh)
+    masks = fresh_masks(parts, {first.tobytes()})
     assert masks[0].tolist() == [False, True]
     # floor = 0.7 (the best fresh scored row); the last row's 0.1 cannot reach it: not looked up
     assert masks[1].tolist() == [False, True, True]
@@ -250,7 +248,7 @@ def test_a_pool_whose_best_rows_were_evaluated_never_returns_them():
     # marked fresh by a bad bound)
     bad = BoundedScores.from_exact(np.stack([first, second]), np.array([3.0, 0.7]))
     bad.bound[0] = -5.0
-    assert fresh_masks([bad], {first.tobytes()}, mixed._fresh)[0].tolist() == [False, True]
+    assert fresh_masks([bad], {first.tobytes()})[0].tolist() == [False, True]
 
 
 @pytest.mark.parametrize("case", [0, 1])

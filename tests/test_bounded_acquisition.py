@@ -136,3 +136,20 @@ def test_acquisition_without_a_bound_of_its_own_is_scored_once():
     rows = space.sample_index(1000, np.random.default_rng(0))
     BoundedScores(acq, rows, block=64).top(5)
     assert Mean.calls == 1000
+
+
+@pytest.mark.parametrize("case", [0, 1])
+def test_graph_search_never_returns_an_excluded_row(case):
+    """The excluded-row look-ups cover only the rows that could win (bounded.fresh_masks): excluding the
+    first choice must give another row, itself not excluded, and never a row of the excluded set."""
+    space, f = _spaces()[case]
+    opt = _fitted_combo(space, f, 30, seed=3 + case)
+    acq = LogExpectedImprovement(opt.model)
+    incumbent = opt.X[int(np.argmin(opt.y))]
+    args = dict(n_random=2000, n_starts=10)
+    first, _ = optimize_acquisition_on_graph(acq, space, np.random.default_rng(5), incumbent,
+                                             exclude=set(opt._exclude), **args)
+    exclude = set(opt._exclude) | {first.tobytes()}
+    second, _ = optimize_acquisition_on_graph(acq, space, np.random.default_rng(5), incumbent, exclude=exclude, **args)
+    assert first.tobytes() not in opt._exclude
+    assert second.tobytes() not in exclude and not np.array_equal(first, second)

@@ -25,7 +25,7 @@ import numpy as np
 
 from .utils import as_scores
 
-__all__ = ["BoundedScores", "best_fresh", "fresh_masks", "TOLERANCE"]
+__all__ = ["BoundedScores", "best_fresh", "fresh_masks", "not_in", "TOLERANCE"]
 
 #: relative slack on comparisons of a bound with an exact value (the two are computed in different batches)
 TOLERANCE = 1e-8
@@ -203,8 +203,16 @@ def best_fresh(parts: list[BoundedScores], fresh: list[np.ndarray]) -> tuple[np.
         part._score(unknown[np.argsort(-part.bound[unknown], kind="stable")[:part.block]])
 
 
+def not_in(rows: np.ndarray, keys: set[bytes] | frozenset[bytes]) -> np.ndarray:
+    """Which ``rows`` are not in ``keys`` (raw bytes of rows, as the optimizers keep their evaluated ones)."""
+    if not keys:
+        return np.ones(rows.shape[0], dtype=bool)
+    rows = np.ascontiguousarray(rows)
+    return np.fromiter((r.tobytes() not in keys for r in rows), dtype=bool, count=rows.shape[0])
+
+
 def fresh_masks(parts: list[BoundedScores], exclude: set[bytes],
-                fresh: Callable[[np.ndarray, set[bytes]], np.ndarray]) -> list[np.ndarray]:
+                fresh: Callable[[np.ndarray, set[bytes]], np.ndarray] = not_in) -> list[np.ndarray]:
     """The ``fresh`` masks of :func:`best_fresh` for ``parts``, looked up
     only where a row could be chosen.
 
@@ -212,7 +220,8 @@ def fresh_masks(parts: list[BoundedScores], exclude: set[bytes],
     exact score are taken best first until one is fresh; it scores ``floor``. A row whose bound lies
     below ``floor`` can never be chosen, so it is left marked fresh without a look-up, and
     ``best_fresh`` returns the same row as with every row tested. ``fresh(rows, keys)`` tests rows
-    against the plain set ``keys``.
+    against the plain set ``keys`` (``exclude`` may be a view whose membership test is a Python call: it
+    is copied into a set once).
     """
     keys = exclude if type(exclude) in (set, frozenset) else set(exclude)
     values = np.concatenate([part.exact[part.known] for part in parts])

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..exceptions import SpaceExhaustedError
 from ..spaces.space import Space
-from .bounded import BoundedScores, best_fresh
+from .bounded import BoundedScores, best_fresh, fresh_masks
 from .utils import as_scores, best_per_owner
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ def optimize_acquisition_on_graph(
 
     # local optima first, then everything scored, best first
     parts = [BoundedScores.from_exact(cur, cur_val)] + seen
-    found = best_fresh(parts, [np.array([r.tobytes() not in exclude for r in p.rows], dtype=bool) for p in parts])
+    found = best_fresh(parts, fresh_masks(parts, exclude))
     if found is not None:
         return found
     # everything scored was already evaluated: fall back to a random new vertex

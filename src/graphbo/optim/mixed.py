@@ -165,23 +165,10 @@ def optimize_acquisition_mixed(
             break
 
     parts = [BoundedScores.from_exact(cur, cur_val), scored]
-    found = best_fresh(parts, fresh_masks(parts, exclude, _fresh))
+    found = best_fresh(parts, fresh_masks(parts, exclude))
     if found is None:
         raise RuntimeError("no unevaluated point among the acquisition candidates")
     return found
-
-
-def _fresh(rows: np.ndarray, exclude: set[bytes]) -> np.ndarray:
-    """Which ``rows`` are not in ``exclude`` (raw bytes of evaluated rows).
-
-    ``exclude`` may be a view (the optimizer's evaluated and pending rows) whose membership test is a
-    Python call; it is copied into a plain set once and every row tested against that.
-    """
-    if not exclude:
-        return np.ones(rows.shape[0], dtype=bool)
-    keys = exclude if type(exclude) in (set, frozenset) else set(exclude)
-    rows = np.ascontiguousarray(rows)
-    return np.fromiter((r.tobytes() not in keys for r in rows), dtype=bool, count=rows.shape[0])
 
 
 #: largest share of the trial rows whose bound reaches their best exact score for which pruning is used
