@@ -39,7 +39,7 @@ def _one_by_one(rows: np.ndarray, cont: np.ndarray, maxiter: int, bounds: list[t
             full[0, torch.as_tensor(cont)] = ct
             v = -_acquisition(full).sum()
             (g,) = torch.autograd.grad(v, ct)
-            return float(v), g.numpy().astype(float)
+            return float(v.detach()), g.numpy().astype(float)
         res = scipy.optimize.minimize(fun, row[cont], jac=True, method="L-BFGS-B", bounds=bounds,
                                       options={"maxiter": maxiter})
         xs.append(res.x)
@@ -65,6 +65,12 @@ def test_each_start_gets_its_own_l_bfgs_b_run_bit_for_bit(threads, maxiter):
     if maxiter > 1:  # the runs moved: a driver that returned its starts would fail above only by luck
         assert np.all(v >= _acquisition(torch.as_tensor(rows)).numpy() - 1e-12)
         assert np.any(np.abs(x - rows[:, cont]) > 1e-3)
+
+
+@pytest.mark.parametrize("threads", [False, True])
+def test_no_rows_no_runs(threads):
+    x, v = Lockstep(_acquisition, np.array([1, 3]), threads=threads).run(np.empty((0, 4)), 1)
+    assert x.shape == (0, 2) and v.shape == (0,)
 
 
 def test_a_trust_region_box_bounds_every_run():

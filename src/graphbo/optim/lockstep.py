@@ -227,6 +227,8 @@ class Lockstep:
         """L-BFGS-B (``maxiter`` iterations, bounds [0, 1] or the region's box) on each row's
         continuous part, the discrete part fixed. Returns the new continuous parts and acquisition
         values."""
+        if rows.shape[0] == 0:
+            return np.empty((0, self.cont.numel())), np.empty(0)
         if self.threads:
             return self._run_threads(rows, maxiter)
         setulb = _setulb()
