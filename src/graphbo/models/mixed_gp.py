@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, NamedTuple, Protocol
 
 import numpy as np
 import scipy.optimize
@@ -72,6 +72,20 @@ class MixedKernel(Protocol):
 
 
 _KERNEL_ATTRIBUTES = ("dtype", "size", "P", "Dc", "diag", "default_params", "random_params", "log_prior")
+
+
+class _BoundTables(NamedTuple):
+    """:meth:`MixedGP.mean_lower_bound`'s tables (one hot-encoded row ``O`` of the values ``>= 1``
+    times a table, plus the value-0 sums, is the log of a product over the variables)."""
+
+    mean_W: torch.Tensor  #: (width, n + 1): per training row, log K_hi or log K_lo as its weight's sign asks; log k(x, x)
+    mean_base: torch.Tensor  #: (n + 1,)
+    weights: torch.Tensor  #: (n,) amp K^-1 (y - m)
+    range_W: torch.Tensor  #: (width, 2n): log K_hi | log K_lo, for the tight variance bound
+    range_base: torch.Tensor  #: (2n,)
+    offsets: torch.Tensor  #: value v >= 1 of variable q is column offsets[q] + v
+    width: int  #: columns: sum_q (k_q - 1)
+    binary: bool  #: every variable has two values (the one-hot rows are the index rows)
 
 
 class MixedGP(Surrogate):
@@ -146,7 +160,7 @@ class MixedGP(Surrogate):
         #: the discrete and continuous column indices as tensors (:meth:`split`)
         self._columns: tuple[torch.Tensor, torch.Tensor] | None = None
         #: :meth:`_bound_tables` of the current conditioning (reset by :meth:`_condition`)
-        self._bound_cache: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, int] | None = None
+        self._bound_cache: _BoundTables | None = None
 
     # -- data transforms ------------------------------------------------------------
     def split(self, rows: np.ndarray | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -418,29 +432,29 @@ class MixedGP(Surrogate):
         assert isinstance(fm, FMKernel)
         V, C = self.split(X)
         with torch.no_grad():
-            W, base2, w_hi, w_lo, off, width = self._bound_tables()
+            t = self._bound_tables()
             n = self._V.shape[0]
             m = V.shape[0]
-            # every variable has two values: the one-hot of the values >= 1 is V itself
-            binary = all(int(T.shape[1]) == 2 for T in fm._es_tables)
             mean = torch.empty(m, dtype=self.dtype, device=self.device)
             prior = torch.empty(m, dtype=self.dtype, device=self.device)
             explained = torch.zeros(m, dtype=self.dtype, device=self.device)  # lower bound of k^T A k
             for s in range(0, m, chunk):
                 Vc = V[s:s + chunk]
-                if binary:
+                if t.binary:  # every variable has two values: the one-hot of the values >= 1 is V itself
                     O = Vc.to(self.dtype)
                 else:  # one-hot of the values >= 1 (value 0 of every variable goes to a spare last column)
-                    cols = torch.where(Vc > 0, Vc + off, width)
-                    O = torch.zeros(Vc.shape[0], width + 1, dtype=self.dtype, device=self.device)
+                    cols = torch.where(Vc > 0, Vc + t.offsets, t.width)
+                    O = torch.zeros(Vc.shape[0], t.width + 1, dtype=self.dtype, device=self.device)
                     O.scatter_(1, cols, 1.0)
-                    O = O[:, :width]
-                logK = torch.addmm(base2, O, W).exp_()  # (chunk, 2n + 1): K_hi | K_lo | k(x, x)
-                mean[s:s + chunk] = logK[:, :n] @ w_hi + logK[:, n:2 * n] @ w_lo
-                prior[s:s + chunk] = logK[:, 2 * n]
+                    O = O[:, :t.width]
+                # per training row the bound of k(x, x_i) its weight's sign asks for, and k(x, x)
+                bound = torch.addmm(t.mean_base, O, t.mean_W).exp_()  # (chunk, n + 1)
+                mean[s:s + chunk] = bound[:, :n] @ t.weights
+                prior[s:s + chunk] = bound[:, n]
                 if tight_variance:
-                    k_mid = (0.5 * self._amp) * (logK[:, n:2 * n] + logK[:, :n])
-                    half = (0.5 * self._amp) * (logK[:, :n] - logK[:, n:2 * n]).abs()  # K_lo may pass K_hi by ulps
+                    K = torch.addmm(t.range_base, O, t.range_W).exp_()  # (chunk, 2n): K_hi | K_lo
+                    k_mid = (0.5 * self._amp) * (K[:, n:] + K[:, :n])
+                    half = (0.5 * self._amp) * (K[:, :n] - K[:, n:]).abs()  # K_lo may pass K_hi by ulps
                     Ak = torch.cholesky_solve(k_mid.T, self._L)  # (n, chunk)
                     explained[s:s + chunk] = ((k_mid.T * Ak).sum(0) - 2.0 * (Ak.abs() * half.T).sum(0)).clamp_min(0.0)
             mean += self._mean
@@ -451,12 +465,11 @@ class MixedGP(Surrogate):
             var = (prior - (explained - 1e-9 * prior).clamp_min(0.0)).clamp_min(1e-12)
         return mean, var
 
-    def _bound_tables(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, int]:
+    def _bound_tables(self) -> "_BoundTables":
         """What :meth:`mean_lower_bound` needs of the conditioned model, computed once per conditioning
-        (an acquisition optimisation asks for bounds a dozen times): the log tables ``W`` ``(width, 2n + 1)``
-        of the values ``>= 1`` against the training rows at ``t = 0`` and ``t = R^2`` and of ``k(x, x)``'s
-        factors, the value-0 sums ``base2`` ``(2n + 1,)``, the weights split by sign, each variable's column
-        offset and ``width``."""
+        (an acquisition optimisation asks for bounds a dozen times): the log tables of the values ``>= 1``
+        against the training rows at ``t = 0`` (``K_hi``) and ``t = R^2`` (``K_lo``) and of ``k(x, x)``'s
+        factors, with their value-0 sums (:class:`_BoundTables`)."""
         if self._bound_cache is not None:
             return self._bound_cache
         fm = self.kernel
@@ -494,10 +507,14 @@ class MixedGP(Surrogate):
         for a, b in fm._spec_bounds:
             base_d += logd[a]
             delta_d.append(logd[a + 1:b] - logd[a])
-        W = torch.cat([torch.cat(delta_hi), torch.cat(delta_lo), torch.cat(delta_d)[:, None]], 1)  # (width, 2n + 1)
-        base2 = torch.cat([base_hi, base_lo, base_d])
-        off = torch.as_tensor(offsets, dtype=torch.long, device=self.device)
-        self._bound_cache = (W, base2, weights.clamp_max(0.0), weights.clamp_min(0.0), off, width)
+        hi, lo = torch.cat(delta_hi), torch.cat(delta_lo)  # (width, n) each
+        up = weights < 0  # a negative weight takes k's upper bound K_hi, a positive one its lower bound K_lo
+        self._bound_cache = _BoundTables(
+            mean_W=torch.cat([torch.where(up, hi, lo), torch.cat(delta_d)[:, None]], 1),
+            mean_base=torch.cat([torch.where(up, base_hi, base_lo), base_d]),
+            weights=weights, range_W=torch.cat([hi, lo], 1), range_base=torch.cat([base_hi, base_lo]),
+            offsets=torch.as_tensor(offsets, dtype=torch.long, device=self.device), width=width,
+            binary=all(int(T.shape[1]) == 2 for T in fm._es_tables))
         return self._bound_cache
 
     @property
