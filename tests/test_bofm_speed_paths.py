@@ -195,3 +195,27 @@ def test_lockstep_close_ends_threads_left_inside_an_l_bfgs_b_call():
     assert time.monotonic() - t0 < 5.0
     assert not any(t.is_alive() for t in threads)
     assert torch.is_tensor(acquisition(torch.zeros(1, 3)))
+
+
+@pytest.mark.parametrize("order", ["consecutive", "interleaved"])
+def test_split_takes_the_columns_without_aliasing_the_rows(order):
+    """Consecutive discrete and continuous columns are sliced (a column gather of a large pool is slow),
+    others gathered; either way the parts are the right columns, the continuous part keeps the autograd
+    graph of a tensor input, and neither part is a view of the caller's rows."""
+    space = _space() if order == "consecutive" else gb.Space(
+        {"u": gb.Continuous(0.0, 1.0), "a": gb.Categorical(["x", "y", "z"]), "v": gb.Continuous(0.0, 1.0),
+         "b": gb.Binary()})
+    model = MixedGP(_kernel(space), space)
+    X = torch.tensor(space.sample_index(6, np.random.default_rng(1)).astype(float), requires_grad=True)
+    V, C = model.split(X)
+    disc, cont = space.discrete_indices, space.continuous_indices
+    assert torch.equal(V, X.detach()[:, disc].long()) and V.dtype == torch.long
+    assert torch.equal(C.detach(), X.detach()[:, cont])
+    C.sum().backward()
+    assert torch.equal(X.grad[:, cont], torch.ones(6, cont.size, dtype=X.dtype))
+    assert torch.all(X.grad[:, disc] == 0)
+    before = X.detach().clone()
+    with torch.no_grad():
+        C += 1.0
+        V += 1
+    assert torch.equal(X.detach(), before)

@@ -585,7 +585,12 @@ class FMKernel:
                 G, J, k = proj_tables.shape[:3]
                 # proj[g, j, s, c] = P_j[s, V2[c, q_g]] for the group's variables q_g
                 proj = torch.gather(proj_tables, 3, V2[:, qs].T[:, None, None, :].expand(G, J, k, n2))
-                A = torch.einsum("gjsn,gjkn->gskn", f, proj) / norms[qs][:, None, None, None]  # (G, n1, k, n2)
+                # A[g, s, k, c] = sum_j f[g, j, s, c] proj[g, j, k, c] / norm: broadcast products, summed over j
+                # in place (einsum's batched products of inner size J ran several times slower here)
+                A = f[:, 0, :, None, :] * proj[:, 0, None, :, :]  # (G, n1, k, n2)
+                for j in range(1, J):
+                    A.addcmul_(f[:, j, :, None, :], proj[:, j, None, :, :])
+                A /= norms[qs][:, None, None, None]
                 # each row's own factor: A[g, r, V1[r, q_g], :]
                 own = V1[:, qs].T[:, :, None, None].expand(G, n1, 1, n2)
                 F[qs] = torch.gather(A, 2, own).squeeze(2)

@@ -174,7 +174,13 @@ class MixedGP(Surrogate):
             disc, cont = (torch.as_tensor(np.asarray(ix, dtype=np.int64), device=rows.device)
                           for ix in (self.space.discrete_indices, self.space.continuous_indices))
             self._columns = (disc, cont)
-        return rows.index_select(1, self._columns[0]).long(), rows.index_select(1, self._columns[1])
+        disc, cont = self._columns
+        d, c = self.space.discrete_indices, self.space.continuous_indices
+        # consecutive columns (as in most spaces) are sliced: a column gather of a 100,000-row pool is slow
+        V = rows[:, int(d[0]):int(d[-1]) + 1].long() if _consecutive(d) else rows.index_select(1, disc).long()
+        # the continuous part is always a copy (the caller's rows are never aliased)
+        C = rows[:, int(c[0]):int(c[-1]) + 1].clone() if _consecutive(c) else rows.index_select(1, cont)
+        return V, C
 
     def transform_y(self, y: np.ndarray) -> np.ndarray:
         """Standardised (after the log transform with ``log_y``) values; computed on ``y / max|y|``
@@ -592,6 +598,11 @@ class MixedGP(Surrogate):
         mean = (Kx @ self._alpha)[:, 0] + self._mean
         w = torch.linalg.solve_triangular(self._L, Kx.T, upper=False)
         return mean, (prior - w.square().sum(0)).clamp_min(1e-12)
+
+
+def _consecutive(columns: np.ndarray) -> bool:
+    """Whether ``columns`` (increasing) are one run of consecutive column indices (and not empty)."""
+    return bool(columns.size) and int(columns[-1]) - int(columns[0]) + 1 == columns.size
 
 
 def _same_device(a: torch.device, b: torch.device) -> bool:
