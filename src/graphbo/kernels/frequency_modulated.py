@@ -597,15 +597,16 @@ class FMKernel:
                 tables.append(A)
             ones = torch.ones(1, n1, n2, dtype=self.dtype, device=self.device)
             prefix = torch.cumprod(torch.cat([ones, F[:-1]]), 0)  # prod_{q' < q}
-            suffix = torch.cumprod(torch.cat([ones, F.flip(0)[:-1]]), 0).flip(0)  # prod_{q' > q}
-            others = prefix * suffix
+            # rev[i] = product of the last i factors, so prod_{q' > q} = rev[P - 1 - q] (read where needed, not
+            # flipped back: a flip of the (P, n1, n2) products costs as much as the products)
+            rev = torch.cumprod(torch.cat([ones, F.flip(0)[:-1]]), 0)
             out = torch.empty(owner.shape[0], n2, dtype=self.dtype, device=self.device)
             group, slot = self._variable_slots[0][var], self._variable_slots[1][var]
             for g, A in enumerate(tables):
                 at = torch.nonzero(group == g).reshape(-1)
                 if at.numel():
-                    o = owner[at]
-                    out[at] = others[var[at], o] * A[slot[at], o, value[at]]
+                    o, q = owner[at], var[at]
+                    out[at] = prefix[q, o] * rev[self.P - 1 - q, o] * A[slot[at], o, value[at]]
         return out
 
     def diag(self, params: torch.Tensor, V: torch.Tensor, C: torch.Tensor) -> torch.Tensor:

@@ -166,21 +166,33 @@ class MixedGP(Surrogate):
     def split(self, rows: np.ndarray | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Discrete index columns (long) and unit continuous columns of mixed rows ``(m, d)``;
         the continuous part keeps the autograd graph of a tensor input."""
-        if not isinstance(rows, torch.Tensor):
-            rows = torch.as_tensor(np.asarray(rows, dtype=float), dtype=self.dtype, device=self.device)
-        rows = rows.to(device=self.device, dtype=self.dtype).reshape(-1, len(self.space))
-        if self._columns is None or self._columns[0].device != rows.device:
-            # index tensors made once: indexing by a NumPy array converts it on every call
-            disc, cont = (torch.as_tensor(np.asarray(ix, dtype=np.int64), device=rows.device)
-                          for ix in (self.space.discrete_indices, self.space.continuous_indices))
-            self._columns = (disc, cont)
-        disc, cont = self._columns
-        d, c = self.space.discrete_indices, self.space.continuous_indices
-        # consecutive columns (as in most spaces) are sliced: a column gather of a 100,000-row pool is slow
-        V = rows[:, int(d[0]):int(d[-1]) + 1].long() if _consecutive(d) else rows.index_select(1, disc).long()
+        rows = self._as_rows(rows)
+        disc, cont = self._column_tensors(rows.device)
+        c = self.space.continuous_indices
         # the continuous part is always a copy (the caller's rows are never aliased)
         C = rows[:, int(c[0]):int(c[-1]) + 1].clone() if _consecutive(c) else rows.index_select(1, cont)
-        return V, C
+        return self._discrete_columns(rows).long(), C
+
+    def _as_rows(self, rows: np.ndarray | torch.Tensor) -> torch.Tensor:
+        if not isinstance(rows, torch.Tensor):
+            rows = torch.as_tensor(np.asarray(rows, dtype=float), dtype=self.dtype, device=self.device)
+        return rows.to(device=self.device, dtype=self.dtype).reshape(-1, len(self.space))
+
+    def _column_tensors(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        if self._columns is None or self._columns[0].device != device:
+            # index tensors made once: indexing by a NumPy array converts it on every call
+            disc, cont = (torch.as_tensor(np.asarray(ix, dtype=np.int64), device=device)
+                          for ix in (self.space.discrete_indices, self.space.continuous_indices))
+            self._columns = (disc, cont)
+        return self._columns
+
+    def _discrete_columns(self, rows: torch.Tensor) -> torch.Tensor:
+        """The discrete columns of ``rows`` (float; a view where they are consecutive, as in most spaces:
+        a column gather of a 100,000-row pool is slow)."""
+        d = self.space.discrete_indices
+        if _consecutive(d):
+            return rows[:, int(d[0]):int(d[-1]) + 1]
+        return rows.index_select(1, self._column_tensors(rows.device)[0])
 
     def transform_y(self, y: np.ndarray) -> np.ndarray:
         """Standardised (after the log transform with ``log_y``) values; computed on ``y / max|y|``
@@ -436,9 +448,11 @@ class MixedGP(Surrogate):
             raise RuntimeError("mean_lower_bound needs a ModLap FM kernel with discrete variables")
         fm = self.kernel
         assert isinstance(fm, FMKernel)
-        V, C = self.split(X)
         with torch.no_grad():
             t = self._bound_tables()
+            V = self._discrete_columns(self._as_rows(X))  # float index values
+            if not t.binary:
+                V = V.long()
             n = self._V.shape[0]
             m = V.shape[0]
             mean = torch.empty(m, dtype=self.dtype, device=self.device)
@@ -447,7 +461,7 @@ class MixedGP(Surrogate):
             for s in range(0, m, chunk):
                 Vc = V[s:s + chunk]
                 if t.binary:  # every variable has two values: the one-hot of the values >= 1 is V itself
-                    O = Vc.to(self.dtype)
+                    O = Vc
                 else:  # one-hot of the values >= 1 (value 0 of every variable goes to a spare last column)
                     cols = torch.where(Vc > 0, Vc + t.offsets, t.width)
                     O = torch.zeros(Vc.shape[0], t.width + 1, dtype=self.dtype, device=self.device)
