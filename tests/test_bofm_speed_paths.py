@@ -219,3 +219,22 @@ def test_split_takes_the_columns_without_aliasing_the_rows(order):
         C += 1.0
         V += 1
     assert torch.equal(X.detach(), before)
+
+
+def test_projector_grid_cache_is_keyed_by_the_index_values():
+    """The last small grid is kept (the acquisition optimiser asks for the same rows many times); a change of
+    any index value, in either set, gives the grid of the new values, never the kept one."""
+    space = _space()
+    kernel = _kernel(space)
+    rng = np.random.default_rng(3)
+    V1 = torch.as_tensor(space.sample_index(5, rng)[:, space.discrete_indices].astype(np.int64))
+    V2 = torch.as_tensor(space.sample_index(7, rng)[:, space.discrete_indices].astype(np.int64))
+    first = kernel._grid_pairs(V1, V2)
+    assert kernel._grid_pairs(V1.clone(), V2.clone())[2] is first[2]  # equal values: the kept grid
+    for changed in (0, 1):
+        W1, W2 = V1.clone(), V2.clone()
+        (W1 if changed == 0 else W2)[2, 0] = ((W1 if changed == 0 else W2)[2, 0] + 1) % 3
+        i, j, G = kernel._grid_pairs(W1, W2)
+        assert torch.equal(G, kernel._projector_grid(W1, W2))
+        assert not torch.equal(G, first[2])
+        assert torch.equal(i, torch.arange(5).repeat_interleave(7)) and torch.equal(j, torch.arange(7).repeat(5))

@@ -59,6 +59,8 @@ _FM_FAMILY = ("modlap", "moddif", "general", "fnn")
 #: smallest normal number: the quotient keeps full relative precision)
 _SAFE_PRODUCT = {dt: torch.finfo(dt).tiny / torch.finfo(dt).eps for dt in (torch.float16, torch.bfloat16,
                                                                            torch.float32, torch.float64)}
+#: largest index sets (rows x variables) whose projector grid :meth:`FMKernel._grid_pairs` keeps
+_GRID_CACHE_ENTRIES = 1 << 16
 #: entries (rows x columns) of one block of :meth:`FMKernel._fm_gram_inplace`: its few buffers stay in cache
 _BLOCK_ENTRIES = 32_768
 
@@ -250,6 +252,7 @@ class FMKernel:
         self.size = sum(k for _, k in layout)
         #: (hyper-parameters' bytes, tables) of the last :meth:`_diag_tables` call without autograd
         self._diag_cache: tuple[bytes, torch.Tensor] | None = None
+        self._grid_cache: tuple[tuple, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] | None = None
         self.prior: str = check_choice("prior", prior, KERNEL_PRIORS)
         if self.prior == "scaled":
             self._prior_centre, self._prior_sd = self.scaled_centre(), SCALED_PRIOR_SD
@@ -334,13 +337,32 @@ class FMKernel:
             t = torch.arange(i.numel(), device=self.device)
             where[i, j] = t
             where[j, i] = t
+            G = self._projector_entries(V1, V2, i, j)
         else:
-            i = torch.arange(n1, device=self.device).repeat_interleave(n2)
-            j = torch.arange(n2, device=self.device).repeat(n1)
+            i, j, G = self._grid_pairs(V1, V2)
             where = None
         diff = C1[i] - C2[j] if self.Dc else None
-        G = self._projector_entries(V1, V2, i, j) if symmetric else self._projector_grid(V1, V2)
         return KernelPairs(V1, C1, V2, C2, diff, G, i, j, where)
+
+    def _grid_pairs(self, V1: torch.Tensor, V2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The pair indices (row-major) and :meth:`_projector_grid` of every pair of ``V1`` and ``V2``.
+
+        BO-FM's acquisition optimiser evaluates the same few rows' discrete parts against the same training
+        rows many times while their continuous parts move (L-BFGS-B, :mod:`graphbo.optim.lockstep`), so
+        for small sets on the CPU the last result is kept, keyed by the index values themselves (the
+        tensors are read-only here)."""
+        key = None
+        if V1.device.type == "cpu" and V1.numel() <= _GRID_CACHE_ENTRIES and V2.numel() <= _GRID_CACHE_ENTRIES:
+            key = (tuple(V1.shape), tuple(V2.shape), V1.numpy().tobytes(), V2.numpy().tobytes())
+            if self._grid_cache is not None and self._grid_cache[0] == key:
+                return self._grid_cache[1]
+        n1, n2 = V1.shape[0], V2.shape[0]
+        i = torch.arange(n1, device=self.device).repeat_interleave(n2)
+        j = torch.arange(n2, device=self.device).repeat(n1)
+        out = (i, j, self._projector_grid(V1, V2))
+        if key is not None:
+            self._grid_cache = (key, out)
+        return out
 
     def _projector_grid(self, V1: torch.Tensor, V2: torch.Tensor, entries: int = 1 << 22) -> torch.Tensor:
         """:meth:`_projector_entries` for every pair of ``V1`` and ``V2`` in row-major order (pair
