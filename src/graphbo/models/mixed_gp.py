@@ -446,8 +446,6 @@ class MixedGP(Surrogate):
         """
         if not self.has_mean_lower_bound:
             raise RuntimeError("mean_lower_bound needs a ModLap FM kernel with discrete variables")
-        fm = self.kernel
-        assert isinstance(fm, FMKernel)
         with torch.no_grad():
             t = self._bound_tables()
             V = self._discrete_columns(self._as_rows(X))  # float index values
