@@ -252,7 +252,7 @@ class FMKernel:
         self.size = sum(k for _, k in layout)
         #: (hyper-parameters' bytes, tables) of the last :meth:`_diag_tables` call without autograd
         self._diag_cache: tuple[bytes, torch.Tensor] | None = None
-        self._grid_cache: tuple[tuple, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] | None = None
+        self._grid_cache: tuple[tuple[Any, ...], tuple[torch.Tensor, torch.Tensor, torch.Tensor]] | None = None
         self.prior: str = check_choice("prior", prior, KERNEL_PRIORS)
         if self.prior == "scaled":
             self._prior_centre, self._prior_sd = self.scaled_centre(), SCALED_PRIOR_SD
