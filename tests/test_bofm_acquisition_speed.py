@@ -266,3 +266,81 @@ def test_tight_variance_bound_holds_at_training_rows_and_with_fantasies(case):
         assert torch.all(var_hi - exact <= 2e-9 * prior + 1e-12)
         n = len(opt.X)
         assert float(var_hi[:n].median()) < 0.1 * float(prior[:n].median())
+
+
+@pytest.mark.parametrize("case", [0, 1, 2])
+def test_screen_moments_are_the_posterior_up_to_the_gram_matrix_precision(case):
+    opt = _fitted(case, 30, seed=case)
+    model = opt.model
+    assert model.has_screening
+    rows = opt.space.sample_index(2000, np.random.default_rng(7)).astype(float)
+    post = model.posterior(rows)
+    mean, var = post.mean[0].detach(), post.variance[0].detach()
+    m64, v64 = model.screen_moments(rows, dtype=torch.float64)  # the same arithmetic as the posterior
+    torch.testing.assert_close(m64, mean, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(v64, var, rtol=1e-10, atol=1e-12)
+    m32, v32 = model.screen_moments(rows)
+    assert m32.dtype == torch.float64  # float32 Gram entries, float64 moments
+    # float32's rounding of the Gram entries, relative to the prior's scale (the variance is the prior
+    # variance less the explained part: its error is relative to the prior variance, not to itself)
+    V, C = model.split(rows)
+    prior = float((model._amp * opt.kernel.diag(model._kp, V, C)).max())
+    assert float((m32 - mean).abs().max()) <= 1e-4 * (float(mean.abs().max()) + 1.0)
+    assert float((v32 - var).abs().max()) <= 1e-4 * prior
+    assert float((m32 - mean).abs().max()) > 0.0  # float32 rounding, not the float64 path
+
+
+def _pool(opt, n=12000, seed=3):
+    acq = LogExpectedImprovement(opt.model)
+    pool = opt.space.sample_index(n, np.random.default_rng(seed)).astype(float)
+
+    def score_rows(rows):
+        with torch.no_grad():
+            return np.concatenate([acq(torch.as_tensor(rows[s:s + 2000])).numpy() for s in range(0, len(rows), 2000)])
+
+    return acq, pool, score_rows
+
+
+@pytest.mark.parametrize("case", [0, 2])
+def test_screened_pool_scores_few_rows_and_takes_the_exact_best(case, monkeypatch):
+    from graphbo.optim import mixed
+
+    monkeypatch.setattr(mixed, "_LOOSE", -1.0)  # the mean bound is never used: the float32 screening is
+    opt = _fitted(case, 40, seed=case)
+    acq, pool, score_rows = _pool(opt)
+    exact = score_rows(pool)
+    scores = mixed._pool_scores(acq, pool, score_rows, chunk=2000, n_starts=10)
+    assert scores.scored.sum() < pool.shape[0] // 2  # most rows were only screened
+    top = scores.top(10, distinct=False)
+    assert np.array_equal(top, np.argsort(-exact, kind="stable")[:10])
+    np.testing.assert_allclose(scores.exact[top], exact[top], rtol=1e-12)
+
+
+def test_screening_scores_every_row_when_its_estimates_miss_by_more_than_half_the_margin(monkeypatch):
+    from graphbo.optim import mixed
+
+    monkeypatch.setattr(mixed, "_LOOSE", -1.0)
+    monkeypatch.setattr(mixed, "SCREEN_MARGIN", 1e-15)  # below float32's rounding: the check must fail
+    opt = _fitted(0, 40, seed=0)
+    acq, pool, score_rows = _pool(opt)
+    scores = mixed._pool_scores(acq, pool, score_rows, chunk=2000, n_starts=10)
+    assert scores.scored.all()
+    np.testing.assert_array_equal(scores.exact, score_rows(pool))
+
+
+@pytest.mark.parametrize("method", ["supplement", "typewise"])
+def test_screened_pool_makes_the_same_choice(method, monkeypatch):
+    from graphbo.optim import mixed
+
+    monkeypatch.setattr(mixed, "_LOOSE", -1.0)
+    opt = _fitted(0, 30, seed=1)
+    acq = LogExpectedImprovement(opt.model)
+    incumbent = opt.X[int(np.argmin(opt.y))]
+    out = {}
+    for screened in (True, False):
+        a = acq if screened else (lambda X: acq(X))  # a plain callable: every pool row scored exactly
+        out[screened] = optimize_acquisition_mixed(a, opt.space, np.random.default_rng(11), incumbent,
+                                                   exclude=set(opt._exclude), n_random=4000, n_spray=20, n_starts=6,
+                                                   method=method, chunk=500)
+    assert np.array_equal(out[True][0], out[False][0])
+    assert out[True][1] == pytest.approx(out[False][1], rel=1e-9, abs=1e-12)

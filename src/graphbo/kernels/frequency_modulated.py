@@ -472,7 +472,7 @@ class FMKernel:
         return K[pairs.where] if pairs.where is not None else K.reshape(n1, n2)
 
     def _fm_gram_inplace(self, params: torch.Tensor, V1: torch.Tensor, C1: torch.Tensor, V2: torch.Tensor,
-                         C2: torch.Tensor) -> torch.Tensor:
+                         C2: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
         """Eq. (5) without autograd, variable by variable in preallocated buffers (large prediction batches).
 
         Equal to :meth:`_fm_gram` up to rounding. The rows of the first set are taken in
@@ -482,10 +482,14 @@ class FMKernel:
         (the ``lambda = 0`` one of a connected graph, ``1/k`` everywhere) needs no gather.
         For ModLap and FNN, ``1 / norm_q`` is folded into the denominators
         (``f_j / norm_q = 1 / (norm_q z_j)``), so a factor costs no division pass.
+
+        ``dtype`` (default the kernel's): the precision of the buffers and of the result, e.g.
+        ``torch.float32`` for a screening pass at about half the cost (:meth:`gram_screen`).
         """
         p = self.unpack(params)
         n1, n2 = V1.shape[0], V2.shape[0]
-        out = torch.empty(n1, n2, dtype=self.dtype, device=self.device)
+        dt = self.dtype if dtype is None else dtype
+        out = torch.empty(n1, n2, dtype=dt, device=self.device)
         if n1 == 0 or n2 == 0:
             return out
         with torch.no_grad():
@@ -494,19 +498,21 @@ class FMKernel:
             beta_list = beta.tolist()
             alpha = torch.exp(p["log_alpha"]).tolist() if self.name != "fnn" else None
             theta = torch.exp(p["log_theta"]) if self.Dc else None
-            S1 = C1 / theta if theta is not None else None
-            S2 = C2 / theta if theta is not None else None
+            S1 = (C1 / theta).to(dt) if theta is not None else None
+            S2 = (C2 / theta).to(dt) if theta is not None else None
             fold = self.name in ("modlap", "fnn")
             # per variable: (beta lambda_j, constant projector value or None, rows P_j[:, v2] or None)
             terms = []
             for q in range(self.P):
                 tables = self._es_tables[q]
                 consts = self._es_const[q]
-                rows2 = tables[:, :, V2[:, q]]  # (J_q, k_q, n2)
+                rows2 = tables[:, :, V2[:, q]].to(dt)  # (J_q, k_q, n2)
                 terms.append([(beta_list[q] * lam_j, consts[j], None if consts[j] is not None else rows2[j])
                               for j, (lam_j, _) in enumerate(self.eigenspaces[q])])
-            block = max(1, min(n1, _BLOCK_ENTRIES // n2))
-            r2_b, buf_b, fj_b, rows_b, acc_b = (torch.empty(block, n2, dtype=self.dtype, device=self.device)
+            # the same bytes per buffer in every precision (twice the entries in float32)
+            block = max(1, min(n1, _BLOCK_ENTRIES * 8 // (out.element_size() * n2)))
+            V1t = V1.T.contiguous()  # (P, n1): each variable's values of a block are one contiguous slice
+            r2_b, buf_b, fj_b, rows_b, acc_b = (torch.empty(block, n2, dtype=dt, device=self.device)
                                                 for _ in range(5))
             for s in range(0, n1, block):
                 e = min(n1, s + block)
@@ -528,13 +534,13 @@ class FMKernel:
                         torch.mul(r2, nq * alpha[q], out=buf).add_(nq)  # type: ignore[index]
                     else:
                         torch.mul(r2, alpha[q], out=buf)  # type: ignore[index]
-                    v1 = V1[s:e, q]
+                    v1 = V1t[q, s:e]
                     first = True
                     for bl, const, table in terms[q]:
                         if fold:  # f_j / norm_q = 1 / (norm_q z_j)
                             f = torch.add(buf, nq * bl, out=fj).reciprocal_()
                         else:
-                            f = self._modulate(p, torch.as_tensor(bl, dtype=self.dtype, device=self.device), buf)
+                            f = self._modulate(p, torch.as_tensor(bl, dtype=dt, device=self.device), buf)
                         if const is not None:
                             if first:
                                 torch.mul(f, const, out=acc)

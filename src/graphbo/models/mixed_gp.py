@@ -412,6 +412,29 @@ class MixedGP(Surrogate):
         return Posterior(mean[None], var[None], covariance)
 
     @property
+    def has_screening(self) -> bool:
+        """Whether :meth:`screen_moments` is cheaper than the posterior: an FM kernel of the Eq. 5 family
+        on discrete variables, whose Gram matrix has a float32 path (``FMKernel._fm_gram_inplace``)."""
+        return isinstance(self.kernel, FMKernel) and self.kernel.has_neighbour_gram
+
+    def screen_moments(self, X: np.ndarray | torch.Tensor,
+                       dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+        """Posterior mean and variance ``(m,)`` (standardised scale) at rows ``X`` from a cross-covariance
+        computed in ``dtype`` (default float32), for screening many rows at about 0.6 of the cost: the
+        Gram entries carry float32's rounding (about ``1e-6`` relative over a dozen factors), the rest
+        (Rasmussen and Williams 2006, Eq. 2.25-2.26) is float64. Not a bound: a caller that needs exact
+        values rescores the rows it keeps (:func:`graphbo.optim.mixed.optimize_acquisition_mixed`).
+        Without autograd."""
+        if not self.has_screening:
+            raise RuntimeError("screen_moments needs an FM kernel of the Eq. 5 family with discrete variables")
+        kernel = self.kernel
+        assert isinstance(kernel, FMKernel)
+        with torch.no_grad():
+            V, C = self.split(X)
+            Kx = kernel._fm_gram_inplace(self._kp, V, C, self._V, self._C, dtype=dtype).to(self.dtype)
+            return self._moments(Kx.mul_(self._amp), self._amp * kernel.diag(self._kp, V, C))
+
+    @property
     def has_mean_lower_bound(self) -> bool:
         """Whether :meth:`mean_lower_bound` is cheaper than the posterior: an FM kernel of the
         ModLap family (the only one whose factors are known to fall with ``r``) on discrete variables."""

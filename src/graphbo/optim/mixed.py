@@ -39,6 +39,7 @@ the same code serves every device.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
@@ -54,7 +55,9 @@ from .utils import as_scores, best_per_owner
 if TYPE_CHECKING:
     from .trust_region import Region
 
-__all__ = ["optimize_acquisition_mixed", "METHODS"]
+__all__ = ["optimize_acquisition_mixed", "METHODS", "SCREEN_MARGIN"]
+
+logger = logging.getLogger(__name__)
 
 #: ``method`` choices of :func:`optimize_acquisition_mixed`
 METHODS = ("batched", "supplement", "typewise")
@@ -116,7 +119,7 @@ def optimize_acquisition_mixed(
         spray = spray[region.contains(spray)]
     randoms = space.sample_index(n_random, rng) if region is None else region.sample(n_random, rng)
     pool = snap(np.concatenate([spray, randoms.astype(float, copy=False)]))
-    scored = _pool_scores(acquisition, pool, score_rows, chunk)
+    scored = _pool_scores(acquisition, pool, score_rows, chunk, n_starts)
     top = scored.top(n_starts, distinct=False)
     cur, cur_val = pool[top].copy(), scored.exact[top].copy()
 
@@ -200,13 +203,53 @@ class _BoundedEI:
         return log_mean_expected_improvement(mean[None], var[None], self.acquisition.best_f)
 
 
+class _ScreenedEI:
+    """log-EI with a float32 estimate plus :data:`SCREEN_MARGIN` as the "bound" of
+    :class:`~graphbo.optim.bounded.BoundedScores` (:meth:`MixedGP.screen_moments`): the exact values are
+    computed, best estimate first, for every row whose estimate comes within the margin of the best
+    exact values. Not a proven bound; :func:`_pool_scores` checks the estimates against the exact
+    values it computed."""
+
+    has_upper_bound = True
+
+    def __init__(self, acquisition: LogExpectedImprovement, score_rows: Callable[[np.ndarray], np.ndarray],
+                 chunk: int) -> None:
+        self.acquisition, self.score_rows, self.chunk = acquisition, score_rows, chunk
+
+    def __call__(self, rows: np.ndarray) -> np.ndarray:
+        return self.score_rows(rows)
+
+    def estimate(self, rows: np.ndarray) -> np.ndarray:
+        model = self.acquisition.model
+        out = []
+        for s in range(0, rows.shape[0], self.chunk):
+            mean, var = model.screen_moments(rows[s:s + self.chunk])  # type: ignore[attr-defined]
+            out.append(as_scores(log_mean_expected_improvement(mean[None], var[None], self.acquisition.best_f)))
+        return np.concatenate(out) if out else np.empty(0)
+
+    def upper_bound(self, rows: np.ndarray) -> np.ndarray:
+        return self.estimate(rows) + SCREEN_MARGIN
+
+
+#: log-EI margin of the float32 screening (:class:`_ScreenedEI`): a row is scored exactly where its estimate
+#: plus this reaches the ``n_starts``-th best exact value; the estimates of the scored rows must lie within
+#: half of it of their exact values, else the whole pool is scored exactly
+SCREEN_MARGIN = 1e-2
+
+
 def _pool_scores(acquisition: Callable[[torch.Tensor], torch.Tensor], pool: np.ndarray,
-                 score_rows: Callable[[np.ndarray], np.ndarray], chunk: int) -> BoundedScores:
-    """The starting pool's scores: with branch and bound (:mod:`graphbo.optim.bounded`) where the
-    acquisition is log-EI of a model with a cheap mean lower bound, else every row exactly."""
+                 score_rows: Callable[[np.ndarray], np.ndarray], chunk: int, n_starts: int) -> BoundedScores:
+    """The starting pool's scores, of which the ``n_starts`` best are taken. For log-EI of a model with a
+    cheap mean lower bound (:meth:`MixedGP.mean_lower_bound`), with branch and bound
+    (:mod:`graphbo.optim.bounded`); where that bound is loose and the model can screen in float32
+    (:meth:`MixedGP.screen_moments`), the rows are ranked by the float32 estimate and scored exactly from
+    the best down, until the estimates (plus :data:`SCREEN_MARGIN`) fall below the ``n_starts``-th best
+    exact value; else every row exactly. Either way the rows taken are those exact scoring takes."""
     model = getattr(acquisition, "model", None)
-    if type(acquisition) is LogExpectedImprovement and getattr(model, "has_mean_lower_bound", False) \
-            and pool.shape[0] > 4 * chunk:
+    if type(acquisition) is not LogExpectedImprovement or pool.shape[0] <= 4 * chunk:
+        return BoundedScores.from_exact(pool, score_rows(pool))
+    head = None
+    if getattr(model, "has_mean_lower_bound", False):
         # a trial on the first ``chunk`` rows: where the bound is loose (most of them reach the best
         # exact score among them), pruning would skip few rows and only add the bounds' cost
         bounded = _BoundedEI(acquisition, score_rows)
@@ -215,6 +258,22 @@ def _pool_scores(acquisition: Callable[[torch.Tensor], torch.Tensor], pool: np.n
             scores = BoundedScores(bounded, pool, block=chunk)
             scores.exact[:chunk], scores.scored[:chunk] = np.where(np.isnan(head), -np.inf, head), True
             return scores
+    if getattr(model, "has_screening", False):
+        screened = _ScreenedEI(acquisition, score_rows, chunk)
+        scores = BoundedScores(screened, pool, block=256)
+        if head is not None:
+            scores.exact[:chunk], scores.scored[:chunk] = np.where(np.isnan(head), -np.inf, head), True
+        kth = scores.exact[scores.top(n_starts, distinct=False)[-1]]
+        # the estimates must be within half the margin of the exact values where it matters: at the rows
+        # scored exactly whose values come within 1 (a factor e in EI) of the n_starts-th best. (Far below,
+        # at rows with a tiny posterior variance, float32's error in the variance can be large relative to
+        # it, and so in log-EI; such rows are not taken either way.)
+        known = scores.scored & (scores.exact >= kth - 1.0) & np.isfinite(scores.bound)
+        if np.all(np.abs(scores.bound[known] - SCREEN_MARGIN - scores.exact[known]) <= 0.5 * SCREEN_MARGIN):
+            return scores
+        logger.debug("float32 screening of the pool off by more than %g; scoring every row", 0.5 * SCREEN_MARGIN)
+        return BoundedScores.from_exact(pool, score_rows(pool))
+    if head is not None:
         return BoundedScores.from_exact(pool, np.concatenate([head, score_rows(pool[chunk:])]))
     return BoundedScores.from_exact(pool, score_rows(pool))
 
