@@ -154,3 +154,35 @@ def test_bofm_runs_with_the_supplement_optimizer_and_no_prior():
     assert opt.best.value < 0.1
     with pytest.raises(ValueError, match="acq_optimizer"):
         gb.BOFM(space, acq_optimizer="lbfgs")
+
+
+@pytest.mark.parametrize("method", PER_START)
+@pytest.mark.parametrize("seed", range(3))
+def test_converged_starts_polished_together_end_where_each_alone_ends(seed, method, monkeypatch):
+    """Converged starts wait for one polish in lockstep until no start moves. A start's own steps do not
+    depend on when it is polished: with an acquisition whose value at a row does not depend on the batch,
+    every start ends exactly where it ends when alone (where the polish comes at once), and the first
+    polishing L-BFGS-B run takes every start."""
+    space, acquisition = rugged(seed)
+    score = lambda rows: acquisition(torch.as_tensor(np.asarray(rows, dtype=float))).numpy()  # noqa: E731
+    starts = space.sample_index(8, np.random.default_rng(seed)).astype(float)
+    polishes = []
+    real_run = lockstep.Lockstep.run
+
+    def counting_run(self, rows, maxiter):
+        if maxiter > 1:
+            polishes.append(rows.shape[0])
+        return real_run(self, rows, maxiter)
+
+    monkeypatch.setattr(lockstep.Lockstep, "run", counting_run)
+    together, values = mixed._alternate_per_start(acquisition, space, starts, score(starts), score, 1000, 1e-6,
+                                                  polish_on_stall=method == "typewise")
+    n_polishes = len(polishes)
+    for i in range(starts.shape[0]):
+        alone, value = mixed._alternate_per_start(acquisition, space, starts[i:i + 1], score(starts[i:i + 1]), score,
+                                                  1000, 1e-6, polish_on_stall=method == "typewise")
+        np.testing.assert_array_equal(together[i], alone[0])
+        assert values[i] == value[0]
+    # the first polish waits for the last start to converge and takes all of them at once
+    assert polishes[0] == starts.shape[0]
+    assert n_polishes < starts.shape[0]

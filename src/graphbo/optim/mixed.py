@@ -26,7 +26,10 @@ the same code serves every device.
   maximum for one-variable discrete moves whose continuous part is a
   stationary point (or at a bound). Neighbour scores are batched over the
   starts; each start has its own L-BFGS-B run, whose objective calls are
-  batched over the starts too (:class:`~graphbo.optim.lockstep.Lockstep`).
+  batched over the starts too (:class:`~graphbo.optim.lockstep.Lockstep`). A
+  converged start waits for its polish until no start is still moving, so one
+  lockstep run polishes many; its own steps are the same whenever it is polished
+  (up to the rounding of the batched acquisition calls, which depends on the batch).
 * ``method="typewise"``: ``"supplement"``, except that a start whose hill-climbing step
   finds no better neighbour is treated as converged at once (polished, then its neighbours
   checked) instead of taking one more ``maxiter=1`` call. Where the acquisition is flat
@@ -341,45 +344,65 @@ def _alternate(lockstep: "Lockstep | None", space: Space, cur: np.ndarray, cur_v
     ``"typewise"`` variant)."""
     disc, cont = space.discrete_indices, space.continuous_indices
     active = np.ones(cur.shape[0], dtype=bool)
+    # converged starts wait for their polish until no start is still moving, so that one L-BFGS-B run in
+    # lockstep polishes them all; a start's own steps do not depend on when it is polished (each start
+    # is alone in its L-BFGS-B run, the batches only share the acquisition calls), so every start ends
+    # where an immediate polish would leave it (up to the rounding of batched acquisition calls), at a
+    # fraction of the acquisition calls
+    waiting = np.zeros(cur.shape[0], dtype=bool)
     for _ in range(max_rounds):
-        idx = np.flatnonzero(active)
-        if idx.size == 0:
-            break
-        before = cur_val[idx].copy()
-        moved = np.zeros(idx.size, dtype=bool)
-        if disc.size:  # one hill-climbing step, neighbours of every active start in one batch
-            nbrs, owner = _neighbours(space, cur[idx], region)
-            if nbrs.shape[0]:
-                vals = score_neighbours(cur[idx], nbrs, owner)
-                best = best_per_owner(vals, owner)
-                better = vals[best] > cur_val[idx[owner[best]]]
-                who = owner[best[better]]
-                cur[idx[who]], cur_val[idx[who]] = nbrs[best[better]], vals[best[better]]
-                moved[who] = True
-        if lockstep is None:  # purely discrete: plain hill climbing
-            active[idx[~moved]] = False
-            continue
-        # "typewise": a start whose discrete step stayed goes straight to the polish below instead of
-        # creeping by one L-BFGS-B iteration per round (hundreds of rounds where the EI surface is flat)
-        step = moved if polish_on_stall else np.ones(idx.size, dtype=bool)
-        if step.any():
-            x, v = lockstep.run(cur[idx[step]], maxiter=1)  # one L-BFGS-B iteration per start
-            up = v >= cur_val[idx[step]]
-            cur[np.ix_(idx[step][up], cont)], cur_val[idx[step][up]] = x[up], v[up]
-        done = np.abs(cur_val[idx] - before) <= rel_tol * np.maximum(np.abs(cur_val[idx]), 1.0)
-        conv = idx[done | ~step]
+        idx = np.flatnonzero(active & ~waiting)
+        if idx.size:
+            before = cur_val[idx].copy()
+            moved = np.zeros(idx.size, dtype=bool)
+            if disc.size:  # one hill-climbing step, neighbours of every active start in one batch
+                nbrs, owner = _neighbours(space, cur[idx], region)
+                if nbrs.shape[0]:
+                    vals = score_neighbours(cur[idx], nbrs, owner)
+                    best = best_per_owner(vals, owner)
+                    better = vals[best] > cur_val[idx[owner[best]]]
+                    who = owner[best[better]]
+                    cur[idx[who]], cur_val[idx[who]] = nbrs[best[better]], vals[best[better]]
+                    moved[who] = True
+            if lockstep is None:  # purely discrete: plain hill climbing
+                active[idx[~moved]] = False
+                continue
+            # "typewise": a start whose discrete step stayed goes straight to the polish below instead of
+            # creeping by one L-BFGS-B iteration per round (hundreds of rounds where the EI surface is flat)
+            step = moved if polish_on_stall else np.ones(idx.size, dtype=bool)
+            if step.any():
+                x, v = lockstep.run(cur[idx[step]], maxiter=1)  # one L-BFGS-B iteration per start
+                up = v >= cur_val[idx[step]]
+                cur[np.ix_(idx[step][up], cont)], cur_val[idx[step][up]] = x[up], v[up]
+            done = np.abs(cur_val[idx] - before) <= rel_tol * np.maximum(np.abs(cur_val[idx]), 1.0)
+            waiting[idx[done | ~step]] = True
+            if (active & ~waiting).any():
+                continue
+        conv = np.flatnonzero(waiting)
         if conv.size == 0:
-            continue
-        # converged: polish the continuous part, then stop unless a discrete neighbour is better
-        x, v = lockstep.run(cur[conv], maxiter=15000)
-        up = v >= cur_val[conv]
-        cur[np.ix_(conv[up], cont)], cur_val[conv[up]] = x[up], v[up]
-        stop = np.ones(conv.size, dtype=bool)
-        if disc.size:
-            nbrs, owner = _neighbours(space, cur[conv], region)
-            if nbrs.shape[0]:
-                vals = score_neighbours(cur[conv], nbrs, owner)
-                best = best_per_owner(vals, owner)
-                stop[owner[best[vals[best] > cur_val[conv[owner[best]]]]]] = False
-        active[conv[stop]] = False
+            break
+        waiting[conv] = False
+        assert lockstep is not None  # a purely discrete space has no waiting starts
+        _polish(lockstep, space, cur, cur_val, conv, active, score_neighbours, region)
+    if waiting.any() and lockstep is not None:  # out of rounds: polish, as an immediate polish would have
+        _polish(lockstep, space, cur, cur_val, np.flatnonzero(waiting), active, score_neighbours, region)
     return cur, cur_val
+
+
+def _polish(lockstep: Lockstep, space: Space, cur: np.ndarray, cur_val: np.ndarray, conv: np.ndarray,
+            active: np.ndarray, score_neighbours: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+            region: "Region | None") -> None:
+    """Converged starts ``conv`` of :func:`_alternate`: polish their continuous parts (L-BFGS-B to its own
+    convergence), then stop each one (``active`` False) unless a discrete neighbour is better. In place."""
+    cont = space.continuous_indices
+    x, v = lockstep.run(cur[conv], maxiter=15000)
+    up = v >= cur_val[conv]
+    cur[np.ix_(conv[up], cont)], cur_val[conv[up]] = x[up], v[up]
+    stop = np.ones(conv.size, dtype=bool)
+    if space.discrete_indices.size:
+        nbrs, owner = _neighbours(space, cur[conv], region)
+        if nbrs.shape[0]:
+            vals = score_neighbours(cur[conv], nbrs, owner)
+            best = best_per_owner(vals, owner)
+            stop[owner[best[vals[best] > cur_val[conv[owner[best]]]]]] = False
+    active[conv[stop]] = False
