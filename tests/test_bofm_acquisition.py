@@ -156,9 +156,10 @@ def test_bofm_runs_with_the_supplement_optimizer_and_no_prior():
         gb.BOFM(space, acq_optimizer="lbfgs")
 
 
+@pytest.mark.parametrize("max_rounds", [1000, 4])  # 4: some starts run out of their own rounds
 @pytest.mark.parametrize("method", PER_START)
 @pytest.mark.parametrize("seed", range(3))
-def test_converged_starts_polished_together_end_where_each_alone_ends(seed, method, monkeypatch):
+def test_converged_starts_polished_together_end_where_each_alone_ends(seed, method, max_rounds, monkeypatch):
     """Converged starts wait for one polish in lockstep until no start moves. A start's own steps do not
     depend on when it is polished: with an acquisition whose value at a row does not depend on the batch,
     every start ends exactly where it ends when alone (where the polish comes at once), and the first
@@ -175,14 +176,14 @@ def test_converged_starts_polished_together_end_where_each_alone_ends(seed, meth
         return real_run(self, rows, maxiter)
 
     monkeypatch.setattr(lockstep.Lockstep, "run", counting_run)
-    together, values = mixed._alternate_per_start(acquisition, space, starts, score(starts), score, 1000, 1e-6,
-                                                  polish_on_stall=method == "typewise")
+    together, values = mixed._alternate_per_start(acquisition, space, starts, score(starts), score, max_rounds,
+                                                  1e-6, polish_on_stall=method == "typewise")
     n_polishes = len(polishes)
     for i in range(starts.shape[0]):
         alone, value = mixed._alternate_per_start(acquisition, space, starts[i:i + 1], score(starts[i:i + 1]), score,
-                                                  1000, 1e-6, polish_on_stall=method == "typewise")
+                                                  max_rounds, 1e-6, polish_on_stall=method == "typewise")
         np.testing.assert_array_equal(together[i], alone[0])
         assert values[i] == value[0]
-    # the first polish waits for the last start to converge and takes all of them at once
-    assert polishes[0] == starts.shape[0]
-    assert n_polishes < starts.shape[0]
+    if max_rounds == 1000:  # the first polish waits for the last start to converge and takes all of them
+        assert polishes[0] == starts.shape[0]
+        assert n_polishes < starts.shape[0]

@@ -301,12 +301,13 @@ def _pool(opt, n=12000, seed=3):
     return acq, pool, score_rows
 
 
+@pytest.mark.parametrize("kernel", ["modlap", "moddif"])  # moddif: no mean bound, no trial rows
 @pytest.mark.parametrize("case", [0, 2])
-def test_screened_pool_scores_few_rows_and_takes_the_exact_best(case, monkeypatch):
+def test_screened_pool_scores_few_rows_and_takes_the_exact_best(case, kernel, monkeypatch):
     from graphbo.optim import mixed
 
     monkeypatch.setattr(mixed, "_LOOSE", -1.0)  # the mean bound is never used: the float32 screening is
-    opt = _fitted(case, 40, seed=case)
+    opt = _fitted(case, 40, seed=case, kernel=kernel)
     acq, pool, score_rows = _pool(opt)
     exact = score_rows(pool)
     scores = mixed._pool_scores(acq, pool, score_rows, chunk=2000, n_starts=10)
@@ -316,31 +317,59 @@ def test_screened_pool_scores_few_rows_and_takes_the_exact_best(case, monkeypatc
     np.testing.assert_allclose(scores.exact[top], exact[top], rtol=1e-12)
 
 
-def test_screening_scores_every_row_when_its_estimates_miss_by_more_than_half_the_margin(monkeypatch):
+def test_only_modlap_and_moddif_models_screen():
+    assert _fitted(0, 12, seed=0, kernel="moddif").model.has_screening
+    assert not _fitted(0, 12, seed=0, kernel="general").model.has_screening
+
+
+@pytest.mark.parametrize("how", ["margin below rounding", "estimates off"])
+def test_screening_scores_every_row_when_its_estimates_miss_by_more_than_half_the_margin(how, monkeypatch):
     from graphbo.optim import mixed
 
     monkeypatch.setattr(mixed, "_LOOSE", -1.0)
-    monkeypatch.setattr(mixed, "SCREEN_MARGIN", 1e-15)  # below float32's rounding: the check must fail
     opt = _fitted(0, 40, seed=0)
     acq, pool, score_rows = _pool(opt)
+    if how == "margin below rounding":
+        monkeypatch.setattr(mixed, "SCREEN_MARGIN", 1e-15)  # below float32's rounding: the check must fail
+    else:  # every other row's estimate 3 margins too low, at the normal margin
+        real = mixed._ScreenedEI.estimate
+
+        def off(self, rows):
+            out = real(self, rows)
+            return out - 3 * mixed.SCREEN_MARGIN * (np.arange(rows.shape[0]) % 2)
+
+        monkeypatch.setattr(mixed._ScreenedEI, "estimate", off)
     scores = mixed._pool_scores(acq, pool, score_rows, chunk=2000, n_starts=10)
     assert scores.scored.all()
-    np.testing.assert_array_equal(scores.exact, score_rows(pool))
+    # the rows scored before the check keep their values (computed in other batches: equal up to rounding)
+    np.testing.assert_allclose(scores.exact, score_rows(pool), rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(scores.bound, scores.exact)
 
 
 @pytest.mark.parametrize("method", ["supplement", "typewise"])
 def test_screened_pool_makes_the_same_choice(method, monkeypatch):
+    from graphbo.models.mixed_gp import MixedGP
     from graphbo.optim import mixed
 
     monkeypatch.setattr(mixed, "_LOOSE", -1.0)
     opt = _fitted(0, 30, seed=1)
     acq = LogExpectedImprovement(opt.model)
     incumbent = opt.X[int(np.argmin(opt.y))]
-    out = {}
+    out, starts = {}, {}
+    real = mixed._pool_scores
+
+    def spy(acquisition, pool, score_rows, chunk, n_starts):
+        scores = real(acquisition, pool, score_rows, chunk, n_starts)
+        starts[screened] = pool[scores.top(n_starts, distinct=False)]
+        return scores
+
+    monkeypatch.setattr(mixed, "_pool_scores", spy)
     for screened in (True, False):
-        a = acq if screened else (lambda X: acq(X))  # a plain callable: every pool row scored exactly
-        out[screened] = optimize_acquisition_mixed(a, opt.space, np.random.default_rng(11), incumbent,
+        if not screened:  # the same path but every pool row scored exactly
+            monkeypatch.setattr(MixedGP, "has_screening", property(lambda self: False))
+        out[screened] = optimize_acquisition_mixed(acq, opt.space, np.random.default_rng(11), incumbent,
                                                    exclude=set(opt._exclude), n_random=4000, n_spray=20, n_starts=6,
                                                    method=method, chunk=500)
+    np.testing.assert_array_equal(starts[True], starts[False])
     assert np.array_equal(out[True][0], out[False][0])
     assert out[True][1] == pytest.approx(out[False][1], rel=1e-9, abs=1e-12)

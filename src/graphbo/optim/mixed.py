@@ -247,7 +247,10 @@ def _pool_scores(acquisition: Callable[[torch.Tensor], torch.Tensor], pool: np.n
     (:mod:`graphbo.optim.bounded`); where that bound is loose and the model can screen in float32
     (:meth:`MixedGP.screen_moments`), the rows are ranked by the float32 estimate and scored exactly from
     the best down, until the estimates (plus :data:`SCREEN_MARGIN`) fall below the ``n_starts``-th best
-    exact value; else every row exactly. Either way the rows taken are those exact scoring takes."""
+    exact value, and the estimates are checked (:func:`_screening_holds`; every row is scored exactly
+    where they miss); else every row exactly. The rows taken are those exact scoring takes wherever the
+    estimates are within the margin of the exact values: proven for the bound, checked near the cut for
+    the screening."""
     model = getattr(acquisition, "model", None)
     if type(acquisition) is not LogExpectedImprovement or pool.shape[0] <= 4 * chunk:
         return BoundedScores.from_exact(pool, score_rows(pool))
@@ -267,18 +270,40 @@ def _pool_scores(acquisition: Callable[[torch.Tensor], torch.Tensor], pool: np.n
         if head is not None:
             scores.exact[:chunk], scores.scored[:chunk] = np.where(np.isnan(head), -np.inf, head), True
         kth = scores.exact[scores.top(n_starts, distinct=False)[-1]]
-        # the estimates must be within half the margin of the exact values where it matters: at the rows
-        # scored exactly whose values come within 1 (a factor e in EI) of the n_starts-th best. (Far below,
-        # at rows with a tiny posterior variance, float32's error in the variance can be large relative to
-        # it, and so in log-EI; such rows are not taken either way.)
-        known = scores.scored & (scores.exact >= kth - 1.0) & np.isfinite(scores.bound)
-        if np.all(np.abs(scores.bound[known] - SCREEN_MARGIN - scores.exact[known]) <= 0.5 * SCREEN_MARGIN):
+        if _screening_holds(scores, kth, score_rows):
             return scores
         logger.debug("float32 screening of the pool off by more than %g; scoring every row", 0.5 * SCREEN_MARGIN)
-        return BoundedScores.from_exact(pool, score_rows(pool))
+        exact = scores.exact.copy()
+        rest = np.flatnonzero(~scores.scored)
+        exact[rest] = score_rows(pool[rest])
+        return BoundedScores.from_exact(pool, exact)
     if head is not None:
         return BoundedScores.from_exact(pool, np.concatenate([head, score_rows(pool[chunk:])]))
     return BoundedScores.from_exact(pool, score_rows(pool))
+
+
+#: rows just below the cut, scored exactly to check the float32 estimates (:func:`_screening_holds`)
+_PROBES = 64
+
+
+def _screening_holds(scores: BoundedScores, kth: float, score_rows: Callable[[np.ndarray], np.ndarray]) -> bool:
+    """Whether the float32 estimates of a screened pool (``scores.bound`` minus :data:`SCREEN_MARGIN`) lie
+    within half the margin of the exact values where it matters: at every row scored exactly whose value
+    comes within 1 (a factor ``e`` in EI) of the ``n_starts``-th best ``kth``, and at up to
+    :data:`_PROBES` rows left unscored whose estimates lie in ``[kth - 1, kth - margin)`` (evenly spread
+    over them by estimate, so the rows an estimate too low would hide are sampled too; they are scored
+    here). Far below the cut, at rows with a tiny posterior variance, float32's error in the variance can
+    be large relative to it, and so in log-EI; such rows are not taken either way."""
+    estimate = scores.bound - SCREEN_MARGIN
+    below = np.flatnonzero(~scores.scored & (estimate >= kth - 1.0) & (estimate < kth - SCREEN_MARGIN))
+    if below.size:
+        below = below[np.argsort(estimate[below], kind="stable")]
+        probes = below[np.unique(np.linspace(0, below.size - 1, min(_PROBES, below.size)).astype(int))]
+        values = score_rows(scores.rows[probes])
+        scores.exact[probes] = np.where(np.isnan(values), -np.inf, values)
+        scores.scored[probes] = True
+    known = scores.scored & (scores.exact >= kth - 1.0) & np.isfinite(estimate)
+    return bool(known.any()) and bool(np.all(np.abs(estimate[known] - scores.exact[known]) <= 0.5 * SCREEN_MARGIN))
 
 
 def _neighbour_scores(acquisition: Callable[[torch.Tensor], torch.Tensor], space: Space, starts: np.ndarray,
@@ -350,9 +375,11 @@ def _alternate(lockstep: "Lockstep | None", space: Space, cur: np.ndarray, cur_v
     # where an immediate polish would leave it (up to the rounding of batched acquisition calls), at a
     # fraction of the acquisition calls
     waiting = np.zeros(cur.shape[0], dtype=bool)
-    for _ in range(max_rounds):
-        idx = np.flatnonzero(active & ~waiting)
+    rounds = np.zeros(cur.shape[0], dtype=np.int64)  # each start's own rounds, capped at max_rounds
+    while True:
+        idx = np.flatnonzero(active & ~waiting & (rounds < max_rounds))
         if idx.size:
+            rounds[idx] += 1
             before = cur_val[idx].copy()
             moved = np.zeros(idx.size, dtype=bool)
             if disc.size:  # one hill-climbing step, neighbours of every active start in one batch
@@ -376,16 +403,14 @@ def _alternate(lockstep: "Lockstep | None", space: Space, cur: np.ndarray, cur_v
                 cur[np.ix_(idx[step][up], cont)], cur_val[idx[step][up]] = x[up], v[up]
             done = np.abs(cur_val[idx] - before) <= rel_tol * np.maximum(np.abs(cur_val[idx]), 1.0)
             waiting[idx[done | ~step]] = True
-            if (active & ~waiting).any():
+            if (active & ~waiting & (rounds < max_rounds)).any():
                 continue
         conv = np.flatnonzero(waiting)
-        if conv.size == 0:
+        if conv.size == 0:  # nothing to step, nothing to polish (a start out of rounds is left as it is)
             break
         waiting[conv] = False
         assert lockstep is not None  # a purely discrete space has no waiting starts
         _polish(lockstep, space, cur, cur_val, conv, active, score_neighbours, region)
-    if waiting.any() and lockstep is not None:  # out of rounds: polish, as an immediate polish would have
-        _polish(lockstep, space, cur, cur_val, np.flatnonzero(waiting), active, score_neighbours, region)
     return cur, cur_val
 
 
