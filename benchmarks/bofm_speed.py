@@ -2,7 +2,7 @@
 
     OMP_NUM_THREADS=1 python benchmarks/bofm_speed.py [--problem func3c|nas-sgd|ackley53|all]
         [--sizes 50 100 200] [--repeats 5] [--kernel modlap] [--baseline-ref GITREF]
-        [--device cuda] [--json benchmarks/results/bofm_speed.json]
+        [--device cuda] [--n-random 20000] [--json benchmarks/results/bofm_speed.json]
 
 For each problem and each ``n`` of ``--sizes`` (default: ``--n``, 100): ``n`` told
 random evaluations, one untimed suggestion (the run's first fit, with the ML-II
@@ -26,6 +26,9 @@ With ``--device D`` (``cpu``, ``cuda``, ``cuda:1``, ...) the GP runs on that tor
 that predate the option). To find the ``n`` from which a GPU pays, run the same
 ``--sizes`` once without and once with ``--device cuda`` on the GPU machine and compare
 ``total_s`` (docs/measurements.md, "GPU").
+
+With ``--n-random N`` the pool has ``N`` random rows instead of D.1's 100,000 (``BOFM(n_random=N)``,
+for the cost of a smaller pool; the default stays D.1's).
 
 With ``--label L`` the entries are keyed ``PROBLEM@L`` (for a baseline run of
 older code, e.g. ``PYTHONPATH=/path/to/old/src ... --label before-0dd22a3``).
@@ -117,7 +120,7 @@ def synthetic_nas_value(bench: NASSGD, config: Mapping[str, Any]) -> float:
 
 
 def measure(problem: str, n: int, repeats: int, kernel: str, seed: int = 0,
-            device: str | None = None) -> dict[str, Any]:
+            device: str | None = None, n_random: int | None = None) -> dict[str, Any]:
     if problem == "func3c":
         bench = load_benchmark("func3c")
         space, objective = bench.space, bench
@@ -129,7 +132,8 @@ def measure(problem: str, n: int, repeats: int, kernel: str, seed: int = 0,
     else:
         raise ValueError(f"unknown problem {problem!r}")
     # device only when asked for: older revisions (--baseline-ref) have no such option
-    opt = gb.BOFM(space, kernel=kernel, seed=seed, n_initial=n, **({} if device is None else {"device": device}))
+    opt = gb.BOFM(space, kernel=kernel, seed=seed, n_initial=n, **({} if device is None else {"device": device}),
+                  **({} if n_random is None else {"n_random": n_random}))
     for _ in range(n):
         c = opt.ask()
         opt.tell(c, objective(c))
@@ -155,6 +159,7 @@ def measure(problem: str, n: int, repeats: int, kernel: str, seed: int = 0,
         "kernel": kernel,
         "seed": seed,
         "device": device or "cpu",
+        "n_random": n_random,
         "repeats": repeats,
         "n_variables": len(space),
         "n_continuous": int(len(space.continuous_indices)),
@@ -211,6 +216,8 @@ def _case_in_subprocess(args: argparse.Namespace, problem: str, n: int, src: str
            "--repeats", str(args.repeats), "--kernel", args.kernel, "--seed", str(args.seed)]
     if args.device is not None:
         cmd += ["--device", args.device]
+    if args.n_random is not None:
+        cmd += ["--n-random", str(args.n_random)]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tempfile.gettempdir())
     if out.returncode:
         raise RuntimeError(f"case {problem} n={n} ({src or 'this checkout'}) failed:\n{out.stderr[-3000:]}")
@@ -226,6 +233,8 @@ def main() -> None:
     ap.add_argument("--kernel", default="modlap")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default=None, help="torch device of the GP (BOFM(device=...)), e.g. cuda")
+    ap.add_argument("--n-random", type=int, default=None,
+                    help="random pool rows (BOFM(n_random=...)); default BOFM's, D.1's 100,000")
     ap.add_argument("--json", default=str(DEFAULT_JSON), help="results file ('' to skip writing)")
     ap.add_argument("--label", default="",
                     help="stored with the results; a non-empty label also keys them as PROBLEM@LABEL "
@@ -237,14 +246,15 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or 1))
     if args.case is not None:  # one case, for the parent process: a JSON line on stdout
-        print(json.dumps(measure(args.case, args.n, args.repeats, args.kernel, args.seed, args.device)))
+        print(json.dumps(measure(args.case, args.n, args.repeats, args.kernel, args.seed, args.device,
+                                 args.n_random)))
         return
     problems = list(PROBLEMS) if args.problem == "all" else [args.problem]
     sizes = args.sizes or [args.n]
     keyed: list[tuple[str, dict[str, Any], str]] = []  # (key, result, label)
     if args.baseline_ref is None and args.sizes is None:  # the original single-process mode
         for problem in problems:
-            r = measure(problem, args.n, args.repeats, args.kernel, args.seed, args.device)
+            r = measure(problem, args.n, args.repeats, args.kernel, args.seed, args.device, args.n_random)
             _print(r, args.label or "current")
             keyed.append((problem + (f"@{args.label}" if args.label else ""), r, args.label))
     else:
