@@ -18,7 +18,13 @@ Methods (``optimize_acquisition_mixed``): ``supplement`` (BO-FM supplement D.1: 
 hill-climbing step and one ``L-BFGS-B(maxiter=1)`` call per start and round),
 ``typewise`` (the same, but a start whose hill-climbing step finds no better neighbour has
 its continuous part run to L-BFGS-B's convergence at once) and ``batched`` (all starts
-together). The JSON file is rewritten after every case; finished cases are skipped.
+together). A method written ``METHOD@N`` (e.g. ``typewise@20000``) runs from a pool of ``N`` random
+rows instead of D.1's 100,000 (its pool is then another draw, so single cases differ by chance; the
+counts over many cases say whether the smaller pool reaches the same values). The JSON file is
+rewritten after every case; finished cases are skipped.
+
+    OMP_NUM_THREADS=1 python benchmarks/bofm_ascent.py --methods typewise,typewise@20000 \
+        --json benchmarks/results/bofm_ascent_pool.json
 """
 
 from __future__ import annotations
@@ -76,8 +82,10 @@ def run_case(name: str, n: int, seed: int, prior: str, methods: list[str]) -> di
     for m in methods:
         rng = np.random.default_rng(1000 + seed)  # the same pool and starts for every method
         c0 = time.process_time()
+        method, _, pool = m.partition("@")  # "typewise@20000": that method from a pool of 20,000 random rows
         row, value = optimize_acquisition_mixed(acq, space, rng, incumbent=X[int(np.argmin(y))],
-                                                exclude=opt._exclude, method=m)
+                                                exclude=opt._exclude, method=method,
+                                                **({"n_random": int(pool)} if pool else {}))
         out[m] = {"log_ei": float(value), "cpu_s": time.process_time() - c0}
     # the starting pool's best, without any climbing: how much the climbs add
     _, value = optimize_acquisition_mixed(acq, space, np.random.default_rng(1000 + seed), incumbent=X[int(np.argmin(y))],
