@@ -7,7 +7,8 @@
 For each problem and each ``n`` of ``--sizes`` (default: ``--n``, 100): ``n`` told
 random evaluations, one untimed suggestion (the run's first fit, with the ML-II
 restarts), then ``repeats`` timed suggestions; each refits the GP and optimises EI
-from the best 40 of 100,000 random + 50 spray points (supplement D.1). Every
+from the best 40 of BOFM's default pool (20,000 random + 50 spray points since 2026-11-27;
+supplement D.1 and revisions before it: 100,000 random) or ``--n-random``. Every
 suggestion is withdrawn with ``mark_failed`` before the next, so each one sees the
 same ``n`` told points and no pending ones. Reported: median (and mean) wall and CPU
 seconds of the timed suggestions, the untimed first suggestion's seconds, whether each
@@ -27,8 +28,8 @@ that predate the option). To find the ``n`` from which a GPU pays, run the same
 ``--sizes`` once without and once with ``--device cuda`` on the GPU machine and compare
 ``total_s`` (docs/measurements.md, "GPU").
 
-With ``--n-random N`` the pool has ``N`` random rows instead of D.1's 100,000 (``BOFM(n_random=N)``,
-for the cost of a smaller pool; the default stays D.1's).
+With ``--n-random N`` the pool has ``N`` random rows (``BOFM(n_random=N)``; e.g. 100000, D.1's, for
+the paper's procedure on the current code).
 
 With ``--label L`` the entries are keyed ``PROBLEM@L`` (for a baseline run of
 older code, e.g. ``PYTHONPATH=/path/to/old/src ... --label before-0dd22a3``).
@@ -234,7 +235,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default=None, help="torch device of the GP (BOFM(device=...)), e.g. cuda")
     ap.add_argument("--n-random", type=int, default=None,
-                    help="random pool rows (BOFM(n_random=...)); default BOFM's, D.1's 100,000")
+                    help="random pool rows (BOFM(n_random=...)); default BOFM's own")
     ap.add_argument("--json", default=str(DEFAULT_JSON), help="results file ('' to skip writing)")
     ap.add_argument("--label", default="",
                     help="stored with the results; a non-empty label also keys them as PROBLEM@LABEL "

@@ -185,3 +185,16 @@ def test_bofm_kernel_methods_fix_the_kernel():
         assert isinstance(opt, gb.BOFM) and opt.kernel.name == k
     with pytest.raises(TypeError, match="fixes the kernel"):
         make_optimizer("bofm-modlap", space, kernel="moddif")
+
+
+def test_the_paper_methods_keep_d1s_pool_and_bofm_takes_the_smaller_default():
+    from graphbo.loop import make_optimizer
+    from graphbo.optimizers.bofm import PAPER_N_RANDOM
+
+    space = gb.Space({"x": gb.Continuous(0, 1), "c": gb.Categorical(list("abc"))})
+    assert PAPER_N_RANDOM == 100_000  # supplement D.1: "100000 randomly sampled points"
+    assert gb.BOFM(space, seed=0).n_random == 20_000
+    assert make_optimizer("bofm", space, seed=0).n_random == 20_000
+    for k in ("modlap", "moddif", "addlap"):
+        assert make_optimizer(f"bofm-{k}", space, seed=0).n_random == PAPER_N_RANDOM
+    assert make_optimizer("bofm-modlap", space, seed=0, n_random=500).n_random == 500  # asked for: kept
