@@ -236,7 +236,7 @@ class _ScreenedEI:
 
 #: log-EI margin of the float32 screening (:class:`_ScreenedEI`): a row is scored exactly where its estimate
 #: plus this reaches the ``n_starts``-th best exact value; the estimates of the scored rows must lie within
-#: half of it of their exact values, else the whole pool is scored exactly
+#: half of it of their exact values near the cut (:func:`_screening_holds`), else every row is scored exactly
 SCREEN_MARGIN = 1e-2
 
 

@@ -64,7 +64,8 @@ class BOFM(Optimizer):
         100,000 random rows; the methods of the paper's tables, ``bofm-modlap``, ``bofm-moddif``, ...,
         keep 100,000). The smaller default halves the acquisition step on the NAS + SGD space and
         reached the same acquisition value in 93 of 96 fitted models (2 lower by at most 2e-8 in
-        log-EI, 1 higher by 6e-4; ``benchmarks/bofm_ascent.py``, docs/measurements.md): the start
+        log-EI, 1 higher by 6e-4; ``benchmarks/bofm_ascent.py``, docs/bofm_benchmarks.md, "The pool's
+        size"): the start
         that wins is nearly always a spray point near the incumbent.
     acq_optimizer : {"typewise", "supplement", "batched"}, default "typewise"
         ``"supplement"``: every start alternates one hill-climbing step and one L-BFGS-B
