@@ -65,8 +65,7 @@ class BOFM(Optimizer):
         keep 100,000). The smaller default halves the acquisition step on the NAS + SGD space and
         reached the same acquisition value in 93 of 96 fitted models (2 lower by at most 2e-8 in
         log-EI, 1 higher by 6e-4; ``benchmarks/bofm_ascent.py``, docs/bofm_benchmarks.md, "The pool's
-        size"): the start
-        that wins is nearly always a spray point near the incumbent.
+        size"): the start that wins is nearly always a spray point near the incumbent.
     acq_optimizer : {"typewise", "supplement", "batched"}, default "typewise"
         ``"supplement"``: every start alternates one hill-climbing step and one L-BFGS-B
         iteration until convergence, as supplement D.1 describes; ``"typewise"``: the same,
