@@ -153,3 +153,23 @@ def test_graph_search_never_returns_an_excluded_row(case):
     second, _ = optimize_acquisition_on_graph(acq, space, np.random.default_rng(5), incumbent, exclude=exclude, **args)
     assert first.tobytes() not in opt._exclude
     assert second.tobytes() not in exclude and not np.array_equal(first, second)
+
+
+@pytest.mark.parametrize("case", [0, 1])
+def test_variance_bound_holds_and_is_tight_beside_the_data(case):
+    """The bound from the nearest data point: never below the exact posterior variance, and near the
+    noise level (far below the prior variance) at the data's own rows."""
+    space, f = _spaces()[case]
+    opt = _fitted_combo(space, f, 40, seed=case)
+    model = opt.model
+    rng = np.random.default_rng(5)
+    nbrs, _ = space.neighbor_index_batch(opt.X[:10])
+    rows = np.concatenate([opt.X, nbrs, space.sample_index(500, rng)])
+    mean, bound = model.mean_and_variance_bound(rows)
+    post = model.posterior(rows)
+    assert torch.allclose(mean, post.mean, rtol=1e-10, atol=1e-10)
+    assert torch.all(bound >= post.variance)
+    prior = model._prior_variance(model.kernel.one_hot(torch.as_tensor(opt.X)))
+    noise = torch.tensor([np.exp(s.log_noise) for s in model.samples], dtype=prior.dtype)[:, None]
+    at_data = bound[:, :opt.X.shape[0]]
+    assert torch.all(at_data <= prior * noise / (prior + noise) * 1.001 + 1e-12)

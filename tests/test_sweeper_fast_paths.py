@@ -13,12 +13,14 @@ from graphbo.models.diffusion_gp import DiffusionGP, HyperSample, _Sweeper
 
 
 class _ReferenceSweeper(_Sweeper):
-    """Every density from the general formula: tables gathered per variable, nothing carried between
-    updates, and the fixed unit bracket width of Neal's sampler (no adaptation)."""
+    """Every density from the general formula: tables gathered per variable, ``K_rest`` from the other
+    factors' logs, nothing carried between updates, and the fixed unit bracket width of Neal's sampler
+    (no adaptation)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._equal = {}
+        self.safe_product = math.inf
         self.widths[:] = 1.0
 
     def adapted_widths(self):
@@ -167,3 +169,75 @@ def test_adapted_widths_never_narrow_below_the_unit_bracket():
     assert gp.widths is not None
     assert gp.widths[0] >= np.std(y) * (1 - 1e-12)
     assert np.all(gp.widths[1:] >= 1.0)
+
+
+class _SwitchingSweeper(_Sweeper):
+    """Divides factors out of ``K`` for the first two beta updates of each sweep, then sums logs."""
+
+    def _underflows(self, K):
+        self._checks = getattr(self, "_checks", 0) + 1
+        return self._checks % self.kernel.d > 2 or self._checks % self.kernel.d == 0
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_product_and_log_updates_of_K_give_the_same_sweeps(seed):
+    """``K_rest`` by division (entries of ``K`` normal) and from the other factors' logs are the same
+    matrix up to rounding, so from the same state and random stream the sweeps agree."""
+    space, X, y = _problem(40, seed)
+    kernel = gb.GraphDiffusionKernel([v.spectrum for v in space.variables])
+    states = []
+    for cls, safe in ((_Sweeper, math.inf), (_Sweeper, None), (_Sweeper, 0.0), (_SwitchingSweeper, None)):
+        gp = DiffusionGP(kernel)
+        gp.state = HyperSample(float(y.mean()), 0.3, -4.0, np.random.default_rng(seed).normal(size=4))
+        sweeper = cls(gp, X, y, np.random.default_rng(10 + seed))
+        if safe is not None:
+            sweeper.safe_product = safe
+        for _ in range(3):
+            sweeper.sweep()
+        states.append([gp.state.mean, gp.state.log_amp, gp.state.log_noise, *gp.state.log_beta])
+    states = np.array(states)
+    assert np.allclose(states, states[0], rtol=1e-8, atol=1e-10), states  # states[0]: logs throughout
+
+
+def test_carried_gram_is_the_gram_of_the_current_betas():
+    space, X, y = _problem(40, 3)
+    kernel = gb.GraphDiffusionKernel([v.spectrum for v in space.variables])
+    gp = DiffusionGP(kernel)
+    gp.state = HyperSample(float(y.mean()), 0.3, -4.0, np.zeros(4))
+    sweeper = _Sweeper(gp, X, y, np.random.default_rng(0))
+    for _ in range(10):
+        sweeper.sweep()
+        betas, K = sweeper._carried
+        assert np.array_equal(betas, gp.state.log_beta)
+        fresh = np.exp(sum(sweeper._log_factor(i, gp.state.log_beta[i]) for i in range(4)))
+        assert np.allclose(K, fresh, rtol=1e-12, atol=0)
+    # betas changed outside the sweeps (a warp step): the next sweep rebuilds K instead of carrying it
+    gp.state.log_beta[1] += 1.0
+    carried = sweeper._carried[1]
+    sweeper.sweep()
+    assert sweeper._carried[1] is not carried or np.array_equal(sweeper._carried[0], gp.state.log_beta)
+
+
+def test_an_underflowing_gram_switches_the_sweep_to_logs():
+    """120 relevant binary variables (tiny betas): distant rows' K is below the safe floor, the updates sum logs,
+    and the sweep is the all-logs reference's."""
+    space = gb.Space({f"x{i}": gb.Binary() for i in range(120)})
+    kernel = gb.GraphDiffusionKernel([v.spectrum for v in space.variables])
+    rng = np.random.default_rng(0)
+    X = space.sample_index(40, rng)
+    y = X[:, :5].sum(1) + 0.1 * rng.normal(size=40)
+    out = {}
+    for safe in (None, math.inf):
+        gp = DiffusionGP(kernel)
+        gp.state = HyperSample(float(y.mean()), 0.0, math.log(1e-3), np.full(120, -11.0))
+        sweeper = _Sweeper(gp, X, y, np.random.default_rng(1))
+        if safe is not None:
+            sweeper.safe_product = safe
+        else:
+            K = np.exp(sum(sweeper._log_factor(i, -11.0) for i in range(120)))
+            assert K.min() < sweeper.safe_product
+        sweeper.sweep()
+        if safe is None:
+            assert sweeper._carried is None
+        out[safe] = np.array([gp.state.mean, gp.state.log_amp, gp.state.log_noise, *gp.state.log_beta])
+    assert np.allclose(out[None], out[math.inf], rtol=1e-8, atol=1e-10)

@@ -56,6 +56,9 @@ _WIDTH_RANGE = (1.0, 50.0)
 #: values of log beta_j over which a warped variable's graph step integrates beta_j (DiffusionGP._sample_warps):
 #: the sampler's support for log beta, [LOG_LOWER, log 100], in 25 steps of 0.7 (a factor of 2 in beta)
 _WARP_GRID = np.linspace(LOG_LOWER, LOG_BETA_UPPER, 25)
+#: smallest entry of ``K`` for which a sweep divides a factor out of ``K`` instead of summing the other factors' logs:
+#: every entry is then a normal float (no underflow, no subnormal), so the quotient is ``K_rest`` to a few ulps
+_SAFE_PRODUCT = 1e-250
 
 
 def _logsumexp(a: np.ndarray) -> float:
@@ -334,6 +337,8 @@ class DiffusionGP(Surrogate):
         K = torch.exp(O @ self._B.reshape(self.kernel.D, S, n).permute(1, 0, 2))  # (S, n, n)
         C = self._amp[:, None, None] * K + noise[:, None, None] * torch.eye(n, **t)
         L = robust_cholesky(C)
+        #: largest diagonal entry of the factored matrix (jitter included) per sample, for the variance bound
+        self._c_max = L.square().sum(-1).amax(-1)  # (S,)
         resid = (yt.expand(S, n) - self._mean[:, None])[..., None]
         self._alpha = torch.cholesky_solve(resid, L)  # (S, n, 1)
         self._Linv_T = torch.linalg.solve_triangular(L, torch.eye(n, **t).expand(S, n, n), upper=False).transpose(1, 2)
@@ -376,12 +381,16 @@ class DiffusionGP(Surrogate):
 
     def mean_and_variance_bound(self, X: np.ndarray | torch.Tensor, chunk: int | None = None
                                 ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Posterior mean ``(S, m)`` and the prior variance ``amp * k(x, x)`` ``(S, m)``.
+        """Posterior mean ``(S, m)`` and an upper bound on the posterior variance ``(S, m)``.
 
-        Conditioning never increases a GP's variance, so the prior variance bounds the
-        posterior variance of :meth:`posterior` from above. It costs ``O(S m n)`` instead of
-        the ``O(S m n^2)`` of the exact variance, which lets acquisition optimisers skip
-        candidates that cannot matter (:mod:`graphbo.optim.bounded`).
+        Conditioning never increases a GP's variance, so the variance given one training point
+        ``x_i`` alone bounds that given all of them: ``amp k(x, x) - (amp k(x, x_i))^2 / C_ii`` with
+        ``C = amp K + noise I`` the factored matrix; with ``C_ii <= max_j C_jj`` and the ``x_i`` of the
+        largest ``k(x, x_i)``, this is the bound returned, shrunk towards the prior variance by a
+        relative ``1e-9`` against rounding. It costs ``O(S m n)`` instead of the ``O(S m n^2)`` of the
+        exact variance, which lets acquisition optimisers skip candidates that cannot matter
+        (:mod:`graphbo.optim.bounded`); the nearest data point makes it tight beside the data,
+        where local search moves.
         """
         Xt, chunk = self._candidates(X, chunk)
         S, n, m = len(self.samples), self._n, Xt.shape[0]
@@ -392,13 +401,16 @@ class DiffusionGP(Surrogate):
         # by ~250 MiB at n = 200 over 20,000 candidates
         work = torch.empty(min(chunk, m), S * n, **self._t)
         alpha = self._alpha[..., 0]  # (S, n)
+        # (amp k(x, x_i))^2 / max_j C_jj, shrunk against rounding
+        scale = (self._amp.square() / self._c_max * (1.0 - 1e-9))[:, None]  # (S, 1)
         for start in range(0, m, chunk):
             Oc = self.kernel.one_hot(Xt[start:start + chunk])
             k = Oc.shape[0]
             K = torch.matmul(Oc, self._B, out=work[:k]).exp_().view(k, S, n)  # k(x, x_i) per sample
             for s in range(S):
                 torch.mv(K[:, s, :], alpha[s], out=mean[s, start:start + k])
-            bound[:, start:start + k] = self._prior_variance(Oc)
+            explained = K.amax(-1).T.square_().mul_(scale)  # (S, k)
+            bound[:, start:start + k] = self._prior_variance(Oc).sub_(explained)
         mean.mul_(self._amp[:, None]).add_(self._mean[:, None])
         return mean, bound.clamp_min_(self._variance_floor)
 
@@ -441,7 +453,7 @@ class _Sweeper:
 
     Runs in NumPy with LAPACK's ``dpotrf``: the matrices are ``n x n`` with
     ``n`` the number of evaluations, where per-call overhead dominates and
-    NumPy is faster than torch. ``log K`` of the training inputs is kept and
+    NumPy is faster than torch. ``K`` of the training inputs is kept and
     updated one factor at a time: while ``beta_i`` is sampled, the product of
     the other factors ``K_rest`` is fixed, and each density evaluation only
     recomputes variable ``i``'s factor and one ``n x n`` product.
@@ -455,7 +467,13 @@ class _Sweeper:
     * the constant mean changes only the residual, so its density needs one Cholesky
       factor per sweep (supplement Eq. 7 is quadratic in ``m`` given ``C``);
     * each update starts from the log-likelihood of the current state, known from the
-      update before it, instead of recomputing it.
+      update before it, instead of recomputing it;
+    * ``K_rest`` is ``K`` divided by the factor's current values, not ``exp`` of a sum of logs, while every
+      entry of ``K`` is a normal float (``_SAFE_PRODUCT``); once one is not, the sweep goes on in logs.
+      A sweep starts from the last one's ``K`` when the betas are the same (each sweep of a fit rounds
+      it a few ulps further: about ``1e-13`` relative after 10 sweeps);
+    * the ``n x n`` work matrices are allocated once per sweeper and LAPACK factors the Gram matrix in
+      one of them: a fresh ``n x n`` array per density costs more in page faults than the arithmetic.
     """
 
     def __init__(self, gp: DiffusionGP, X: np.ndarray, y: np.ndarray, rng: np.random.Generator,
@@ -473,7 +491,16 @@ class _Sweeper:
         self._equal = {i: X[:, i][:, None] == X[:, i][None, :]
                        for i in range(self.kernel.d) if self.kernel.is_two_valued(i)}
         self._lik: float | None = None  # log-likelihood of the current state, when known
+        #: smallest entry of K for which the beta updates divide a factor out of K (``inf``: always sum logs)
+        self.safe_product = _SAFE_PRODUCT
+        #: (log beta, K) at the end of the last sweep that kept K; None after a sweep that summed logs
+        self._carried: tuple[np.ndarray, np.ndarray] | None = None
         self._seen: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per variable: values seen, and each row's
+        n = self.n
+        self._gram = np.empty((n, n))  # C, factored in place by _cholesky
+        self._work = np.empty((n, n))
+        self._same = np.empty((n, n))  # K_rest (or K) on the pairs of equal values of a two-valued variable
+        self._differ = np.empty((n, n))  # ... and on the other pairs
 
     def _factor(self, i: int, log_beta_i: float) -> np.ndarray:
         """``k_i`` over the training pairs, ``(n, n)``, from the table of the values seen only."""
@@ -498,24 +525,28 @@ class _Sweeper:
 
     def _loglik(self, mean: float, amp: float, noise: float, K: np.ndarray) -> float:
         """Supplement Eq. (7) with C = amp * K + noise * I."""
-        return self._loglik_of(mean, noise, lambda: amp * K)
+        return self._loglik_of(mean, noise, lambda out: np.multiply(K, amp, out=out))
 
-    def _cholesky(self, noise: float, scaled_gram: Callable[[], np.ndarray]) -> np.ndarray | None:
-        """Lower Cholesky factor of ``scaled_gram() + noise I`` (a fresh array each call), with one jitter retry."""
+    def _cholesky(self, noise: float, scaled_gram: Callable[[np.ndarray], np.ndarray]) -> np.ndarray | None:
+        """Lower Cholesky factor of ``scaled_gram(out) + noise I``, with one jitter retry.
+
+        ``scaled_gram`` writes ``amp * K`` into the work matrix it is given and returns it; the factor
+        is formed in that matrix, so it is valid until the next call.
+        """
         # C is symmetric, so its transpose is the same matrix in Fortran order: LAPACK factors it in place
-        C = scaled_gram()
+        C = scaled_gram(self._gram)
         C.flat[self._diag] += noise
         L, info = dpotrf(C.T, lower=1, clean=0, overwrite_a=1)
         if info != 0:
-            C = scaled_gram()
+            C = scaled_gram(self._gram)
             C.flat[self._diag] += noise + 1e-6 * float(np.mean(np.diagonal(C)))
             L, info = dpotrf(C.T, lower=1, clean=0, overwrite_a=1)
             if info != 0:
                 return None
         return L
 
-    def _loglik_of(self, mean: float, noise: float, scaled_gram: Callable[[], np.ndarray]) -> float:
-        """Eq. (7) with ``C = scaled_gram() + noise I`` (``scaled_gram`` is ``amp * K``)."""
+    def _loglik_of(self, mean: float, noise: float, scaled_gram: Callable[[np.ndarray], np.ndarray]) -> float:
+        """Eq. (7) with ``C = scaled_gram(out) + noise I`` (``scaled_gram`` writes ``amp * K`` into ``out``)."""
         L = self._cholesky(noise, scaled_gram)
         if L is None:
             return -math.inf
@@ -564,16 +595,17 @@ class _Sweeper:
         st = self.gp.state
         assert st is not None  # DiffusionGP.fit initialises it before sweeping
         gp = self.gp
-        logK = np.zeros((self.n, self.n))
-        for i in range(self.kernel.d):
-            logK += self._log_factor(i, st.log_beta[i])
-        K = np.exp(logK)
+        if self._carried is not None and np.array_equal(self._carried[0], st.log_beta):
+            K = self._carried[1]  # the last sweep's K, for the same betas
+        else:
+            K = np.exp(sum(self._log_factor(i, st.log_beta[i]) for i in range(self.kernel.d)))
+        self._carried = None
 
         # 1. constant mean, supplement Eq. (9); Eq. (7) is quadratic in m given one Cholesky factor
         if not (self.y_min <= st.mean <= self.y_max):
             st.mean = self.y_mean
             self._lik = None
-        L = self._cholesky(math.exp(st.log_noise), lambda: math.exp(st.log_amp) * K)
+        L = self._cholesky(math.exp(st.log_noise), lambda out: np.multiply(K, math.exp(st.log_amp), out=out))
         if L is not None:
             zy, _ = dtrtrs(L, self.y, lower=1)
             z1, _ = dtrtrs(L, np.ones(self.n), lower=1)
@@ -613,32 +645,76 @@ class _Sweeper:
         noise = math.exp(st.log_noise)
 
         # 4. each beta_i, Horseshoe proxy with tau = 5 (on beta_i, or as the reference code on log beta_i), in a
-        # shuffled order
+        # shuffled order. K is updated by dividing out and multiplying in one factor while its entries are normal
+        # floats; once one is not (an underflow would lose K_rest), the other factors' logs are summed instead
         beta_density = log_horseshoe_upper_of_log if gp.beta_prior == "horseshoe" else log_horseshoe_upper
+        prior_of_beta = lambda b: beta_density(b, gp.tau_beta, LOG_BETA_UPPER)  # noqa: E731
+        in_logs = False
         for i in self.rng.permutation(self.kernel.d):
-            log_rest = logK - self._log_factor(i, st.log_beta[i])
-            K_rest = np.exp(log_rest)
-            st.log_beta[i] = self._update(3 + int(i), lambda b: beta_density(b, gp.tau_beta, LOG_BETA_UPPER),
-                                          self._beta_likelihood(i, K_rest, st.mean, amp, noise),
-                                          float(st.log_beta[i]))
-            logK = log_rest
-            logK += self._log_factor(i, st.log_beta[i])
+            coord, b0 = 3 + int(i), float(st.log_beta[i])
+            if not in_logs and self._underflows(K):
+                in_logs = True
+                logK = sum(self._log_factor(j, st.log_beta[j]) for j in range(self.kernel.d))
+            if in_logs:
+                log_rest = logK - self._log_factor(i, b0)
+                st.log_beta[i] = self._update(coord, prior_of_beta,
+                                              self._beta_likelihood(i, np.exp(log_rest), st.mean, amp, noise), b0)
+                logK = log_rest
+                logK += self._log_factor(i, st.log_beta[i])
+            elif i in self._equal:
+                # K_rest on equal / differing pairs is K there over a or b: scale K's parts instead of forming it
+                a0, c0 = self._two_values(i, b0)
+                same = np.multiply(K, self._equal[i], out=self._same)
+                differ = np.subtract(K, same, out=self._differ)
+                st.log_beta[i] = self._update(coord, prior_of_beta,
+                                              self._two_valued_likelihood(i, same, differ, a0, c0, st.mean, amp, noise),
+                                              b0)
+                a1, c1 = self._two_values(i, float(st.log_beta[i]))
+                np.multiply(same, a1 / a0, out=K)
+                K += np.multiply(differ, c1 / c0, out=self._work)
+            else:
+                K_rest = np.divide(K, np.maximum(self._factor(i, b0), _TINY), out=self._same)
+                st.log_beta[i] = self._update(coord, prior_of_beta,
+                                              self._beta_likelihood(i, K_rest, st.mean, amp, noise), b0)
+                np.multiply(K_rest, np.maximum(self._factor(i, float(st.log_beta[i])), _TINY), out=K)
+        if not in_logs:  # K is that of the betas now: the next sweep starts from it
+            self._carried = (st.log_beta.copy(), K)
+
+    def _underflows(self, K: np.ndarray) -> bool:
+        """Whether an entry of ``K`` is below :attr:`safe_product` (the beta updates then sum logs)."""
+        return float(K.min()) < self.safe_product
 
     def _beta_likelihood(self, i: int, K_rest: np.ndarray, mean: float, amp: float, noise: float
                          ) -> Callable[[float], float]:
         """Eq. (7) as a function of ``log beta_i``, the other factors fixed in ``K_rest``."""
         if i not in self._equal:
-            return lambda b: self._loglik_of(mean, noise, lambda: (amp * K_rest) * self._factor(i, b))
-        KE = K_rest * self._equal[i]
+            def scaled_gram(b: float) -> Callable[[np.ndarray], np.ndarray]:
+                def fill(out: np.ndarray) -> np.ndarray:
+                    np.multiply(K_rest, np.maximum(self._factor(i, b), _TINY), out=out)
+                    out *= amp
+                    return out
+                return fill
 
+            return lambda b: self._loglik_of(mean, noise, scaled_gram(b))
+        if K_rest is self._same or K_rest is self._differ:
+            K_rest = K_rest.copy()
+        same = np.multiply(K_rest, self._equal[i], out=self._same)
+        differ = np.subtract(K_rest, same, out=self._differ)
+        return self._two_valued_likelihood(i, same, differ, 1.0, 1.0, mean, amp, noise)
+
+    def _two_valued_likelihood(self, i: int, same: np.ndarray, differ: np.ndarray, a0: float, c0: float,
+                               mean: float, amp: float, noise: float) -> Callable[[float], float]:
+        """Eq. (7) as a function of ``log beta_i`` for a two-valued factor (``a`` on equal values, ``c`` off them):
+        ``amp K_rest k_i = amp (a / a0) same + amp (c / c0) differ``, where ``same`` and ``differ`` are
+        ``a0 K_rest`` and ``c0 K_rest`` on the pairs of equal and of differing values, 0 elsewhere."""
         def lik(b: float) -> float:
-            a_, b_ = self._two_values(i, b)
+            a, c = self._two_values(i, b)
 
-            def scaled_gram() -> np.ndarray:
-                C = K_rest * (amp * b_)
-                C += KE * (amp * (a_ - b_))
-                return C
+            def fill(out: np.ndarray) -> np.ndarray:
+                np.multiply(same, amp * (a / a0), out=out)
+                out += np.multiply(differ, amp * (c / c0), out=self._work)
+                return out
 
-            return self._loglik_of(mean, noise, scaled_gram)
+            return self._loglik_of(mean, noise, fill)
 
         return lik
