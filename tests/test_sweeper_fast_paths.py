@@ -62,6 +62,12 @@ def test_fast_likelihoods_equal_the_general_formula(seed):
             got = fast._beta_likelihood(i, K_rest, 0.2, math.exp(0.3), math.exp(-4.0))(b)
             want = ref._beta_likelihood(i, K_rest, 0.2, math.exp(0.3), math.exp(-4.0))(b)
             assert got == pytest.approx(want, rel=1e-10, abs=1e-9)
+            if i in fast._equal:  # K's parts scaled by the current factor's (a0, c0), either one the larger
+                E = fast._equal[i]
+                for a0, c0 in ((3.0, 1e-4), (1e-4, 3.0)):
+                    lik = fast._two_valued_likelihood(i, a0 * K_rest * E, c0 * K_rest * ~E, a0, c0, 0.2,
+                                                      math.exp(0.3), math.exp(-4.0))
+                    assert lik(b) == pytest.approx(want, rel=1e-10, abs=1e-9)
 
 
 def _chain(sweeper_cls, seed, monkeypatch, n_samples, n_fits=1):

@@ -33,7 +33,8 @@ class NegativeLowerConfidenceBound(AcquisitionFunction):
         return self.kappa >= 0
 
     def upper_bound(self, X: Any) -> torch.Tensor:
-        """The score at the model's variance bound (the score grows with the standard deviation for ``kappa >= 0``)."""
+        """The score at the model's mean and variance bounds (it falls with the mean, and grows with the standard
+        deviation for ``kappa >= 0``)."""
         if self.kappa < 0:
             return self(X)
         mean, var = self.model.mean_and_variance_bound(X)

@@ -85,7 +85,7 @@ class LogExpectedImprovement(AcquisitionFunction):
         return log_mean_expected_improvement(post.mean, post.variance, self.best_f)
 
     def upper_bound(self, X: Any) -> torch.Tensor:
-        """log mean EI at the model's variance bound: EI grows with the standard deviation
-        (``dEI/ds = phi(z) > 0``), so this bounds :meth:`__call__` from above."""
+        """log mean EI at the model's mean and variance bounds: EI falls with the mean (``dEI/dmu = -Phi(z) < 0``)
+        and grows with the standard deviation (``dEI/ds = phi(z) > 0``), so this bounds :meth:`__call__` from above."""
         mean, var = self.model.mean_and_variance_bound(X)
         return log_mean_expected_improvement(mean, var, self.best_f)

@@ -103,12 +103,13 @@ class Surrogate(abc.ABC):
         """The posterior of the latent function at the inputs ``X`` (all hyper-parameter samples)."""
 
     def mean_and_variance_bound(self, X: Any) -> tuple[torch.Tensor, torch.Tensor]:
-        """The posterior mean ``(S, m)`` and an upper bound of the posterior variance ``(S, m)``.
+        """A lower bound of the posterior mean ``(S, m)`` and an upper bound of the posterior variance ``(S, m)``.
 
-        Acquisition optimisers use it to skip candidates whose score cannot matter
-        (:mod:`graphbo.optim.bounded`). This default computes the exact posterior (the
-        tightest bound, no saving); a model with a cheaper bound (e.g. the prior variance,
-        :meth:`DiffusionGP.mean_and_variance_bound`) overrides it.
+        A score that falls with the mean and grows with the variance (expected improvement, the
+        negative lower confidence bound) is bounded above at them, so acquisition optimisers use
+        them to skip candidates whose score cannot matter (:mod:`graphbo.optim.bounded`). This
+        default computes the exact posterior (the tightest bounds, no saving); a model with cheaper
+        bounds (:meth:`DiffusionGP.mean_and_variance_bound`) overrides it.
         """
         post = self.posterior(X)
         return post.mean, post.variance

@@ -342,6 +342,8 @@ class DiffusionGP(Surrogate):
         resid = (yt.expand(S, n) - self._mean[:, None])[..., None]
         self._alpha = torch.cholesky_solve(resid, L)  # (S, n, 1)
         self._Linv_T = torch.linalg.solve_triangular(L, torch.eye(n, **t).expand(S, n, n), upper=False).transpose(1, 2)
+        self._screen = _Float32Screen(self.kernel, W, self._B, self._alpha[..., 0]) \
+            if self.kernel.dtype == torch.float64 else None
         self._n = n
 
     def _cross(self, O: torch.Tensor) -> torch.Tensor:
@@ -381,38 +383,57 @@ class DiffusionGP(Surrogate):
 
     def mean_and_variance_bound(self, X: np.ndarray | torch.Tensor, chunk: int | None = None
                                 ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Posterior mean ``(S, m)`` and an upper bound on the posterior variance ``(S, m)``.
+        """A lower bound on the posterior mean ``(S, m)`` and an upper bound on the posterior variance ``(S, m)``.
 
-        Conditioning never increases a GP's variance, so the variance given one training point
-        ``x_i`` alone bounds that given all of them: ``amp k(x, x) - (amp k(x, x_i))^2 / C_ii`` with
-        ``C = amp K + noise I`` the factored matrix; with ``C_ii <= max_j C_jj`` and the ``x_i`` of the
-        largest ``k(x, x_i)``, this is the bound returned, shrunk towards the prior variance by a
-        relative ``1e-9`` against rounding. It costs ``O(S m n)`` instead of the ``O(S m n^2)`` of the
+        Scores that grow as the mean falls and as the variance grows (EI, the lower confidence bound)
+        are bounded above at them. Two bounds, each ``O(S m n)`` instead of the ``O(S m n^2)`` of the
         exact variance, which lets acquisition optimisers skip candidates that cannot matter
-        (:mod:`graphbo.optim.bounded`); the nearest data point makes it tight beside the data,
-        where local search moves.
+        (:mod:`graphbo.optim.bounded`):
+
+        * **variance**: conditioning never increases a GP's variance, so the variance given one
+          training point ``x_i`` alone bounds that given all of them,
+          ``amp k(x, x) - (amp k(x, x_i))^2 / C_ii`` with ``C = amp K + noise I`` the factored matrix;
+          with ``C_ii <= max_j C_jj`` and the ``x_i`` of the largest ``k(x, x_i)``, this is the bound
+          (shrunk towards the prior variance by a relative ``1e-9`` against rounding). The nearest
+          data point makes it tight beside the data, where local search moves;
+        * **mean**: in a float64 model the kernel values are formed in float32 (half the cost of the
+          one-hot product and its ``exp``) and the mean ``m + amp sum_i alpha_i k(x, x_i)`` is lowered
+          by a bound on float32's error (:class:`_Float32Screen`); a float32 model computes it as
+          :meth:`posterior` does.
         """
         Xt, chunk = self._candidates(X, chunk)
         S, n, m = len(self.samples), self._n, Xt.shape[0]
-        mean = torch.empty(S, m, **self._t)
+        screen = self._screen
+        dtype = torch.float32 if screen is not None else self._t["dtype"]
+        mean = torch.empty(S, m, dtype=dtype, device=Xt.device)
+        slack = torch.zeros(S, m, dtype=dtype, device=Xt.device)
+        peak = torch.empty(S, m, dtype=dtype, device=Xt.device)
         bound = torch.empty(S, m, **self._t)
         # one work buffer for every chunk's (chunk, S * n) kernel values: allocating a fresh block per
         # chunk fragments the C heap (glibc's adaptive mmap threshold), which grew the peak memory
         # by ~250 MiB at n = 200 over 20,000 candidates
-        work = torch.empty(min(chunk, m), S * n, **self._t)
-        alpha = self._alpha[..., 0]  # (S, n)
-        # (amp k(x, x_i))^2 / max_j C_jj, shrunk against rounding
-        scale = (self._amp.square() / self._c_max * (1.0 - 1e-9))[:, None]  # (S, 1)
+        work = torch.empty(min(chunk, m), S * n, dtype=dtype, device=Xt.device)
+        B = self._B if screen is None else screen.B
+        alpha = self._alpha[..., 0].to(dtype)  # (S, n)
+        abs_alpha = alpha.abs()
         for start in range(0, m, chunk):
             Oc = self.kernel.one_hot(Xt[start:start + chunk])
             k = Oc.shape[0]
-            K = torch.matmul(Oc, self._B, out=work[:k]).exp_().view(k, S, n)  # k(x, x_i) per sample
+            K = torch.matmul(Oc.to(dtype), B, out=work[:k]).exp_().view(k, S, n)  # k(x, x_i) per sample
             for s in range(S):
                 torch.mv(K[:, s, :], alpha[s], out=mean[s, start:start + k])
-            explained = K.amax(-1).T.square_().mul_(scale)  # (S, k)
-            bound[:, start:start + k] = self._prior_variance(Oc).sub_(explained)
-        mean.mul_(self._amp[:, None]).add_(self._mean[:, None])
-        return mean, bound.clamp_min_(self._variance_floor)
+                if screen is not None:
+                    torch.mv(K[:, s, :], abs_alpha[s], out=slack[s, start:start + k])
+            torch.amax(K, dim=-1, out=peak[:, start:start + k].T)
+            bound[:, start:start + k] = self._prior_variance(Oc)
+        mean64, peak64 = mean.to(self._t["dtype"]), peak.to(self._t["dtype"])
+        if screen is not None:  # the float32 mean's error bound (_Float32Screen), in float64 from here
+            mean64 -= screen.per_mass[:, None] * slack.to(self._t["dtype"]) + screen.per_alpha[:, None]
+            peak64 = (peak64 - screen.absolute_kernel[:, None]).clamp_min_(0.0) / (1.0 + screen.relative_kernel[:, None])
+        mean64.mul_(self._amp[:, None]).add_(self._mean[:, None])
+        # (amp k(x, x_i))^2 / max_j C_jj, shrunk against rounding
+        explained = peak64.square_().mul_((self._amp.square() / self._c_max * (1.0 - 1e-9))[:, None])
+        return mean64, bound.sub_(explained).clamp_min_(self._variance_floor)
 
     def _candidates(self, X: np.ndarray | torch.Tensor, chunk: int | None) -> tuple[torch.Tensor, int]:
         """Index rows ``X`` as a tensor on the kernel's device, and the chunk size for ``n`` data points."""
@@ -446,6 +467,56 @@ class DiffusionGP(Surrogate):
         d = self.kernel.d
         return np.mean([[1.0 - self.kernel.mean_correlation(i, float(s.log_beta[i])) for i in range(d)]
                         for s in self.samples], axis=0)
+
+
+def _scaled(K: np.ndarray, scale: float) -> Callable[[np.ndarray], float]:
+    """The ``gram`` argument of :meth:`_Sweeper._cholesky` for ``C = scale K + noise I``."""
+    def fill(out: np.ndarray) -> float:
+        np.copyto(out, K)
+        return scale
+    return fill
+
+
+class _Float32Screen:
+    """Float32 copies of a float64 model's kernel inputs, and a bound on float32's error in the mean.
+
+    ``log k(x, x_i)`` is a sum of ``d`` entries of the log factor tables ``W`` (one per variable),
+    formed by a one-hot product with ``D`` terms. In float32 (unit roundoff ``u = 2^-24``) each entry
+    is rounded once (``|dW| <= u |W|``) and the sum errs by at most ``gamma_D`` times the sum of the
+    terms' magnitudes (Higham, *Accuracy and Stability of Numerical Algorithms*, Eq. 3.5, for any order
+    of summation), so ``log k`` errs by at most ``g (2 P + t)`` with ``g = gamma_D + u``, ``t = -log k``
+    and ``P`` the sum over variables of each table's largest positive entry (the terms' magnitudes
+    sum to ``2 * positive part - log k``). ``exp`` adds a few ulps. Since ``k t = k log(1/k) <= 1/e``
+    for ``k <= 1`` (and ``k t < 0`` above 1), with ``E = exp(g (2 P + T)) (1 + 4 u)`` and ``T`` the
+    sum of the tables' largest negative magnitudes,
+
+        |k_32 - k| <= (2 g P E + 4 u) k + g E / e,
+
+    and the float32 products with ``alpha`` add ``gamma_n sum_i |alpha_i| k_i`` (``alpha`` rounded:
+    ``u``). So the float64 mean ``m + amp sum_i alpha_i k_i`` lies within
+    ``amp (per_mass * sum_i |alpha_i| k_i + per_alpha * ||alpha||_1)`` of the float32 one; the two
+    coefficients (:attr:`per_mass`, :attr:`per_alpha`, per sample) carry a factor of 2 to spare.
+    The bound is uniform in ``k``: tiny kernel values whose logs err most contribute least.
+    """
+
+    def __init__(self, kernel: GraphDiffusionKernel, W: torch.Tensor, B: torch.Tensor, alpha: torch.Tensor):
+        u = 2.0 ** -24
+        self.B = B.to(torch.float32)
+        Wn = W.cpu().numpy()
+        # per variable (block of rows of W): its largest positive entry and its largest negative magnitude
+        top = np.maximum.reduceat(np.maximum(Wn.max(axis=-1), 0.0), kernel.offsets, axis=1).sum(axis=1)
+        low = np.maximum.reduceat(np.maximum(-Wn.min(axis=-1), 0.0), kernel.offsets, axis=1).sum(axis=1)
+        D, n = int(kernel.D), int(alpha.shape[-1])
+        g = (D + 1) * u / (1 - (D + 1) * u) + u
+        E = np.exp(g * (2 * top + low)) * (1 + 4 * u)
+        gamma_n = (n + 2) * u / (1 - (n + 2) * u)
+        per_mass = 2.0 * (2 * g * top * E + 4 * u + gamma_n + u)
+        per_alpha = 2.0 * g * E / math.e * alpha.abs().sum(-1).cpu().numpy()
+        self.per_mass = torch.as_tensor(per_mass, dtype=W.dtype, device=W.device)
+        self.per_alpha = torch.as_tensor(per_alpha, dtype=W.dtype, device=W.device)
+        #: |k_32 - k| <= relative_kernel * k + absolute_kernel (the variance bound's peak kernel value)
+        self.relative_kernel = torch.as_tensor(2.0 * (2 * g * top * E + 4 * u), dtype=W.dtype, device=W.device)
+        self.absolute_kernel = torch.as_tensor(2.0 * g * E / math.e, dtype=W.dtype, device=W.device)
 
 
 class _Sweeper:
@@ -525,33 +596,38 @@ class _Sweeper:
 
     def _loglik(self, mean: float, amp: float, noise: float, K: np.ndarray) -> float:
         """Supplement Eq. (7) with C = amp * K + noise * I."""
-        return self._loglik_of(mean, noise, lambda out: np.multiply(K, amp, out=out))
+        return self._loglik_of(mean, noise, _scaled(K, amp))
 
-    def _cholesky(self, noise: float, scaled_gram: Callable[[np.ndarray], np.ndarray]) -> np.ndarray | None:
-        """Lower Cholesky factor of ``scaled_gram(out) + noise I``, with one jitter retry.
+    def _cholesky(self, noise: float, gram: Callable[[np.ndarray], float]) -> tuple[np.ndarray, float] | None:
+        """``(L, s)`` with ``L`` the lower Cholesky factor of ``G + (noise / s) I``, where ``C = s G + noise I``;
+        one jitter retry.
 
-        ``scaled_gram`` writes ``amp * K`` into the work matrix it is given and returns it; the factor
-        is formed in that matrix, so it is valid until the next call.
+        ``gram(out)`` writes ``G`` into the work matrix it is given and returns the scale ``s`` (a factor
+        left out of ``G`` saves a pass over it); the factor is formed in that matrix, so it is valid
+        until the next call. ``log det C = n log s + 2 sum log diag L``.
         """
-        # C is symmetric, so its transpose is the same matrix in Fortran order: LAPACK factors it in place
-        C = scaled_gram(self._gram)
-        C.flat[self._diag] += noise
-        L, info = dpotrf(C.T, lower=1, clean=0, overwrite_a=1)
+        # G is symmetric, so its transpose is the same matrix in Fortran order: LAPACK factors it in place
+        G = self._gram
+        scale = gram(G)
+        G.flat[self._diag] += noise / scale
+        L, info = dpotrf(G.T, lower=1, clean=0, overwrite_a=1)
         if info != 0:
-            C = scaled_gram(self._gram)
-            C.flat[self._diag] += noise + 1e-6 * float(np.mean(np.diagonal(C)))
-            L, info = dpotrf(C.T, lower=1, clean=0, overwrite_a=1)
+            scale = gram(G)
+            G.flat[self._diag] += noise / scale + 1e-6 * float(np.mean(np.diagonal(G)))
+            L, info = dpotrf(G.T, lower=1, clean=0, overwrite_a=1)
             if info != 0:
                 return None
-        return L
+        return L, scale
 
-    def _loglik_of(self, mean: float, noise: float, scaled_gram: Callable[[np.ndarray], np.ndarray]) -> float:
-        """Eq. (7) with ``C = scaled_gram(out) + noise I`` (``scaled_gram`` writes ``amp * K`` into ``out``)."""
-        L = self._cholesky(noise, scaled_gram)
-        if L is None:
+    def _loglik_of(self, mean: float, noise: float, gram: Callable[[np.ndarray], float]) -> float:
+        """Eq. (7) with ``C = s G + noise I``, where ``gram(out)`` writes ``G`` into ``out`` and returns ``s``."""
+        factor = self._cholesky(noise, gram)
+        if factor is None:
             return -math.inf
+        L, scale = factor
         z, _ = dtrtrs(L, self.y - mean, lower=1)
-        return -0.5 * float(z @ z) - float(np.log(np.diagonal(L)).sum()) - 0.5 * self.n * _LOG_2PI
+        return (-0.5 * float(z @ z) / scale - float(np.log(np.diagonal(L)).sum()) - 0.5 * self.n * math.log(scale)
+                - 0.5 * self.n * _LOG_2PI)
 
     def adapted_widths(self) -> np.ndarray:
         """Widths from the moves since the last adaptation: ``_WIDTH_PER_JUMP`` times the mean absolute move,
@@ -605,15 +681,16 @@ class _Sweeper:
         if not (self.y_min <= st.mean <= self.y_max):
             st.mean = self.y_mean
             self._lik = None
-        L = self._cholesky(math.exp(st.log_noise), lambda out: np.multiply(K, math.exp(st.log_amp), out=out))
-        if L is not None:
+        factor = self._cholesky(math.exp(st.log_noise), _scaled(K, math.exp(st.log_amp)))
+        if factor is not None:
+            L, scale = factor
             zy, _ = dtrtrs(L, self.y, lower=1)
             z1, _ = dtrtrs(L, np.ones(self.n), lower=1)
-            const = -float(np.log(np.diagonal(L)).sum()) - 0.5 * self.n * _LOG_2PI
+            const = -float(np.log(np.diagonal(L)).sum()) - 0.5 * self.n * (math.log(scale) + _LOG_2PI)
 
             def lik_mean(m: float) -> float:
                 z = zy - m * z1
-                return -0.5 * float(z @ z) + const
+                return -0.5 * float(z @ z) / scale + const
 
             self._lik = lik_mean(st.mean)
             st.mean = self._update(0, lambda m: log_prior_mean(m, self.y_mean, self.y_min, self.y_max),
@@ -688,14 +765,13 @@ class _Sweeper:
                          ) -> Callable[[float], float]:
         """Eq. (7) as a function of ``log beta_i``, the other factors fixed in ``K_rest``."""
         if i not in self._equal:
-            def scaled_gram(b: float) -> Callable[[np.ndarray], np.ndarray]:
-                def fill(out: np.ndarray) -> np.ndarray:
+            def gram(b: float) -> Callable[[np.ndarray], float]:
+                def fill(out: np.ndarray) -> float:
                     np.multiply(K_rest, np.maximum(self._factor(i, b), _TINY), out=out)
-                    out *= amp
-                    return out
+                    return amp
                 return fill
 
-            return lambda b: self._loglik_of(mean, noise, scaled_gram(b))
+            return lambda b: self._loglik_of(mean, noise, gram(b))
         if K_rest is self._same or K_rest is self._differ:
             K_rest = K_rest.copy()
         same = np.multiply(K_rest, self._equal[i], out=self._same)
@@ -710,10 +786,17 @@ class _Sweeper:
         def lik(b: float) -> float:
             a, c = self._two_values(i, b)
 
-            def fill(out: np.ndarray) -> np.ndarray:
-                np.multiply(same, amp * (a / a0), out=out)
-                out += np.multiply(differ, amp * (c / c0), out=self._work)
-                return out
+            def fill(out: np.ndarray) -> float:
+                # amp K_rest k_i = s_same same + s_differ differ, written as the larger scale times
+                # (one part + ratio * the other): two passes, and a ratio <= 1 cannot overflow
+                s_same, s_differ = amp * (a / a0), amp * (c / c0)
+                if s_same >= s_differ:
+                    np.multiply(differ, s_differ / s_same, out=out)
+                    out += same
+                    return s_same
+                np.multiply(same, s_same / s_differ, out=out)
+                out += differ
+                return s_differ
 
             return self._loglik_of(mean, noise, fill)
 
