@@ -342,8 +342,10 @@ class DiffusionGP(Surrogate):
         resid = (yt.expand(S, n) - self._mean[:, None])[..., None]
         self._alpha = torch.cholesky_solve(resid, L)  # (S, n, 1)
         self._Linv_T = torch.linalg.solve_triangular(L, torch.eye(n, **t).expand(S, n, n), upper=False).transpose(1, 2)
+        # the error bound assumes IEEE float32 products: not TF32 or bfloat16 ("high"/"medium" precision)
+        exact32 = torch.get_float32_matmul_precision() == "highest"
         self._screen = _Float32Screen(self.kernel, W, self._B, self._alpha[..., 0]) \
-            if self.kernel.dtype == torch.float64 else None
+            if self.kernel.dtype == torch.float64 and exact32 else None
         self._n = n
 
     def _cross(self, O: torch.Tensor) -> torch.Tensor:
