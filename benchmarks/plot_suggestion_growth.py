@@ -4,7 +4,8 @@
 
 Reads ``benchmarks/results/suggestion_growth.json`` (issue 17's before/after, 7aa962c against the code of
 2026-11-25) and ``benchmarks/results/suggestion_growth_prior.json`` (the authors' sampler of ``beta``,
-3a0ec31, against the paper's prior, 2026-11-26); one line per code version, mean seconds per suggestion of a
+3a0ec31, against the paper's prior, 2026-11-26) and ``benchmarks/results/suggestion_growth_session35.json``
+(9c15746 against session 35's code, 2026-11-27); one line per code version, mean seconds per suggestion of a
 resumed run on wMaxSAT28, log-log. The rows were measured in different runs on a shared machine: compare
 lines of one file, not across files.
 """
@@ -19,7 +20,9 @@ RESULTS = Path(__file__).resolve().parent / "results"
 LABELS = {("suggestion_growth.json", "baseline"): "before issue 17 (7aa962c)",
           ("suggestion_growth.json", "current"): "issue 17's speed-ups (2026-11-25)",
           ("suggestion_growth_prior.json", "baseline"): "authors' beta sampler (3a0ec31, 2026-11-26)",
-          ("suggestion_growth_prior.json", "current"): "paper's beta prior (2026-11-26)"}
+          ("suggestion_growth_prior.json", "current"): "paper's beta prior (2026-11-26)",
+          ("suggestion_growth_session35.json", "baseline"): "session 34's code (9c15746, 2026-11-27)",
+          ("suggestion_growth_session35.json", "current"): "fewer passes, tighter bounds (2026-11-27)"}
 
 
 def main() -> None:
