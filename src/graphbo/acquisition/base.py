@@ -32,9 +32,9 @@ class AcquisitionFunction(abc.ABC):
     def upper_bound(self, X: Any) -> torch.Tensor:
         """An upper bound of :meth:`__call__` at each input ``(m,)``, cheaper to compute where possible.
 
-        The default is the score itself. Acquisitions that increase with the posterior
-        variance (EI, confidence bounds) evaluate themselves at the model's variance bound
-        (:meth:`Surrogate.mean_and_variance_bound`).
+        The default is the score itself. Acquisitions that fall with the posterior mean and grow
+        with its variance (EI, confidence bounds) evaluate themselves at the model's mean and
+        variance bounds (:meth:`Surrogate.mean_and_variance_bound`).
         """
         return self(X)
 

@@ -337,15 +337,14 @@ class DiffusionGP(Surrogate):
         K = torch.exp(O @ self._B.reshape(self.kernel.D, S, n).permute(1, 0, 2))  # (S, n, n)
         C = self._amp[:, None, None] * K + noise[:, None, None] * torch.eye(n, **t)
         L = robust_cholesky(C)
-        #: largest diagonal entry of the factored matrix (jitter included) per sample, for the variance bound
+        #: largest diagonal entry of the factored matrix (jitter included) and the noise, per sample: the variance bound
         self._c_max = L.square().sum(-1).amax(-1)  # (S,)
+        self._noise = noise
         resid = (yt.expand(S, n) - self._mean[:, None])[..., None]
         self._alpha = torch.cholesky_solve(resid, L)  # (S, n, 1)
         self._Linv_T = torch.linalg.solve_triangular(L, torch.eye(n, **t).expand(S, n, n), upper=False).transpose(1, 2)
-        # the error bound assumes IEEE float32 products: not TF32 or bfloat16 ("high"/"medium" precision)
-        exact32 = torch.get_float32_matmul_precision() == "highest"
-        self._screen = _Float32Screen(self.kernel, W, self._B, self._alpha[..., 0]) \
-            if self.kernel.dtype == torch.float64 and exact32 else None
+        self._rounding = _MeanRounding(self.kernel, W, self._alpha[..., 0])
+        self._B32 = self._B.to(torch.float32) if self.kernel.dtype == torch.float64 else None
         self._n = n
 
     def _cross(self, O: torch.Tensor) -> torch.Tensor:
@@ -395,27 +394,30 @@ class DiffusionGP(Surrogate):
         * **variance**: conditioning never increases a GP's variance, so the variance given one
           training point ``x_i`` alone bounds that given all of them,
           ``amp k(x, x) - (amp k(x, x_i))^2 / C_ii`` with ``C = amp K + noise I`` the factored matrix;
-          with ``C_ii <= max_j C_jj`` and the ``x_i`` of the largest ``k(x, x_i)``, this is the bound
-          (shrunk towards the prior variance by a relative ``1e-9`` against rounding). The nearest
-          data point makes it tight beside the data, where local search moves;
-        * **mean**: in a float64 model the kernel values are formed in float32 (half the cost of the
-          one-hot product and its ``exp``) and the mean ``m + amp sum_i alpha_i k(x, x_i)`` is lowered
-          by a bound on float32's error (:class:`_Float32Screen`); a float32 model computes it as
-          :meth:`posterior` does.
+          with ``C_ii <= max_j C_jj`` and the ``x_i`` of the largest ``k(x, x_i)``, this is the bound.
+          The nearest data point makes it tight beside the data, where local search moves. Against
+          rounding the explained part shrinks by ``1e-9`` plus ``(n + 2) n u C_max / noise`` (the
+          exact variance's quadratic form errs in proportion to ``C``'s condition number, at most
+          ``n C_max / noise``), so an ill-conditioned model falls back to the prior variance;
+        * **mean**: the mean ``m + amp sum_i alpha_i k(x, x_i)`` lowered by a bound on the rounding
+          error of this pass and of :meth:`posterior`'s (:class:`_MeanRounding`). In a float64 model
+          the kernel values here are formed in float32 (half the cost of the one-hot product and its
+          ``exp``) where float32 products are IEEE (:func:`_ieee_float32_products`).
         """
         Xt, chunk = self._candidates(X, chunk)
         S, n, m = len(self.samples), self._n, Xt.shape[0]
-        screen = self._screen
-        dtype = torch.float32 if screen is not None else self._t["dtype"]
+        model_dtype = self._t["dtype"]
+        # float32 kernel values where float32 products are IEEE (the rounding bound assumes them)
+        dtype = torch.float32 if self._B32 is not None and _ieee_float32_products(Xt.device) else model_dtype
         mean = torch.empty(S, m, dtype=dtype, device=Xt.device)
-        slack = torch.zeros(S, m, dtype=dtype, device=Xt.device)
+        mass = torch.empty(S, m, dtype=dtype, device=Xt.device)  # sum_i |alpha_i| k(x, x_i)
         peak = torch.empty(S, m, dtype=dtype, device=Xt.device)
         bound = torch.empty(S, m, **self._t)
         # one work buffer for every chunk's (chunk, S * n) kernel values: allocating a fresh block per
         # chunk fragments the C heap (glibc's adaptive mmap threshold), which grew the peak memory
         # by ~250 MiB at n = 200 over 20,000 candidates
         work = torch.empty(min(chunk, m), S * n, dtype=dtype, device=Xt.device)
-        B = self._B if screen is None else screen.B
+        B = self._B32 if self._B32 is not None and dtype != model_dtype else self._B
         alpha = self._alpha[..., 0].to(dtype)  # (S, n)
         abs_alpha = alpha.abs()
         for start in range(0, m, chunk):
@@ -424,18 +426,25 @@ class DiffusionGP(Surrogate):
             K = torch.matmul(Oc.to(dtype), B, out=work[:k]).exp_().view(k, S, n)  # k(x, x_i) per sample
             for s in range(S):
                 torch.mv(K[:, s, :], alpha[s], out=mean[s, start:start + k])
-                if screen is not None:
-                    torch.mv(K[:, s, :], abs_alpha[s], out=slack[s, start:start + k])
+                torch.mv(K[:, s, :], abs_alpha[s], out=mass[s, start:start + k])
             torch.amax(K, dim=-1, out=peak[:, start:start + k].T)
             bound[:, start:start + k] = self._prior_variance(Oc)
-        mean64, peak64 = mean.to(self._t["dtype"]), peak.to(self._t["dtype"])
-        if screen is not None:  # the float32 mean's error bound (_Float32Screen), in float64 from here
-            mean64 -= screen.per_mass[:, None] * slack.to(self._t["dtype"]) + screen.per_alpha[:, None]
-            peak64 = (peak64 - screen.absolute_kernel[:, None]).clamp_min_(0.0) / (1.0 + screen.relative_kernel[:, None])
-        mean64.mul_(self._amp[:, None]).add_(self._mean[:, None])
-        # (amp k(x, x_i))^2 / max_j C_jj, shrunk against rounding
-        explained = peak64.square_().mul_((self._amp.square() / self._c_max * (1.0 - 1e-9))[:, None])
-        return mean64, bound.sub_(explained).clamp_min_(self._variance_floor)
+        # rounding of this pass and of posterior()'s, together (_MeanRounding): in the model's dtype from here
+        u = _unit_roundoff(dtype) + _unit_roundoff(model_dtype)
+        mean_lo, mass_t = mean.to(model_dtype), mass.to(model_dtype)
+        mean_lo -= self._rounding.error(u, mass_t)
+        mean_lo.mul_(self._amp[:, None])
+        mean_lo -= 2 * u * (mean_lo.abs() + self._mean.abs()[:, None])  # the products by amp, the sum with m
+        mean_lo.add_(self._mean[:, None])
+        relative, absolute = self._rounding.kernel_error(u)
+        peak_lo = (peak.to(model_dtype) - absolute[:, None]).clamp_min_(0.0) / (1.0 + relative[:, None])
+        # (amp k(x, x_i))^2 / max_j C_jj, shrunk by the relative error of posterior()'s quadratic form, which
+        # grows with C's condition number (at most n C_max / noise); the prior variance where that is 1 or more
+        u_model = _unit_roundoff(model_dtype)
+        shrink = (1.0 - 1e-9 - (n + 2) * n * u_model * self._c_max / self._noise).clamp_min_(0.0)
+        explained = peak_lo.square_().mul_((self._amp.square() / self._c_max * shrink)[:, None])
+        bound.add_(bound.abs() * (2 * u_model)).sub_(explained)  # ... and the rounding of the subtraction
+        return mean_lo, bound.clamp_min_(self._variance_floor)
 
     def _candidates(self, X: np.ndarray | torch.Tensor, chunk: int | None) -> tuple[torch.Tensor, int]:
         """Index rows ``X`` as a tensor on the kernel's device, and the chunk size for ``n`` data points."""
@@ -479,46 +488,79 @@ def _scaled(K: np.ndarray, scale: float) -> Callable[[np.ndarray], float]:
     return fill
 
 
-class _Float32Screen:
-    """Float32 copies of a float64 model's kernel inputs, and a bound on float32's error in the mean.
+def _unit_roundoff(dtype: torch.dtype) -> float:
+    """``u``: half the distance from 1 to the next float of ``dtype``."""
+    return float(torch.finfo(dtype).eps) / 2
+
+
+def _ieee_float32_products(device: torch.device) -> bool:
+    """Whether float32 matrix products on ``device`` are IEEE (not TF32 or bfloat16), as the rounding bound of
+    :class:`_MeanRounding` assumes; ``False`` where it cannot tell (other devices, mixed precision settings)."""
+    if device.type not in ("cpu", "cuda"):
+        return False
+    backend: Any = torch.backends.cuda.matmul if device.type == "cuda" else getattr(torch.backends.mkldnn, "matmul", None)
+    try:
+        for setting in (getattr(backend, "fp32_precision", "none"), getattr(torch.backends, "fp32_precision", "none")):
+            if setting not in (None, "none"):
+                return bool(setting == "ieee")
+        return torch.get_float32_matmul_precision() == "highest"
+    except RuntimeError:  # torch refuses to read a mix of the legacy and the new precision settings
+        return False
+
+
+class _MeanRounding:
+    """A bound on the rounding error of the posterior mean ``m + amp sum_i alpha_i k(x, x_i)``, in any dtype.
 
     ``log k(x, x_i)`` is a sum of ``d`` entries of the log factor tables ``W`` (one per variable),
-    formed by a one-hot product with ``D`` terms. In float32 (unit roundoff ``u = 2^-24``) each entry
-    is rounded once (``|dW| <= u |W|``) and the sum errs by at most ``gamma_D`` times the sum of the
-    terms' magnitudes (Higham, *Accuracy and Stability of Numerical Algorithms*, Eq. 3.5, for any order
-    of summation), so ``log k`` errs by at most ``g (2 P + t)`` with ``g = gamma_D + u``, ``t = -log k``
-    and ``P`` the sum over variables of each table's largest positive entry (the terms' magnitudes
-    sum to ``2 * positive part - log k``). ``exp`` adds a few ulps. Since ``k t = k log(1/k) <= 1/e``
-    for ``k <= 1`` (and ``k t < 0`` above 1), with ``E = exp(g (2 P + T)) (1 + 4 u)`` and ``T`` the
-    sum of the tables' largest negative magnitudes,
+    formed by a one-hot product with ``D`` terms. With unit roundoff ``u``, each entry is rounded once
+    (``|dW| <= u |W|``) and the sum errs by at most ``gamma_{D+1}`` times the sum of the terms'
+    magnitudes (Higham, *Accuracy and Stability of Numerical Algorithms*, Eq. 3.5, for any order of
+    summation), so ``log k`` errs by at most ``g (2 P + t)`` with ``g = gamma_{D+1} + u``,
+    ``t = -log k`` and ``P`` the sum over variables of each table's largest positive entry (the terms'
+    magnitudes sum to ``2 * positive part - log k``); ``exp`` adds at most ``4 u``. Since
+    ``k t = k log(1/k) <= 1/e`` for ``k <= 1`` (and ``k t < 0`` above 1), with
+    ``E = exp(g (2 P + T)) (1 + 4 u)`` and ``T`` the sum of the tables' largest negative magnitudes,
 
-        |k_32 - k| <= (2 g P E + 4 u) k + g E / e,
+        |k_computed - k| <= r k + a,   r = 2 g P E + 6 u,   a = g E / e     (:meth:`kernel_error`),
 
-    and the float32 products with ``alpha`` add ``gamma_n sum_i |alpha_i| k_i`` (``alpha`` rounded:
-    ``u``). So the float64 mean ``m + amp sum_i alpha_i k_i`` lies within
-    ``amp (per_mass * sum_i |alpha_i| k_i + per_alpha * ||alpha||_1)`` of the float32 one; the two
-    coefficients (:attr:`per_mass`, :attr:`per_alpha`, per sample) carry a factor of 2 to spare.
-    The bound is uniform in ``k``: tiny kernel values whose logs err most contribute least.
+    uniformly in ``k``: tiny values, whose logs err most, count least. The products with ``alpha``
+    (rounded: ``u``) add ``gamma_{n+2}`` times the computed ``sum_i |alpha_i| k_i`` (``mass``), and
+    ``sum_i |alpha_i| k_i <= (mass (1 + gamma_{n+2}) (1 + u) + a ||alpha||_1) / (1 - r)``, which gives
+    :meth:`error`, with 1 % to spare for its own arithmetic. :meth:`DiffusionGP.mean_and_variance_bound`
+    passes the sum of the two passes' unit roundoffs (its own, float32 or the model's, and
+    :meth:`DiffusionGP.posterior`'s): each bound is convex in ``u`` and 0 at 0, so the sum of the two
+    errors is at most the error at the summed ``u``.
     """
 
-    def __init__(self, kernel: GraphDiffusionKernel, W: torch.Tensor, B: torch.Tensor, alpha: torch.Tensor):
-        u = 2.0 ** -24
-        self.B = B.to(torch.float32)
-        Wn = W.cpu().numpy()
+    def __init__(self, kernel: GraphDiffusionKernel, W: torch.Tensor, alpha: torch.Tensor):
+        Wn = W.detach().cpu().to(torch.float64).numpy()
         # per variable (block of rows of W): its largest positive entry and its largest negative magnitude
-        top = np.maximum.reduceat(np.maximum(Wn.max(axis=-1), 0.0), kernel.offsets, axis=1).sum(axis=1)
-        low = np.maximum.reduceat(np.maximum(-Wn.min(axis=-1), 0.0), kernel.offsets, axis=1).sum(axis=1)
-        D, n = int(kernel.D), int(alpha.shape[-1])
-        g = (D + 1) * u / (1 - (D + 1) * u) + u
-        E = np.exp(g * (2 * top + low)) * (1 + 4 * u)
-        gamma_n = (n + 2) * u / (1 - (n + 2) * u)
-        per_mass = 2.0 * (2 * g * top * E + 4 * u + gamma_n + u)
-        per_alpha = 2.0 * g * E / math.e * alpha.abs().sum(-1).cpu().numpy()
-        self.per_mass = torch.as_tensor(per_mass, dtype=W.dtype, device=W.device)
-        self.per_alpha = torch.as_tensor(per_alpha, dtype=W.dtype, device=W.device)
-        #: |k_32 - k| <= relative_kernel * k + absolute_kernel (the variance bound's peak kernel value)
-        self.relative_kernel = torch.as_tensor(2.0 * (2 * g * top * E + 4 * u), dtype=W.dtype, device=W.device)
-        self.absolute_kernel = torch.as_tensor(2.0 * g * E / math.e, dtype=W.dtype, device=W.device)
+        self.top = np.maximum.reduceat(np.maximum(Wn.max(axis=-1), 0.0), kernel.offsets, axis=1).sum(axis=1)
+        self.low = np.maximum.reduceat(np.maximum(-Wn.min(axis=-1), 0.0), kernel.offsets, axis=1).sum(axis=1)
+        self.D, self.n = int(kernel.D), int(alpha.shape[-1])
+        self.alpha_l1 = alpha.detach().abs().sum(-1).cpu().to(torch.float64).numpy()
+        self._dtype, self._device = alpha.dtype, alpha.device
+
+    @staticmethod
+    def _gamma(k: int, u: float) -> float:
+        return k * u / (1 - k * u)
+
+    def kernel_error(self, u: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(r, a)`` per sample: ``|k_computed - k| <= r k + a`` for every kernel value."""
+        g = self._gamma(self.D + 1, u) + u
+        E = np.exp(g * (2 * self.top + self.low)) * (1 + 4 * u)
+        r, a = 2 * g * self.top * E + 6 * u, g * E / math.e
+        return torch.as_tensor(r, dtype=self._dtype, device=self._device), torch.as_tensor(a, dtype=self._dtype, device=self._device)
+
+    def error(self, u: float, mass: torch.Tensor) -> torch.Tensor:
+        """Bound ``(S, m)`` on the error of ``sum_i alpha_i k(x, x_i)``, given the computed ``mass``."""
+        r, a = self.kernel_error(u)
+        gam = self._gamma(self.n + 2, u)
+        a_l1 = (a * torch.as_tensor(self.alpha_l1, dtype=self._dtype, device=self._device))[:, None]
+        room = (1.0 - r)[:, None]
+        true_mass = (mass * ((1 + gam) * (1 + u)) + a_l1) / room.clamp_min(1e-300)
+        err = 1.01 * (r[:, None] * true_mass + a_l1 + (gam + u) * (1 + u) * mass)
+        return torch.where(room > 0, err, torch.full_like(err, math.inf))
 
 
 class _Sweeper:
@@ -534,9 +576,9 @@ class _Sweeper:
     Savings that leave the chain's law unchanged (each density is the same function):
 
     * a factor with two values, ``a`` on the diagonal and ``b`` off it (binary and
-      categorical variables: complete graphs), is ``b + (a - b) E_i`` with ``E_i`` the
-      0/1 matrix of equal values, so ``K_rest * k_i = b K_rest + (a - b) (K_rest * E_i)``
-      needs no gather of a table per evaluation;
+      categorical variables: complete graphs), is ``a E_i + b (1 - E_i)`` with ``E_i`` the
+      0/1 matrix of equal values, so ``K_rest * k_i`` is ``a`` and ``b`` times ``K_rest``'s parts on
+      equal and on differing values: two scalings of fixed matrices per evaluation, no gather;
     * the constant mean changes only the residual, so its density needs one Cholesky
       factor per sweep (supplement Eq. 7 is quadratic in ``m`` given ``C``);
     * each update starts from the log-likelihood of the current state, known from the
