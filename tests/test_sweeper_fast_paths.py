@@ -248,3 +248,17 @@ def test_an_underflowing_gram_switches_the_sweep_to_logs():
             assert sweeper._carried is None
         out[safe] = np.array([gp.state.mean, gp.state.log_amp, gp.state.log_noise, *gp.state.log_beta])
     assert np.allclose(out[None], out[math.inf], rtol=1e-8, atol=1e-10)
+
+
+def test_two_values_in_closed_form_are_the_tables_entries():
+    """``GraphDiffusionKernel.two_values`` (a = 1, b = (1 - w) / (1 + (k - 1) w)) against the table it replaces in
+    the sweeps, for binary and categorical variables over the sampler's whole range of beta."""
+    space = gb.Space({"b": gb.Binary(), "c": gb.Categorical(list("abcdefg")), "t": gb.Categorical(list("xyz"))})
+    kernel = gb.GraphDiffusionKernel([v.spectrum for v in space.variables])
+    for i in range(3):
+        for log_beta in np.linspace(-12.0, math.log(100.0), 60):
+            table = kernel.factor_table(i, log_beta)
+            a, b = kernel.two_values(i, log_beta)
+            assert np.allclose(np.diagonal(table), a, rtol=1e-12)
+            off = table[~np.eye(table.shape[0], dtype=bool)]
+            assert np.allclose(off, b, rtol=1e-9, atol=1e-15)

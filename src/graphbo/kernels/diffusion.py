@@ -185,6 +185,20 @@ class GraphDiffusionKernel:
         constant = np.abs(np.abs(u[:, first]) - 1.0 / math.sqrt(k)).max() <= 1e-8
         return bool(constant and np.ptp(rest) <= 1e-10 * scale)
 
+    def two_values(self, i: int, log_beta_i: float) -> tuple[float, float]:
+        """``(a, b)``: the diagonal and off-diagonal entries of a two-valued factor (:meth:`is_two_valued`).
+
+        In closed form, without a table: with ``k`` values and ``w = exp(-beta c)`` for the Laplacian's
+        nonzero eigenvalue ``c``, ``exp(-beta L) = J / k + w (I - J / k)``, whose diagonal ``(1 + (k - 1) w) / k``
+        is also the eigenvalues' mean that :meth:`factor_table` divides by, so ``a = 1`` and
+        ``b = (1 - w) / (1 + (k - 1) w)`` (the unit-diagonal scaling leaves both; ``1 - w`` by ``expm1``).
+        Equal to the table's entries up to the table's rounding (relative ``1e-11`` where ``b`` is near 1e-5).
+        """
+        lam = self._lam[i]
+        k = lam.shape[0]
+        x = math.exp(log_beta_i) * float(lam.max())
+        return 1.0, -math.expm1(-x) / (1.0 + (k - 1) * math.exp(-x))
+
     def mean_correlation(self, i: int, log_beta_i: float) -> float:
         """Mean correlation ``k_i(a, b) / sqrt(k_i(a, a) k_i(b, b))`` over pairs of distinct values ``a != b``.
 

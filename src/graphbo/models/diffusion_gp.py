@@ -45,7 +45,6 @@ BETA_PRIORS = ("horseshoe", "reference")
 __all__ = ["DiffusionGP", "HyperSample"]
 
 _LOG_2PI = math.log(2 * math.pi)
-_FIRST_TWO = np.array([0, 1])
 _ADAPT_EVERY = 10  # burn-in sweeps between width adaptations
 _WIDTH_PER_JUMP = 6.0  # bracket width per mean absolute move of a coordinate (about the slice's width)
 # relative to 1 (the log-scale coordinates); the mean's scales with std(y). Widths only grow from the reference's
@@ -625,9 +624,9 @@ class _Sweeper:
         return self.kernel.factor_table(i, log_beta_i, values)[inverse][:, inverse]
 
     def _two_values(self, i: int, log_beta_i: float) -> tuple[float, float]:
-        """Diagonal and off-diagonal entries of a two-valued factor, floored at the table floor."""
-        table = self.kernel.factor_table(i, log_beta_i, _FIRST_TWO)
-        return max(float(table[0, 0]), _TINY), max(float(table[0, 1]), _TINY)
+        """Diagonal and off-diagonal entries of a two-valued factor (closed form), floored at the table floor."""
+        a, b = self.kernel.two_values(i, log_beta_i)
+        return max(a, _TINY), max(b, _TINY)
 
     def _log_factor(self, i: int, log_beta_i: float) -> np.ndarray:
         """``log k_i`` over the training pairs, ``(n, n)``."""
