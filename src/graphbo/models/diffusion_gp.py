@@ -497,7 +497,8 @@ def _ieee_float32_products(device: torch.device) -> bool:
     :class:`_MeanRounding` assumes; ``False`` where it cannot tell (other devices, mixed precision settings)."""
     if device.type not in ("cpu", "cuda"):
         return False
-    backend: Any = torch.backends.cuda.matmul if device.type == "cuda" else getattr(torch.backends.mkldnn, "matmul", None)
+    backend: Any = (torch.backends.cuda.matmul if device.type == "cuda"
+                    else getattr(torch.backends.mkldnn, "matmul", None))
     try:
         for setting in (getattr(backend, "fp32_precision", "none"), getattr(torch.backends, "fp32_precision", "none")):
             if setting not in (None, "none"):
@@ -549,13 +550,16 @@ class _MeanRounding:
         g = self._gamma(self.D + 1, u) + u
         E = np.exp(g * (2 * self.top + self.low)) * (1 + 4 * u)
         r, a = 2 * g * self.top * E + 6 * u, g * E / math.e
-        return torch.as_tensor(r, dtype=self._dtype, device=self._device), torch.as_tensor(a, dtype=self._dtype, device=self._device)
+        return self._tensor(r), self._tensor(a)
+
+    def _tensor(self, values: np.ndarray) -> torch.Tensor:
+        return torch.as_tensor(values, dtype=self._dtype, device=self._device)
 
     def error(self, u: float, mass: torch.Tensor) -> torch.Tensor:
         """Bound ``(S, m)`` on the error of ``sum_i alpha_i k(x, x_i)``, given the computed ``mass``."""
         r, a = self.kernel_error(u)
         gam = self._gamma(self.n + 2, u)
-        a_l1 = (a * torch.as_tensor(self.alpha_l1, dtype=self._dtype, device=self._device))[:, None]
+        a_l1 = (a * self._tensor(self.alpha_l1))[:, None]
         room = (1.0 - r)[:, None]
         true_mass = (mass * ((1 + gam) * (1 + u)) + a_l1) / room.clamp_min(1e-300)
         err = 1.01 * (r[:, None] * true_mass + a_l1 + (gam + u) * (1 + u) * mass)
