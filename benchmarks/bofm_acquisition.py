@@ -12,7 +12,7 @@ acquisition starts (the paper: 10 restarts, 100,000 points). Variants:
 * ``batched``: ``acq_optimizer="batched"``, ``prior="weak"`` (the defaults before issue 16.7);
 * ``supplement``: ``acq_optimizer="supplement"`` (supplement D.1's per-start alternation);
 * ``typewise``: ``acq_optimizer="typewise"`` (D.1, a start polished as soon as its discrete part stays);
-* ``batched-noprior`` / ``supplement-noprior``: the same with ``prior="none"``
+* ``batched-noprior`` / ``supplement-noprior`` / ``typewise-noprior``: the same with ``prior="none"``
   (marginal likelihood alone, as BO-FM Sec. 5 states the fit).
 
 Recorded per run: the best value, the best-so-far trace, and the CPU seconds of every
@@ -44,6 +44,7 @@ VARIANTS: dict[str, dict[str, str]] = {
     "typewise": {"acq_optimizer": "typewise", "prior": "weak"},
     "batched-noprior": {"acq_optimizer": "batched", "prior": "none"},
     "supplement-noprior": {"acq_optimizer": "supplement", "prior": "none"},
+    "typewise-noprior": {"acq_optimizer": "typewise", "prior": "none"},
 }
 SETTINGS = {"kernel": "modlap", "n_initial": 10, "n_restarts": 5, "n_random": 20_000, "n_spray": 50, "n_starts": 40}
 
