@@ -3,6 +3,7 @@
     OMP_NUM_THREADS=1 python benchmarks/bofm_acquisition.py [--problems func2c,func3c,ackley5c,svm]
         [--variants batched,supplement,batched-noprior] [--seeds 0-2] [--budget 50]
         [--json benchmarks/results/bofm_acquisition.json]
+    python benchmarks/bofm_acquisition.py --summary [--paired typewise,typewise-noprior] [--json ...]
 
 Every (problem, variant, seed) run is BO-FM (MODLAP kernel, 10 initial points) at
 modest settings so that the whole comparison fits in about 25 CPU minutes on one
@@ -91,6 +92,22 @@ def summary(results: dict[str, Any]) -> list[str]:
     return lines
 
 
+def paired(results: dict[str, Any], first: str, second: str) -> list[str]:
+    """Per problem, ``second`` minus ``first`` on the runs with the same seed and budget: mean +- s.e., wins."""
+    lines = [f"| problem | seeds | {second} - {first} (mean +- s.e.) | {first} better | {second} better | ties |",
+             "|---|---|---|---|---|---|"]
+    by_key = {(r["problem"], r["variant"], r["seed"], r["budget"]): r["best"] for r in results.values()}
+    for problem in sorted({p for p, _, _, _ in by_key}):
+        diffs = [by_key[(p, second, s, b)] - v for (p, var, s, b), v in sorted(by_key.items())
+                 if p == problem and var == first and (p, second, s, b) in by_key]
+        if not diffs:
+            continue
+        se = statistics.stdev(diffs) / math.sqrt(len(diffs)) if len(diffs) > 1 else float("nan")
+        lines.append(f"| {problem} | {len(diffs)} | {statistics.fmean(diffs):+.4f} +- {se:.4f} | "
+                     f"{sum(d > 0 for d in diffs)} | {sum(d < 0 for d in diffs)} | {sum(d == 0 for d in diffs)} |")
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--problems", default="func2c,func3c,ackley5c,svm")
@@ -99,11 +116,15 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=50)
     ap.add_argument("--json", type=Path, default=DEFAULT_JSON)
     ap.add_argument("--summary", action="store_true", help="print the table of the JSON file and exit")
+    ap.add_argument("--paired", metavar="A,B", help="with --summary: also B minus A per problem, seed by seed")
     args = ap.parse_args()
     data: dict[str, Any] = json.loads(args.json.read_text()) if args.json.exists() else {}
     results: dict[str, Any] = data.setdefault("runs", {})
     if args.summary:
         print("\n".join(summary(results)))
+        if args.paired:
+            first, second = args.paired.split(",")
+            print("\n".join(paired(results, first, second)))
         return
     data["settings"] = SETTINGS
     data["environment"] = {"python": platform.python_version(), "numpy": np.__version__,
