@@ -226,6 +226,17 @@ def test_pest_seed():
     assert a(a.space.from_index(x)) == a.evaluate_index(x)
 
 
+def test_pest_graph_changes_the_space_not_the_objective():
+    complete, path = PestControl(seed=4), PestControl(seed=4, graph="path")
+    assert all(v.kind == "ordinal" for v in path.space.variables)
+    adjacency = path.space.variables[0].adjacency
+    assert np.array_equal(adjacency, np.eye(5, k=1) + np.eye(5, k=-1))  # 0 - 1 - 2 - 3 - 4, unit edges
+    x = np.random.default_rng(8).integers(0, 5, (6, 25))
+    assert [path.evaluate_index(r) for r in x] == [complete.evaluate_index(r) for r in x]
+    with pytest.raises(ValueError, match="graph must be one of"):
+        PestControl(graph="ring")
+
+
 # -- registry ---------------------------------------------------------------
 
 

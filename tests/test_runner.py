@@ -462,6 +462,27 @@ def test_compare_passes_method_options_to_every_run_and_refuses_unknown_ones(tmp
     assert "--option takes KEY=VALUE" in capsys.readouterr().err
 
 
+def test_compare_passes_benchmark_options_and_refuses_unknown_or_flagged_ones(tmp_path, capsys):
+    from graphbo.cli import main as cli_main
+
+    out = tmp_path / "path"
+    assert cli_main(["compare", "pestcontrol", "--methods", "rs", "--seeds", "0-1", "--budget", "3",
+                     "--n-initial", "2", "--benchmark-option", "graph=path", "--out", str(out)]) == 0
+    for seed in (0, 1):
+        spec = read_run(out / "rs" / f"seed{seed}.db").head["spec"]
+        assert spec["benchmark_options"] == {"seed": seed, "graph": "path"}
+        bench, _ = make_run(RunSpec(**spec))
+        assert all(v.kind == "ordinal" for v in bench.space.variables)
+    assert list(collect(str(out), show=False)) == ["pestcontrol(graph=path)"]
+    for option, message in [("colour=1", "takes no option 'colour'"), ("seed=2", "use --instance-seed"),
+                            ("lamda=1", "use --lamda"), ("graph", "--benchmark-option takes KEY=VALUE"),
+                            ("graph=ring", "graph must be one of")]:
+        assert cli_main(["compare", "pestcontrol", "--methods", "rs", "--seeds", "0", "--budget", "3",
+                         "--benchmark-option", option, "--out", str(tmp_path / "bad")]) == 2
+        assert message in capsys.readouterr().err
+        assert not (tmp_path / "bad").exists()
+
+
 def test_compare_refuses_a_finished_trace_of_other_options_instead_of_skipping_it(tmp_path, capsys):
     """A finished trace used to be skipped as 'finished' whatever options it was made with."""
     from graphbo.cli import main as cli_main

@@ -445,6 +445,8 @@ def test_cli_errors_are_one_line(tmp_path):
     (["run", "--space", "space.yaml", "--objective", "gbt_cli_obj:objective"], "--budget N"),
     (["run", "--space", "space.yaml", "--objective", "gbt_cli_obj:objective", "--budget", "3", "--trace", "t.jsonl"],
      "--trace apply to benchmarks only"),
+    (["run", "--space", "space.yaml", "--objective", "gbt_cli_obj:objective", "--budget", "3",
+      "--benchmark-option", "graph=path"], "--benchmark-option apply to benchmarks only"),
     (["run", "--space", "bad.yaml", "--objective", "gbt_cli_obj:objective", "--budget", "3"],
      "bad.yaml: variable 'lr': unknown type 'real'"),
     (["run", "--space", "none.yaml", "--objective", "gbt_cli_obj:objective", "--budget", "3"],

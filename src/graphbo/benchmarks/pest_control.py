@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..spaces import Categorical, Space
+from ..spaces import Categorical, Ordinal, Space
 from .base import Benchmark
 
 __all__ = ["PestControl"]
@@ -26,6 +26,7 @@ PRICE = np.array([0.0, 1.0, 0.8, 0.7, 0.5])  # list price
 MAX_DISCOUNT = np.array([0.0, 0.2, 0.3, 0.3, 0.0])  # discount when bought at every station
 CONTROL_BETA = np.array([1.0, 2.0 / 7.0, 3.0 / 7.0, 3.0 / 7.0, 5.0 / 7.0])  # initial T^(l)
 TOLERANCE_RATE = np.array([0.0, 1.0 / 7.0, 2.5 / 7.0, 2.0 / 7.0, 0.5 / 7.0])  # growth of T^(l) over all stations
+GRAPHS = ("complete", "path")  # graph on each station's actions
 
 
 class PestControl(Benchmark):
@@ -54,6 +55,11 @@ class PestControl(Benchmark):
     n_stages : int, default 25
         Number of stations ``N`` (25 in the supplement and reference code;
         the COMBO main text says 21).
+    graph : {"complete", "path"}, default "complete"
+        Graph on each station's five actions: ``"complete"`` (a categorical
+        variable, as the COMBO paper treats this problem) or ``"path"``
+        (``0 - 1 - 2 - 3 - 4`` with unit edges, as the COMBO reference code
+        builds it; an :class:`~graphbo.spaces.Ordinal` variable).
 
     Notes
     -----
@@ -72,9 +78,10 @@ class PestControl(Benchmark):
     their random numbers (common random numbers). The simulations are
     vectorised.
 
-    Each station is a categorical variable (complete graph on its 5 values),
-    following the COMBO paper's treatment of this problem as multi-categorical;
-    the COMBO reference code puts a path graph on the values instead.
+    By default each station is a categorical variable (complete graph on its 5
+    values), following the COMBO paper's treatment of this problem as
+    multi-categorical; the COMBO reference code puts a path graph on the
+    values instead (``graph="path"``). The objective is the same either way.
     """
 
     name = "pestcontrol"
@@ -84,17 +91,22 @@ class PestControl(Benchmark):
     n_simulations = 100
     n_choices = 5
 
-    def __init__(self, seed: int = 0, n_stages: int = 25):
+    def __init__(self, seed: int = 0, n_stages: int = 25, graph: str = "complete"):
         if int(n_stages) != n_stages or n_stages < 1:
             raise ValueError(f"PestControl: n_stages must be a positive integer, got {n_stages!r}")
+        if graph not in GRAPHS:
+            raise ValueError(f"PestControl: graph must be one of {GRAPHS}, got {graph!r}")
         self.seed = seed
+        self.graph = graph
         self.n_stages = int(n_stages)
         rng = np.random.default_rng(seed)
         n, t = self.n_stages, self.n_simulations
         self.init_fraction = rng.beta(*INIT_BETA, size=t)
         self.spread_rates = rng.beta(*SPREAD_BETA, size=(n, t))
         self.control_uniforms = rng.random((n, t))
-        self.space = Space({f"station{i + 1}": Categorical(list(range(self.n_choices))) for i in range(n)})
+        actions = list(range(self.n_choices))
+        station = (lambda: Categorical(actions)) if graph == "complete" else (lambda: Ordinal(actions, edge_weight=1.0))
+        self.space = Space({f"station{i + 1}": station() for i in range(n)})
 
     def price_paid(self, row) -> float:
         """Total price of the pesticides bought by plan ``row`` (value per station)."""

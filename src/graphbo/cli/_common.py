@@ -182,6 +182,9 @@ def add_benchmark_arguments(parser: argparse.ArgumentParser, seed_name: str) -> 
                         help="training epochs per evaluation (benchmarks that train networks: nas-*, nasbinary)")
     parser.add_argument("--instance-seed", type=int, default=None,
                         help=f"problem-instance seed of random benchmarks (default: {seed_name} mod 5)")
+    parser.add_argument("--benchmark-option", action="append", metavar="KEY=VALUE", default=None,
+                        help="keyword argument of the benchmark's constructor, value read as JSON (e.g. "
+                             "--benchmark-option graph=path for pestcontrol); repeatable")
 
 
 def benchmark_options(args: argparse.Namespace, seed: int) -> dict:
@@ -208,25 +211,45 @@ def benchmark_options(args: argparse.Namespace, seed: int) -> dict:
     if "seed" in params:
         # 5 random problem instances, crossed with the run seeds (the paper's 25 = 5 x 5 design)
         opts["seed"] = seed % 5 if args.instance_seed is None else args.instance_seed
+    for key, value in parse_key_values(getattr(args, "benchmark_option", None), "--benchmark-option").items():
+        own_flag = BENCHMARK_FLAGS.get(key)
+        if own_flag:
+            raise ValueError(f"--benchmark-option {key}: use {own_flag}")
+        if key not in params:
+            raise ValueError(f"--benchmark-option {key}: benchmark {args.benchmark!r} takes no option {key!r}; "
+                             f"it takes {sorted(k for k in params if k not in BENCHMARK_FLAGS)}")
+        opts[key] = value
     return opts
 
 
-def parse_method_options(items: list[str] | None) -> dict:
+# constructor options that have a flag of their own
+BENCHMARK_FLAGS = {"path": "--wcnf", "lamda": "--lamda", "epochs": "--epochs", "seed": "--instance-seed"}
+
+
+def parse_key_values(items: list[str] | None, flag: str) -> dict:
     """``["ard=false", "kappa=3"]`` -> ``{"ard": False, "kappa": 3}``: values are read as JSON
-    (numbers, true/false, null, lists) and otherwise kept as strings."""
+    (numbers, true/false, null, lists) and otherwise kept as strings; ``flag`` names the option in errors."""
     options: dict = {}
     for item in items or []:
         key, sep, value = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise ValueError(f"--option takes KEY=VALUE, got {item!r}")
-        own_flag = {"seed": "--seeds", "n_initial": "--n-initial"}.get(key)
-        if own_flag:
-            raise ValueError(f"--option {key}: use {own_flag}")
+            raise ValueError(f"{flag} takes KEY=VALUE, got {item!r}")
         try:
             options[key] = json.loads(value)
         except json.JSONDecodeError:
             options[key] = value
+    return options
+
+
+def parse_method_options(items: list[str] | None) -> dict:
+    """``["ard=false", "kappa=3"]`` -> ``{"ard": False, "kappa": 3}``: values are read as JSON
+    (numbers, true/false, null, lists) and otherwise kept as strings."""
+    options = parse_key_values(items, "--option")
+    for key in options:
+        own_flag = {"seed": "--seeds", "n_initial": "--n-initial"}.get(key)
+        if own_flag:
+            raise ValueError(f"--option {key}: use {own_flag}")
     return options
 
 

@@ -221,7 +221,8 @@ def _run_user(args: argparse.Namespace) -> int:
         print(f"{prog}: --space and --objective go together; give {missing} too", file=sys.stderr)
         return 2
     benchmark_only = [flag for flag, value in (("--wcnf", args.wcnf), ("--lamda", args.lamda), ("--epochs", args.epochs),
-                                               ("--instance-seed", args.instance_seed), ("--trace", args.trace))
+                                               ("--instance-seed", args.instance_seed), ("--trace", args.trace),
+                                               ("--benchmark-option", args.benchmark_option))
                       if value is not None]
     if benchmark_only:
         print(f"{prog}: {', '.join(benchmark_only)} apply to benchmarks only; with --space the run is a study file "
