@@ -237,6 +237,22 @@ def test_pest_graph_changes_the_space_not_the_objective():
         PestControl(graph="ring")
 
 
+def test_pest_noisy_scores_each_plan_with_its_own_stream():
+    noisy, fixed = PestControl(seed=3, noisy=True), PestControl(seed=3)
+    x, y = np.random.default_rng(9).integers(0, 5, (2, 25))
+    assert noisy.evaluate_index(x) == noisy.evaluate_index(x) == PestControl(seed=3, noisy=True).evaluate_index(x)
+    streams = [noisy.stream_of(r) for r in (x, y)] + [fixed.stream_of(x)]
+    assert not np.array_equal(streams[0][1], streams[1][1]) and not np.array_equal(streams[0][1], streams[2][1])
+    assert fixed.stream_of(x)[1] is fixed.spread_rates
+    by_loop = PestControl(seed=3)
+    by_loop.init_fraction, by_loop.spread_rates, by_loop.control_uniforms = streams[0]
+    assert noisy.evaluate_index(x) == pytest.approx(_pest_by_loop(by_loop, x), abs=1e-10)
+    assert noisy.evaluate_index(x) != fixed.evaluate_index(x)
+    assert PestControl(seed=4, noisy=True).evaluate_index(x) != noisy.evaluate_index(x)
+    with pytest.raises(ValueError, match="noisy must be true or false"):
+        PestControl(noisy="yes")
+
+
 # -- registry ---------------------------------------------------------------
 
 

@@ -60,6 +60,12 @@ class PestControl(Benchmark):
         variable, as the COMBO paper treats this problem) or ``"path"``
         (``0 - 1 - 2 - 3 - 4`` with unit edges, as the COMBO reference code
         builds it; an :class:`~graphbo.spaces.Ordinal` variable).
+    noisy : bool, default False
+        Score each plan with its own simulation stream, drawn from
+        ``numpy.random.default_rng([seed, *plan])``, instead of the instance's
+        one: the objective is then noisy across plans, as the reference code's
+        (which draws fresh simulations at every evaluation), while a plan
+        evaluated twice gets the same value and a run is reproducible.
 
     Notes
     -----
@@ -72,7 +78,8 @@ class PestControl(Benchmark):
     by ``seed``: it is what ``numpy.random.default_rng(seed)`` yields (drawn
     once at construction, which is equivalent to a fresh generator in each
     evaluation since the draws do not depend on the configuration), so the
-    same configuration always gives the same value for a given ``seed``. The
+    same configuration always gives the same value for a given ``seed``
+    (``noisy=True`` gives each configuration a stream of its own instead). The
     effectiveness ``Beta(1, b)`` is drawn by inversion, ``1 - (1 - U)^(1/b)``, from
     one uniform ``U`` per station and simulation, so configurations share
     their random numbers (common random numbers). The simulations are
@@ -91,22 +98,34 @@ class PestControl(Benchmark):
     n_simulations = 100
     n_choices = 5
 
-    def __init__(self, seed: int = 0, n_stages: int = 25, graph: str = "complete"):
+    def __init__(self, seed: int = 0, n_stages: int = 25, graph: str = "complete", noisy: bool = False):
         if int(n_stages) != n_stages or n_stages < 1:
             raise ValueError(f"PestControl: n_stages must be a positive integer, got {n_stages!r}")
         if graph not in GRAPHS:
             raise ValueError(f"PestControl: graph must be one of {GRAPHS}, got {graph!r}")
+        if not isinstance(noisy, (bool, np.bool_)):
+            raise ValueError(f"PestControl: noisy must be true or false, got {noisy!r}")
         self.seed = seed
         self.graph = graph
+        self.noisy = bool(noisy)
         self.n_stages = int(n_stages)
-        rng = np.random.default_rng(seed)
-        n, t = self.n_stages, self.n_simulations
-        self.init_fraction = rng.beta(*INIT_BETA, size=t)
-        self.spread_rates = rng.beta(*SPREAD_BETA, size=(n, t))
-        self.control_uniforms = rng.random((n, t))
+        n = self.n_stages
+        self.init_fraction, self.spread_rates, self.control_uniforms = self._simulations(np.random.default_rng(seed))
         actions = list(range(self.n_choices))
         station = (lambda: Categorical(actions)) if graph == "complete" else (lambda: Ordinal(actions, edge_weight=1.0))
         self.space = Space({f"station{i + 1}": station() for i in range(n)})
+
+    def _simulations(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One simulation stream: ``Z_0`` (T,), spread rates (N, T) and the uniforms of the effectiveness (N, T)."""
+        n, t = self.n_stages, self.n_simulations
+        return rng.beta(*INIT_BETA, size=t), rng.beta(*SPREAD_BETA, size=(n, t)), rng.random((n, t))
+
+    def stream_of(self, row) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The simulation stream that scores plan ``row``: the instance's, or with ``noisy=True`` the
+        plan's own, drawn from ``default_rng([seed, *row])``."""
+        if not self.noisy:
+            return self.init_fraction, self.spread_rates, self.control_uniforms
+        return self._simulations(np.random.default_rng([int(self.seed), *(int(v) for v in np.asarray(row))]))
 
     def price_paid(self, row) -> float:
         """Total price of the pesticides bought by plan ``row`` (value per station)."""
@@ -123,14 +142,15 @@ class PestControl(Benchmark):
         onehot = a[:, None] == np.arange(self.n_choices)[None, :]
         uses_before = np.cumsum(onehot, axis=0) - onehot
         beta = CONTROL_BETA[a] + TOLERANCE_RATE[a] / n * uses_before[np.arange(n), a]
+        init_fraction, spread_rates, control_uniforms = self.stream_of(a)
         z = np.empty((n + 1, self.n_simulations))
-        z[0] = self.init_fraction
+        z[0] = init_fraction
         for i in range(n):
             if a[i] > 0:
-                effect = 1.0 - (1.0 - self.control_uniforms[i]) ** (1.0 / beta[i])  # ~ Beta(1, beta[i])
+                effect = 1.0 - (1.0 - control_uniforms[i]) ** (1.0 / beta[i])  # ~ Beta(1, beta[i])
                 z[i + 1] = (1.0 - effect) * z[i]
             else:
-                z[i + 1] = self.spread_rates[i] * (1.0 - z[i]) + z[i]
+                z[i + 1] = spread_rates[i] * (1.0 - z[i]) + z[i]
         return z
 
     def evaluate_index(self, row) -> float:
