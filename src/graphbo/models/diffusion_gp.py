@@ -431,11 +431,11 @@ class DiffusionGP(Surrogate):
         # rounding of this pass and of posterior()'s, together (_MeanRounding): in the model's dtype from here
         u = _unit_roundoff(dtype) + _unit_roundoff(model_dtype)
         mean_lo, mass_t = mean.to(model_dtype), mass.to(model_dtype)
-        mean_lo -= self._rounding.error(u, mass_t)
+        relative, absolute = self._rounding.kernel_error(u)
+        mean_lo -= self._rounding.error(u, mass_t, (relative, absolute))
         mean_lo.mul_(self._amp[:, None])
         mean_lo -= 2 * u * (mean_lo.abs() + self._mean.abs()[:, None])  # the products by amp, the sum with m
         mean_lo.add_(self._mean[:, None])
-        relative, absolute = self._rounding.kernel_error(u)
         peak_lo = (peak.to(model_dtype) - absolute[:, None]).clamp_min_(0.0) / (1.0 + relative[:, None])
         # (amp k(x, x_i))^2 / max_j C_jj, shrunk by the relative error of posterior()'s quadratic form, which
         # grows with C's condition number (at most n C_max / noise); the prior variance where that is 1 or more
@@ -555,9 +555,11 @@ class _MeanRounding:
     def _tensor(self, values: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(values, dtype=self._dtype, device=self._device)
 
-    def error(self, u: float, mass: torch.Tensor) -> torch.Tensor:
-        """Bound ``(S, m)`` on the error of ``sum_i alpha_i k(x, x_i)``, given the computed ``mass``."""
-        r, a = self.kernel_error(u)
+    def error(self, u: float, mass: torch.Tensor,
+              kernel_error: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+        """Bound ``(S, m)`` on the error of ``sum_i alpha_i k(x, x_i)``, given the computed ``mass``
+        (``kernel_error``: :meth:`kernel_error` of ``u``, where the caller has it already)."""
+        r, a = self.kernel_error(u) if kernel_error is None else kernel_error
         gam = self._gamma(self.n + 2, u)
         a_l1 = (a * self._tensor(self.alpha_l1))[:, None]
         room = (1.0 - r)[:, None]
