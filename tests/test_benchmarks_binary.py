@@ -251,6 +251,8 @@ def test_pest_noisy_scores_each_plan_with_its_own_stream():
     assert PestControl(seed=4, noisy=True).evaluate_index(x) != noisy.evaluate_index(x)
     with pytest.raises(ValueError, match="noisy must be true or false"):
         PestControl(noisy="yes")
+    with pytest.raises(ValueError, match="give an integer seed"):
+        PestControl(seed=None, noisy=True)
 
 
 # -- registry ---------------------------------------------------------------

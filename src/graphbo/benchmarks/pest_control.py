@@ -105,6 +105,8 @@ class PestControl(Benchmark):
             raise ValueError(f"PestControl: graph must be one of {GRAPHS}, got {graph!r}")
         if not isinstance(noisy, (bool, np.bool_)):
             raise ValueError(f"PestControl: noisy must be true or false, got {noisy!r}")
+        if noisy and seed is None:
+            raise ValueError("PestControl: noisy=True seeds each plan's stream with seed; give an integer seed")
         self.seed = seed
         self.graph = graph
         self.noisy = bool(noisy)
