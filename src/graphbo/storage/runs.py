@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable
 
 from .base import StorageError, Trial, TraceError
 from .legacy import read_trace
-from .sqlite import SQLITE_HEADER, SQLiteStorage
+from .sqlite import SQLiteStorage, is_sqlite_file
 
 __all__ = ["RunData", "read_run", "find_run", "run_files", "evaluations", "trace_trials", "RUN_ATTR",
            "RUN_SUFFIX", "TRACE_SUFFIX"]
@@ -77,12 +77,9 @@ def read_run(path: str | os.PathLike) -> RunData:
     content), without changing it. Raises :class:`~graphbo.storage.base.TraceError` (a
     :class:`~graphbo.storage.base.StorageError`) for a file that is neither, or a newer graphbo's."""
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as fh:
-            sqlite = fh.read(len(SQLITE_HEADER)) == SQLITE_HEADER
-    except OSError as exc:
-        raise TraceError(f"{path}: cannot be read ({exc})") from None
-    if not sqlite:
+    if not os.access(path, os.R_OK):
+        raise TraceError(f"{path}: cannot be read (missing, or permission denied)")
+    if not is_sqlite_file(path):
         head, evals, _ = read_trace(path)
         state = evals[-1].get("state") if evals else None
         return RunData(path, head, [{k: v for k, v in r.items() if k not in ("type", "state")} for r in evals],

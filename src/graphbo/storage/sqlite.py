@@ -65,11 +65,10 @@ from .checks import row_checksum, study_problem
 from .jsonio import dumps
 from .lock import describe_writer, holder_alive, is_ours, this_writer
 
-__all__ = ["SQLiteStorage", "APPLICATION_ID"]
+__all__ = ["SQLiteStorage", "APPLICATION_ID", "is_sqlite_file"]
 
 #: SQLite ``PRAGMA application_id`` of graphbo study files ("gbo1")
 APPLICATION_ID = 0x67626F31
-SQLITE_HEADER = b"SQLite format 3\x00"
 
 _SCHEMA = """
 CREATE TABLE meta (
@@ -147,22 +146,13 @@ class SQLiteStorage(Storage):
                                  f"(e.g. {os.path.join(path, 'study.db')})")
         if not os.path.exists(path) or os.path.getsize(path) == 0:
             return None
-        try:
-            with open(path, "rb") as fh:
-                head = fh.read(100)
-        except PermissionError:
+        if not os.access(path, os.R_OK):
             raise StudyAccessError(f"{path}: cannot be read (permission denied); make it readable "
-                                   f"(chmod u+r) and try again") from None
-        except OSError as exc:
-            raise StorageError(f"{path}: cannot be read ({exc})") from None
-        if head[:len(SQLITE_HEADER)] != SQLITE_HEADER:
-            raise NotAStudyError(f"{path}: not a graphbo study (not an SQLite database); give a study file "
-                                 "made by graphbo")
-        self._check_size(head)
+                                   f"(chmod u+r) and try again")
         try:
             conn = self._read_connection()
         except sqlite3.Error as exc:
-            raise self._error(exc, "cannot be opened read-only") from None
+            raise self._unreadable(exc) from None
         try:
             check = conn.execute("PRAGMA quick_check").fetchall()
             if [r[0] for r in check] != ["ok"]:
@@ -192,24 +182,45 @@ class SQLiteStorage(Storage):
                                  "row's checksum, e.g. a bit flipped on disk); restore it from a copy (graphbo "
                                  "wrote nothing to it)")
 
-    def _check_size(self, head: bytes) -> None:
-        """A file shorter than its header says (cut short by a copy or a full disk): corrupt. Only without a
-        ``-wal`` file, whose pages may stand for the missing ones."""
-        if len(head) < 100:
-            raise CorruptStudyError(f"{self.path}: truncated SQLite database ({len(head)} bytes, shorter than its "
-                                    "header); restore it from a copy (graphbo wrote nothing to it)")
+    def _unreadable(self, exc: sqlite3.Error) -> StorageError:
+        """Why SQLite cannot read the file at all: not SQLite, cut short (by a copy or a full disk), else the
+        SQLite error. The file is never opened outside SQLite: on POSIX, closing any descriptor of a file drops
+        every lock this process holds on it, a live writer's included (SQLite's "How To Corrupt An SQLite
+        Database File", section 2.2)."""
+        path = self.path
+        code = getattr(exc, "sqlite_errorcode", None)
+        if code == _NOTADB or "not a database" in str(exc).lower():
+            return NotAStudyError(f"{path}: not a graphbo study (not an SQLite database); give a study file "
+                                  "made by graphbo")
+        truncated = self._truncated()
+        if truncated:
+            return CorruptStudyError(f"{path}: truncated SQLite database ({truncated}); restore it from a copy "
+                                     "(graphbo wrote nothing to it)")
+        return self._error(exc, "cannot be opened read-only")
+
+    def _truncated(self) -> str | None:
+        """How the file is shorter than its header says, if it is (and no ``-wal`` file, whose pages may stand
+        for the missing ones, is beside it). The header's page count is read through SQLite with
+        ``writable_schema`` on, which skips SQLite's own refusal of a short file."""
         wal = self.path + "-wal"
         if os.path.exists(wal) and os.path.getsize(wal) > 0:
-            return
-        page = int.from_bytes(head[16:18], "big")
-        page = 65536 if page == 1 else page
-        n_pages = int.from_bytes(head[28:32], "big")
-        valid = head[24:28] == head[92:96]  # the page count is valid only if written with the change counter
+            return None
+        try:
+            conn = sqlite3.connect(Path(self.path).resolve().as_uri() + "?mode=ro", uri=True)
+        except sqlite3.Error:
+            return None
+        try:
+            conn.execute("PRAGMA writable_schema = ON")
+            n_pages = conn.execute("PRAGMA page_count").fetchone()[0]
+            page = conn.execute("PRAGMA page_size").fetchone()[0]
+        except sqlite3.Error:
+            return None
+        finally:
+            conn.close()
         size = os.path.getsize(self.path)
-        if valid and n_pages and size < n_pages * page:
-            raise CorruptStudyError(f"{self.path}: truncated SQLite database ({size} bytes; its header says "
-                                    f"{n_pages} pages of {page}); restore it from a copy (graphbo wrote nothing "
-                                    "to it)")
+        if n_pages and size < n_pages * page:
+            return f"{size} bytes; its header says {n_pages} pages of {page}"
+        return None
 
     def _read_connection(self) -> sqlite3.Connection:
         """A read-only connection. In a folder nobody can write to, SQLite cannot make the shared-memory file
@@ -573,6 +584,23 @@ class SQLiteStorage(Storage):
             attrs = self._user_attrs(conn)
             attrs[str(key)] = value
             self._put_meta(conn, "user_attrs", attrs)
+
+
+def is_sqlite_file(path: str) -> bool:
+    """Whether SQLite takes the non-empty file ``path`` for one of its databases (a damaged one included), asked
+    through SQLite itself: a Python ``open``/``close`` of a database file would drop the locks of every live
+    connection of this process on it (see :meth:`SQLiteStorage.load`)."""
+    try:
+        conn = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+    except sqlite3.Error as exc:
+        return not (getattr(exc, "sqlite_errorcode", None) == _NOTADB or "not a database" in str(exc).lower())
+    finally:
+        conn.close()
+    return True
 
 
 def _tables(conn: sqlite3.Connection) -> set[str]:

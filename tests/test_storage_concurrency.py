@@ -1,0 +1,224 @@
+"""A returned tell survives SIGKILL whatever else this or another process does with the study file.
+
+On POSIX, closing any descriptor of a file drops every lock the process holds on it, SQLite's included; a
+graphbo that read the file's header with Python's ``open()`` while a writer of the same process was live let
+another process checkpoint and remove the ``-wal`` under that writer, and the tells that followed were lost.
+Real processes, real SIGKILLs, real SQLite files throughout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from graphbo.storage import SQLiteStorage, StorageError
+from graphbo.storage.runs import read_run
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+PRELUDE = f"""
+import os, sys, sqlite3, time
+sys.path.insert(0, {SRC!r})
+import graphbo as gb
+from graphbo.storage import SQLiteStorage, StudyLockedError
+from graphbo.study import Study, read_study_info
+def second_study(path):
+    try:
+        Study(space, "rs", storage=path, seed=0)
+    except StudyLockedError:
+        pass
+space = gb.Space({{"a": gb.Ordinal(list(range(1000))), "b": gb.Categorical(["x", "y", "z"]), "c": gb.Binary()}})
+"""
+
+
+def spawn(body: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", PRELUDE + textwrap.dedent(body)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def stored_values(path: str) -> dict[int, float]:
+    conn = sqlite3.connect(path)
+    try:
+        return dict(conn.execute("SELECT number, value FROM trials WHERE status = 'complete'").fetchall())
+    finally:
+        conn.close()
+
+
+def touch(path: str) -> None:
+    """What another process does to a study without harm: open an SQLite connection, read, close."""
+    conn = sqlite3.connect(path)
+    conn.execute("SELECT COUNT(*) FROM trials").fetchall()
+    conn.close()
+
+
+@pytest.mark.parametrize("extra_read", ["read_study_info(path)", "SQLiteStorage(path).writer()",
+                                        "second_study(path)"])
+def test_a_read_of_the_file_by_the_writing_process_loses_no_later_tell(tmp_path, extra_read):
+    path = str(tmp_path / "s.db")
+    child = spawn(f"""
+        path = {path!r}
+        study = Study(space, "rs", storage=path, seed=0)
+        t = study.ask(); study.tell(t, 1.0)
+        {extra_read}
+        print("ready", flush=True)
+        sys.stdin.readline()
+        for i in range(5):
+            t = study.ask(); study.tell(t, float(i + 2))
+        print("told", flush=True)
+        time.sleep(60)
+    """)
+    try:
+        assert child.stdout.readline().strip() == "ready", child.stderr.read()
+        touch(path)  # another process opens and closes a connection: it must not checkpoint under the writer
+        child.stdin.write("\n")
+        child.stdin.flush()
+        assert child.stdout.readline().strip() == "told", child.stderr.read()
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    finally:
+        child.kill()
+    assert stored_values(path) == {n: float(n + 1) for n in range(6)}
+
+
+def test_reading_a_run_file_held_by_this_process_keeps_its_locks(tmp_path):
+    """``read_run`` tells a study file from a legacy trace through SQLite, so it may read a run this process
+    is writing."""
+    path = str(tmp_path / "s.db")
+    child = spawn(f"""
+        from graphbo.storage.runs import read_run
+        from graphbo.storage.base import StorageError
+        path = {path!r}
+        study = Study(space, "rs", storage=path, seed=0)
+        t = study.ask(); study.tell(t, 1.0)
+        try:
+            read_run(path)
+        except StorageError:
+            pass  # a study without a run description: refused, and still no descriptor closed
+        print("ready", flush=True)
+        sys.stdin.readline()
+        for i in range(3):
+            t = study.ask(); study.tell(t, 5.0)
+        print("told", flush=True)
+        time.sleep(60)
+    """)
+    try:
+        assert child.stdout.readline().strip() == "ready", child.stderr.read()
+        touch(path)
+        child.stdin.write("\n")
+        child.stdin.flush()
+        assert child.stdout.readline().strip() == "told", child.stderr.read()
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    finally:
+        child.kill()
+    assert len(stored_values(path)) == 4
+
+
+def test_sqlite_files_are_told_from_other_files_without_opening_them(tmp_path):
+    from graphbo.storage.sqlite import is_sqlite_file
+
+    study = tmp_path / "s.db"
+    SQLiteStorage(str(study)).create({"method": "rs", "seed": 0, "method_options": {}, "space": {}})
+    text = tmp_path / "t.jsonl"
+    text.write_text('{"type": "run"}\n')
+    assert is_sqlite_file(str(study))
+    assert not is_sqlite_file(str(text))
+    assert read_run(text).legacy
+    with pytest.raises(StorageError, match="not a graphbo benchmark run"):
+        read_run(study)
+
+
+#: one writer process of the soak: rounds of open, a few tells (each acknowledged once it returned), reads of
+#: the file by this and other code paths, close
+SOAK_WORKER = """
+    path = {path!r}
+    rng = __import__("random").Random({seed})
+    for round_ in range(10_000):
+        try:
+            study = Study(space, "rs", storage=path, seed=0)
+        except StudyLockedError:
+            time.sleep(0.01)
+            continue
+        read_study_info(path)
+        for _ in range(rng.randint(2, 10)):
+            t = study.ask()
+            value = float(rng.randint(0, 10**6))
+            study.tell(t, value)
+            print(f"told {{t.number}} {{value}}", flush=True)
+            if rng.random() < 0.5:
+                read_study_info(path)
+            if rng.random() < 0.3:
+                c = sqlite3.connect(path); c.execute("SELECT 1").fetchall(); c.close()
+            time.sleep(rng.random() * 0.02)
+        study.close()
+        time.sleep(rng.random() * 0.02)
+"""
+
+
+@pytest.mark.slow
+def test_soak_of_processes_opening_telling_closing_and_killed_loses_no_returned_tell(tmp_path):
+    """Four processes open, tell and close one study in turn; every 0.3-1.0 s, while an onlooker process reads
+    the file, one that has told something is SIGKILLed and replaced, for 40 s. Every tell that returned is stored with its value, and the locks of the
+    killed writers are taken over without a manual step (later processes go on telling)."""
+    path = str(tmp_path / "soak.db")
+    rng = random.Random(0)
+    acked: dict[int, float] = {}
+    procs: dict[subprocess.Popen, int] = {}  # worker -> tells it returned
+    n_started = n_killed = 0
+
+    def start() -> None:
+        nonlocal n_started
+        p = spawn(SOAK_WORKER.format(path=path, seed=n_started))
+        os.set_blocking(p.stdout.fileno(), False)
+        procs[p] = 0
+        n_started += 1
+
+    def drain(p: subprocess.Popen) -> None:
+        for line in iter(p.stdout.readline, ""):
+            if line.startswith("told "):
+                _, number, value = line.split()
+                acked[int(number)] = float(value)
+                procs[p] = procs.get(p, 0) + 1
+
+    for _ in range(4):
+        start()
+    end = time.monotonic() + 40.0
+    try:
+        while time.monotonic() < end:
+            for _ in range(rng.randint(3, 10)):  # an onlooker (a monitoring script) reads the study meanwhile
+                time.sleep(0.1)
+                with contextlib.suppress(sqlite3.OperationalError):  # before the study's tables exist
+                    touch(path)
+            for p in list(procs):
+                drain(p)
+                assert p.poll() is None, p.stderr.read()
+            telling = [p for p, n in procs.items() if n > 0]
+            if not telling:
+                continue
+            victim = rng.choice(telling)
+            victim.send_signal(signal.SIGKILL)
+            victim.wait()
+            drain(victim)
+            del procs[victim]
+            n_killed += 1
+            start()
+    finally:
+        for p in list(procs):
+            p.kill()
+            p.wait()
+            drain(p)
+    stored = stored_values(path)
+    lost = {n: v for n, v in acked.items() if stored.get(n) != v}
+    print(f"soak: {n_started} processes, {n_killed} killed, {len(acked)} tells returned, {len(stored)} stored")
+    assert not lost, f"{len(lost)} of {len(acked)} returned tells lost or altered: {sorted(lost)[:10]}"
+    assert n_killed >= 10
