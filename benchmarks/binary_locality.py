@@ -5,7 +5,7 @@ knows there.
     OMP_NUM_THREADS=1 python benchmarks/binary_locality.py model BENCHMARK STUDY_FILE [STUDY_FILE ...] [--n 60]
         [--per-distance 50] [--beta-prior horseshoe] [--benchmark-option KEY=VALUE ...] [--y-transform none]
 
-``distances`` reads finished runs (e.g. results/beyond/labs/combo-tr and results/beyond/labs/gp-optuna):
+``distances`` reads finished runs (e.g. data/runs/beyond/labs/combo-tr and data/runs/beyond/labs/gp-optuna):
 for every trial after the first ``--skip`` (the shared initial design), the Hamming distance (number of
 variables that differ) between it and the best trial before it. Printed per seed: the median distance
 over the next 40 trials, the 40 after and the rest, and the distances at which the run improved on its

@@ -4,7 +4,7 @@
         [--n 150] [--priors weak,scaled] [--kernel modlap] [--json OUT]
 
 For each study file (a finished run of any method on the registered benchmark ``BENCHMARK``, e.g. a
-``graphbo compare`` run under results/beyond/ackley53/), the GP of :class:`graphbo.optimizers.BOFM` is
+``graphbo compare`` run under data/runs/beyond/ackley53/), the GP of :class:`graphbo.optimizers.BOFM` is
 fitted by its ML-II (10 restarts, seed 0) on the first ``--n`` complete trials, once per prior
 (``weak``: ``N(0, 3^2)`` on the kernel's log-scales; ``scaled``: the dimension-scaled priors of
 :meth:`graphbo.kernels.FMKernel.scaled_centre`). Then, at the best of those trials (the incumbent):

@@ -10,7 +10,7 @@ range, the share of trials with two or more such ends, and the number of values 
 
 COMBO (the default options, seed 0, no initial design of its own) is told the first ``--n`` complete trials
 of ``STUDY_FILE`` (a run of any method on the registered benchmark ``BENCHMARK``, e.g. under
-results/beyond/hpo-surface/; values as COMBO minimises them, negated for a maximising study) and asked
+data/runs/beyond/hpo-surface/; values as COMBO minimises them, negated for a maximising study) and asked
 for one suggestion, once per ``--y-transform``. Printed for each:
 
 * ``chosen``: the suggestion, its log-EI and its true value, and how many of its ordinal variables (of

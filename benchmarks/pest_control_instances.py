@@ -1,6 +1,6 @@
 """Why COMBO's pest-control row differs from the paper's: our instances against the paper's noisy objective.
 
-    python benchmarks/pest_control_instances.py results/combo-paper/pestcontrol \\
+    python benchmarks/pest_control_instances.py data/runs/combo-paper/pestcontrol \\
         --out benchmarks/results/pest_control_instances.json
 
 graphbo's ``PestControl(seed)`` fixes the simulation stream, so each instance seed (run seed mod 5)

@@ -9,10 +9,11 @@
 #
 # COMBO runs with BETA_PRIOR (default "reference": the authors' sampler, which produced the paper's
 # tables; "horseshoe" is graphbo's default, the paper's prior sampled with its Jacobian,
-# docs/combo_prior.md), passed as a method option and recorded in each trace. The COMBO traces
-# under results/combo-paper predate the option (they ran the reference sampler, the only one then):
-# their recorded runs name no option, so a run with one is another run; write new runs to a new OUT
-# (e.g. OUT=results/combo-paper-25 SEEDS=0-24 for issue 16.15).
+# docs/combo_prior.md), passed as a method option and recorded in each run.
+#
+# Run files are written under $OUT (not committed); the committed reports are made from the packed data
+# set data/runs: `python benchmarks/pack_runs.py results --only combo-paper --out data/runs`, then
+# `bash benchmarks/write_reports.sh`.
 #
 # Every (benchmark, method, seed) is its own resumable run under $OUT: rerunning the
 # script skips finished runs and continues unfinished ones where they stopped.
@@ -53,8 +54,4 @@ for pass in "combo" "rs,sa,re" "tpe,smac"; do
       "${options[@]}"
   done
 done
-if [ "$OUT" = results/combo-paper ]; then
-  bash benchmarks/write_reports.sh  # docs/results.md and docs/results_bofm.md from the committed traces
-else
-  graphbo report "$OUT" --title "COMBO paper reproduction (Tables 1-3)"  # $OUT/report.md
-fi
+graphbo report "$OUT" --title "COMBO paper reproduction (Tables 1-3)"  # $OUT/report.md

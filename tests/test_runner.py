@@ -21,7 +21,7 @@ from test_study import counts  # (finished, running) trials of a study another p
 FAST = {"n_burn": 5, "n_samples": 2, "n_random": 300, "n_spray": 5, "n_starts": 3}
 ROOT = Path(__file__).resolve().parents[1]
 #: a finished run committed by graphbo 0.1's runner (a JSON-lines trace, compacted): SA on Branin, seed 0
-COMMITTED_TRACE = ROOT / "results" / "combo-paper" / "branin" / "sa" / "seed0.jsonl"
+COMMITTED_TRACE = ROOT / "tests" / "fixtures" / "graphbo-0.1-branin-sa-seed0.jsonl"
 COMMITTED_SPEC = RunSpec("branin", "sa", 0, 100, 2, {}, {})
 
 
@@ -200,7 +200,7 @@ def test_report_row_of_a_method_with_only_unfinished_runs(tmp_path):
 
 
 def test_legacy_traces_are_read_skipped_when_finished_and_migrated_to_continue(tmp_path):
-    """graphbo 0.1's JSON-lines traces: a finished one (committed in results/) is reported and skipped, an
+    """graphbo 0.1's JSON-lines traces: a finished one (a test fixture) is reported and skipped, an
     unfinished one is copied into a study file and continued with the suggestions 0.1 would have made;
     neither trace changes."""
     out = tmp_path / "cmp"
@@ -233,7 +233,7 @@ def test_legacy_traces_are_read_skipped_when_finished_and_migrated_to_continue(t
 
 def test_the_committed_trace_continues_as_it_was_recorded(tmp_path):
     """A 0.1 trace cut at 40 evaluations, migrated and continued, ends with the 100 evaluations committed
-    in results/ by 0.1's uninterrupted run."""
+    in the fixture by 0.1's uninterrupted run."""
     path = tmp_path / "sa" / "seed0.jsonl"
     write_legacy_trace(path, COMMITTED_SPEC, 40)
     summary = run(COMMITTED_SPEC, str(path))

@@ -21,7 +21,7 @@ pytest.importorskip("matplotlib")
 
 ROOT = Path(__file__).resolve().parents[1]
 #: a finished run committed by graphbo 0.1's runner: SA on Branin, seed 0, budget 100 (the paper's)
-COMMITTED_TRACE = ROOT / "results" / "combo-paper" / "branin" / "sa" / "seed0.jsonl"
+COMMITTED_TRACE = ROOT / "tests" / "fixtures" / "graphbo-0.1-branin-sa-seed0.jsonl"
 
 SPACE = Space({"a": Binary(), "b": Binary(), "c": Binary(), "d": Binary(), "colour": Categorical(["red", "blue"])})
 FAST = {"n_burn": 5, "n_samples": 2, "n_random": 300, "n_spray": 5, "n_starts": 3}

@@ -29,7 +29,7 @@ import json
 import math
 import os
 from collections import defaultdict
-from typing import Any, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -37,7 +37,8 @@ from .._lazy import require
 from ..benchmarks import load_benchmark
 from .paper_numbers import paper_number
 from ..progress import progress_over
-from ..storage import TraceError, read_run
+from ..storage import RunData, TraceError, read_run
+from ..storage.packed import PACKED_SUFFIX, read_packed
 from ..storage.runs import RUN_SUFFIX, TRACE_SUFFIX
 from .runner import fidelity_best_so_far, trace_finished
 
@@ -71,11 +72,7 @@ def collect(root: str | Sequence[str], show: bool | None = None) -> dict[str, di
     roots = [root] if isinstance(root, str) else list(root)
     out: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     paths = [p for r in roots for p in run_files_under(r)]
-    for path in progress_over(paths, "reading runs", show):
-        try:
-            data = read_run(path)
-        except TraceError:
-            continue
+    for data in _runs(progress_over(paths, "reading runs", show)):
         head, evals, spec = data.head, data.evals, data.head["spec"]
         values = np.array([e["value"] for e in evals], dtype=float)
         last_state = data.state or {}
@@ -98,13 +95,26 @@ def collect(root: str | Sequence[str], show: bool | None = None) -> dict[str, di
     return out
 
 
+def _runs(paths: Iterable[str]) -> Iterator[RunData]:
+    """The runs stored in ``paths`` (run files, and packed tables of many runs); unreadable files skipped."""
+    for path in paths:
+        try:
+            yield from (read_packed(path) if path.endswith(PACKED_SUFFIX) else [read_run(path)])
+        except TraceError:
+            continue
+
+
 def run_files_under(root: str) -> list[str]:
-    """The run files under ``root`` (``**/seed*.db`` and ``**/seed*.jsonl``), sorted by name; of a run with
-    both (a 0.1 trace migrated into a study file), the study file only."""
+    """The run files under ``root`` (``**/seed*.db`` and ``**/seed*.jsonl``) and packed run tables
+    (``**/*.runs.jsonl.xz``, :mod:`graphbo.storage.packed`), sorted by name; of a run with both a study file
+    and a 0.1 trace (a trace migrated into a study file), the study file only. ``root`` may be one table."""
+    if root.endswith(PACKED_SUFFIX) and os.path.isfile(root):
+        return [root]
     found = {}
     for suffix in (TRACE_SUFFIX, RUN_SUFFIX):  # a study file replaces the trace of its run
         for p in glob.glob(os.path.join(root, "**", f"seed*{suffix}"), recursive=True):
             found[p[: -len(suffix)]] = p
+    found.update({p: p for p in glob.glob(os.path.join(root, "**", f"*{PACKED_SUFFIX}"), recursive=True)})
     return [found[stem] for stem in sorted(found)]
 
 
