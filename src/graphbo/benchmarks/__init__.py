@@ -133,6 +133,26 @@ REGISTRY: dict[str, BenchmarkInfo] = {
         "RNA inverse folding of Eterna100 #40 Tripod5 (38 nt), categoricals over ACGU, normalised Hamming "
         "distance of ViennaRNA's MFE structure to the target (needs graphbo[rna]); optimum 0; budget 200, 20 initial",
     ),
+    "grid-ordinal": BenchmarkInfo(
+        "grid-ordinal", "graphbo.benchmarks.grid_functions:GridOrdinal",
+        "a classic test function (function=ackley|rastrigin|levy|griewank|michalewicz|rosenbrock|styblinski|"
+        "schwefel|zakharov) over dims ordinal variables of levels evenly spaced points; budget 100, 10 initial",
+    ),
+    "grid-categorical": BenchmarkInfo(
+        "grid-categorical", "graphbo.benchmarks.grid_functions:GridCategorical",
+        "a classic test function over dims categorical variables of levels choices, each choice a grid point "
+        "through a random permutation (permutation_seed); budget 100, 10 initial",
+    ),
+    "bbob-mixint": BenchmarkInfo(
+        "bbob-mixint", "graphbo.benchmarks.coco_mixint:MixInt",
+        "COCO's bbob-mixint function (1-24) in dimension 5-160: 4/5 integer variables (2-16 values, ordinal), "
+        "1/5 continuous (Tusar et al. 2019; needs graphbo[coco]); budget 100, 10 initial",
+    ),
+    "sklearn-tuning": BenchmarkInfo(
+        "sklearn-tuning", "graphbo.benchmarks.sklearn_tuning:SklearnTuning",
+        "a scikit-learn model tuned by 3-fold CV on a bundled data set (task=rf-wine|hgb-cancer|svc-digits|"
+        "hgb-diabetes); budget 100, 10 initial",
+    ),
 }
 
 # IOH's PBO problems F1-F25 (needs graphbo[ioh]), each as pbo-<id>, negated for minimisation.
