@@ -1,0 +1,103 @@
+"""The broad suite's benchmarks: grid functions (ordinal and nominal), COCO's bbob-mixint, scikit-learn tasks,
+and the committed development/test split."""
+
+import json
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphbo.benchmarks import load_benchmark
+from graphbo.benchmarks.grid_functions import FUNCTIONS, GridCategorical, GridOrdinal
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("name, point, value", [
+    ("ackley", 0.0, 0.0), ("rastrigin", 0.0, 0.0), ("levy", 1.0, 0.0), ("griewank", 0.0, 0.0),
+    ("rosenbrock", 1.0, 0.0), ("zakharov", 0.0, 0.0), ("styblinski", -2.903534, -39.16617 * 3),
+    ("schwefel", 420.9687, 0.0)])
+def test_grid_functions_have_their_known_minima(name, point, value):
+    f, _ = FUNCTIONS[name]
+    assert f(np.full(3, point)) == pytest.approx(value, abs=1e-3)
+    assert f(np.full(3, point) + 0.3) > value + 1e-4
+
+
+def test_michalewicz_in_two_dimensions():
+    f, _ = FUNCTIONS["michalewicz"]
+    assert f(np.array([2.20, 1.57])) == pytest.approx(-1.8013, abs=1e-3)
+
+
+def test_an_ordinal_grid_maps_levels_evenly_onto_the_domain():
+    b = GridOrdinal("rosenbrock", dims=3, levels=5)  # points -2.048, -1.024, 0, 1.024, 2.048
+    f, _ = FUNCTIONS["rosenbrock"]
+    assert b({"x0": 2, "x1": 3, "x2": 4}) == pytest.approx(f(np.array([0.0, 1.024, 2.048])))
+    assert b.optimum is None
+
+
+def test_a_categorical_grid_is_the_ordinal_one_up_to_a_fixed_permutation_of_each_variables_levels():
+    ordinal = GridOrdinal("ackley", dims=4, levels=6)
+    cat = GridCategorical("ackley", dims=4, levels=6, permutation_seed=3)
+    rows = np.random.default_rng(0).integers(0, 6, size=(30, 4))
+    values = {cat.evaluate_index(r) for r in rows}
+    # every categorical value is an ordinal grid value, and the permutation is not the identity
+    grid = {ordinal.evaluate_index(r) for r in np.ndindex(*(6,) * 4)}
+    assert values <= grid
+    assert any(cat.evaluate_index(r) != ordinal.evaluate_index(r) for r in rows)
+    same = GridCategorical("ackley", dims=4, levels=6, permutation_seed=3)
+    assert [same.evaluate_index(r) for r in rows] == [cat.evaluate_index(r) for r in rows]
+    other = GridCategorical("ackley", dims=4, levels=6, permutation_seed=4)
+    assert [other.evaluate_index(r) for r in rows] != [cat.evaluate_index(r) for r in rows]
+    with pytest.raises(ValueError, match="function must be one of"):
+        GridCategorical("sphere")
+
+
+def test_bbob_mixint_space_and_values_match_coco():
+    cocoex = pytest.importorskip("cocoex")
+    b = load_benchmark("bbob-mixint", function=3, dimension=10)
+    problem = next(iter(cocoex.Suite("bbob-mixint", "", "dimensions:10 function_indices:3 instance_indices:1")))
+    names = list(b.space)
+    assert len(names) == 10 and [b.space[n].__class__.__name__ for n in names].count("Continuous") == 2
+    for config in b.space.sample(5, seed=0):
+        x = np.array([float(config[n]) for n in names])
+        assert b(config) == pytest.approx(problem(x))
+    assert pickle.loads(pickle.dumps(b))(config) == pytest.approx(b(config))
+    with pytest.raises(ValueError, match="dimension must be one of"):
+        load_benchmark("bbob-mixint", dimension=7)
+
+
+def test_sklearn_tasks_are_deterministic_cross_validation_errors():
+    pytest.importorskip("sklearn")
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import KFold, cross_val_score
+    from sklearn.svm import SVC
+
+    b = load_benchmark("sklearn-tuning", task="svc-digits")
+    config = {"kernel": "rbf", "C": 10.0, "gamma": 1e-3, "degree": 3, "shrinking": True}
+    X, y = load_digits(return_X_y=True)
+    expected = 1 - cross_val_score(SVC(C=10.0, gamma=1e-3), X, y, cv=KFold(3, shuffle=True, random_state=0)).mean()
+    assert b(config) == pytest.approx(expected)
+    assert pickle.loads(pickle.dumps(b))(config) == b(config)
+
+
+def test_the_committed_split_is_the_split_its_seed_draws_half_of_each_family():
+    stored = json.loads((ROOT / "benchmarks" / "broad_suite_split.json").read_text())
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import broad_suite
+    finally:
+        sys.path.pop(0)
+    assert broad_suite.draw_split(stored["seed"]) == stored["halves"]
+    dev, test = set(stored["halves"]["dev"]), set(stored["halves"]["test"])
+    assert not dev & test and dev | test == set(broad_suite.PROBLEMS)
+    for family in broad_suite.FAMILIES:
+        members = {p for p, (f, _, _) in broad_suite.PROBLEMS.items() if f == family}
+        assert len(members) >= 5 and len(members & dev) == len(members) // 2
+    for _, bench, options in broad_suite.PROBLEMS.values():  # every problem builds (extras of the test set)
+        load_benchmark(bench, **options)
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "broad_suite.py"), "list"], capture_output=True,
+                         text=True, check=True).stdout
+    assert len(out.splitlines()) == len(broad_suite.PROBLEMS)
