@@ -222,3 +222,52 @@ def test_soak_of_processes_opening_telling_closing_and_killed_loses_no_returned_
     print(f"soak: {n_started} processes, {n_killed} killed, {len(acked)} tells returned, {len(stored)} stored")
     assert not lost, f"{len(lost)} of {len(acked)} returned tells lost or altered: {sorted(lost)[:10]}"
     assert n_killed >= 10
+
+
+# -- a study file is data, never code ----------------------------------------------------------------------
+def _study(path, n=3):
+    import graphbo as gb
+    from graphbo.study import Study
+
+    space = gb.Space({"a": gb.Ordinal(list(range(20)))})
+    with Study(space, "rs", storage=str(path), seed=0) as study:
+        for i in range(n):
+            study.tell(study.ask(), float(i))
+    return space
+
+
+@pytest.mark.parametrize("sql, what", [
+    ("CREATE TRIGGER evil AFTER UPDATE OF value ON trials BEGIN UPDATE trials SET value = -1000; END",
+     "trigger 'evil'"),
+    ("CREATE TRIGGER gone AFTER INSERT ON trials BEGIN DELETE FROM trials WHERE number = 0; END", "trigger 'gone'"),
+    ("CREATE TRIGGER loop AFTER UPDATE ON meta BEGIN UPDATE meta SET value = value; END", "trigger 'loop'"),
+    ("CREATE VIEW v AS SELECT * FROM trials", "view 'v'"),
+    ("DROP TRIGGER trials_checksum_stale; CREATE TRIGGER trials_checksum_stale AFTER UPDATE ON trials "
+     "BEGIN UPDATE trials SET value = 0; END", "trigger 'trials_checksum_stale'"),
+])
+def test_a_study_file_with_sql_graphbo_did_not_make_is_refused_unchanged(tmp_path, sql, what):
+    import hashlib
+
+    from graphbo.storage import CorruptStudyError
+    from graphbo.study import Study, read_study_info
+
+    path = tmp_path / "s.db"
+    space = _study(path)
+    conn = sqlite3.connect(path)
+    conn.executescript(sql)
+    conn.execute("PRAGMA journal_mode = DELETE")
+    conn.close()
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    for attempt in (lambda: Study(space, "rs", storage=str(path), seed=0), lambda: read_study_info(path),
+                    lambda: SQLiteStorage(str(path)).open(), lambda: SQLiteStorage(str(path)).unlock()):
+        with pytest.raises(CorruptStudyError, match=f"holds a {what} that graphbo did not make"):
+            attempt()
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+
+
+def test_graphbos_own_triggers_are_accepted(tmp_path):
+    from graphbo.study import read_study_info
+
+    path = tmp_path / "s.db"
+    _study(path)
+    assert read_study_info(path)["n_complete"] == 3

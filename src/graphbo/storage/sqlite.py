@@ -163,6 +163,9 @@ class SQLiteStorage(Storage):
             if not tables:  # an empty database (a process killed while creating the study): nothing to lose
                 return None
             meta = self._read_meta(conn, tables)
+            foreign = foreign_schema(conn)
+            if foreign:
+                raise self._foreign(foreign)
             trials, bad_row = self._read_checked_trials(conn, tables)
             bad_row = _meta_mismatch(conn) or bad_row
         except sqlite3.Error as exc:
@@ -176,6 +179,29 @@ class SQLiteStorage(Storage):
         if bad_row:
             raise self._checksum_error(bad_row)
         return StoredStudy(meta, trials)
+
+    def _refuse_foreign_schema(self) -> None:
+        """Refuse, before anything is written (even the journal mode), a file holding SQL graphbo did not make."""
+        if not os.path.exists(self.path) or os.path.getsize(self.path) == 0:
+            return
+        try:
+            conn = self._read_connection()
+        except sqlite3.Error:
+            return  # the write connection's error says what is wrong
+        try:
+            foreign = foreign_schema(conn) if "meta" in _tables(conn) else None  # else not a study: said later
+        except sqlite3.Error:
+            foreign = None
+        finally:
+            conn.close()
+        if foreign:
+            raise self._foreign(foreign)
+
+    def _foreign(self, what: str) -> CorruptStudyError:
+        return CorruptStudyError(f"{self.path}: holds a {what} that graphbo did not make (SQL in a study file "
+                                 "would run when graphbo writes it); graphbo opens only the study files it made: "
+                                 "drop it in a copy (sqlite3 COPY.db 'DROP ...') if the data are yours (graphbo "
+                                 "wrote nothing to it)")
 
     def _checksum_error(self, row: str) -> CorruptStudyError:
         return CorruptStudyError(f"{self.path}: corrupt graphbo study ({row}: stored values do not match the "
@@ -368,6 +394,7 @@ class SQLiteStorage(Storage):
         except sqlite3.Error as exc:
             raise self._error(exc, "cannot be opened for writing") from None
         try:
+            conn.execute("PRAGMA trusted_schema = OFF")  # no function with side effects from the schema
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = FULL")
         except sqlite3.Error as exc:
@@ -403,10 +430,16 @@ class SQLiteStorage(Storage):
     def open(self) -> None:
         if self._conn is not None:
             return
+        self._refuse_foreign_schema()
         conn = self._connect()
         writer = this_writer()
         try:
             conn.execute("BEGIN IMMEDIATE")
+            foreign = foreign_schema(conn)
+            if foreign:
+                conn.execute("ROLLBACK")
+                conn.close()
+                raise self._foreign(foreign)
             row = conn.execute("SELECT value FROM meta WHERE key = 'writer'").fetchone()
             held = _json_or_none(row[0]) if row else None
             if held is not None:
@@ -570,6 +603,13 @@ class SQLiteStorage(Storage):
             if done != 1:
                 row = conn.execute("SELECT status FROM trials WHERE number = ?", (trial.number,)).fetchone()
                 raise self._not_running(trial.number, row[0] if row else None)
+            stored = conn.execute("SELECT status, value, penalty, error, finished FROM trials WHERE number = ?",
+                                  (trial.number,)).fetchone()
+            if not all(map(_same_value, stored, (trial.status, trial.value, trial.penalty, trial.error,
+                                                 trial.finished))):
+                # only SQL of the file's own could do this: refused at open, so never sealed here
+                raise CorruptStudyError(f"{self.path}: trial {trial.number} reads back other values than graphbo "
+                                        "wrote; nothing of this write was stored")
             _seal_trials(conn, [trial.number])
             self._put_attrs(conn, trial)
             if state is not None:
@@ -601,6 +641,35 @@ def is_sqlite_file(path: str) -> bool:
     finally:
         conn.close()
     return True
+
+
+def _same_value(stored: Any, written: Any) -> bool:
+    """Whether SQLite's ``stored`` is the ``written`` value (SQLite stores a NaN as NULL)."""
+    if isinstance(written, float) and written != written:
+        return stored is None or stored != stored
+    return bool(stored == written)
+
+
+def _normal_sql(sql: str | None) -> str:
+    return " ".join((sql or "").replace("IF NOT EXISTS ", "").split())
+
+
+#: the schema objects graphbo makes besides its tables (SQLite names its own ``sqlite_...``)
+_OWN_TRIGGERS = {"trials_checksum_stale": _normal_sql(_STALE_TRIGGER),
+                 "trial_attrs_checksum_stale": _normal_sql(_ATTRS_STALE_TRIGGER)}
+_OWN_TABLES = {"meta", "trials", "trial_attrs"}
+
+
+def foreign_schema(conn: sqlite3.Connection) -> str | None:
+    """The first schema object of the database that graphbo does not make (``"trigger 'x'"``), if any: a
+    trigger or view runs SQL when graphbo writes or reads, so a study file holding one is refused."""
+    for kind, name, sql in conn.execute("SELECT type, name, sql FROM sqlite_master ORDER BY type, name"):
+        if name.startswith("sqlite_") or (kind == "table" and name in _OWN_TABLES):
+            continue
+        if kind == "trigger" and _OWN_TRIGGERS.get(name) == _normal_sql(sql):
+            continue
+        return f"{kind} {name!r}"
+    return None
 
 
 def _tables(conn: sqlite3.Connection) -> set[str]:
