@@ -76,6 +76,15 @@ def as_real(value: Any) -> float:
     dimension or element, objects that merely convert with ``float()``. ``ValueError`` for an integer too
     large for a float (``10**400``). The result may be NaN or infinite: see :func:`check_real`.
     """
+    mask = getattr(value, "mask", None)
+    if mask is not None and getattr(value, "ndim", None) is not None:  # a NumPy masked array or constant
+        try:
+            any_set = getattr(mask, "any", None)
+            masked = bool(any_set()) if callable(any_set) else bool(mask)
+        except Exception:
+            masked = True
+        if masked:
+            raise TypeError("a masked value (numpy.ma.masked), not a number")
     ndim = getattr(value, "ndim", None)
     if ndim is not None and callable(getattr(value, "item", None)):
         if ndim != 0:

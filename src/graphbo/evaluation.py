@@ -8,6 +8,7 @@ light.
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 import signal
@@ -103,27 +104,35 @@ def _evaluate(objective: Callable, config: dict[str, Any], timeout: float | None
               thread_fallback: bool = True, tag: str | None = None) -> tuple[bool, float | None, str | None, float]:
     """Evaluate and classify: ``(ok, value, error message, seconds)``. Never raises an ``Exception``.
 
-    Failures: the objective raised any ``Exception`` (or ``SystemExit``),
-    returned something that is not a real number (``None``, a string, a bool, a
-    complex number, an array or tensor of several numbers, an integer too large
-    for a float) or a non-finite one, or ran past ``timeout``.
-    ``KeyboardInterrupt`` propagates. ``tag``: a file to write this process's id
-    into first (the loop's own process pool uses it to know which worker
-    evaluates what).
+    Failures: the objective raised any exception but ``KeyboardInterrupt`` (``SystemExit``,
+    ``asyncio.CancelledError`` and every other ``BaseException`` included), returned something that is not a
+    real number (``None``, a string, a bool, a complex number, a masked value, an array or tensor of several
+    numbers, an integer too large for a float) or a non-finite one, or ran past ``timeout``.
+    ``KeyboardInterrupt`` propagates. The objective gets a deep copy of ``config``, so changing it changes
+    nothing of the study's. A process the objective forked that returns here exits at once (``os._exit``):
+    only the process that asked records the result. ``tag``: a file to write this process's id into first
+    (the loop's own process pool uses it to know which worker evaluates what).
     """
     if tag is not None:
         with open(tag, "w") as fh:
             fh.write(str(os.getpid()))
+    config = copy.deepcopy(config)
+    asker = os.getpid()
     t0 = time.perf_counter()
     try:
         try:
             raw = _call(objective, config, timeout, thread_fallback)
         except _EvaluationTimeout:
             return False, None, f"timed out after {timeout:g} s", time.perf_counter() - t0
-        except (Exception, SystemExit) as exc:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # SystemExit, asyncio.CancelledError, ...: a failed trial
             return False, None, _describe_error(exc), time.perf_counter() - t0
     except _EvaluationTimeout:  # the alarm went off just as the objective returned or raised
         return False, None, f"timed out after {timeout:g} s", time.perf_counter() - t0
+    finally:
+        if os.getpid() != asker:  # a child the objective forked, back in graphbo's code: it records nothing
+            os._exit(0)
     seconds = time.perf_counter() - t0
     try:
         value = as_real(raw)

@@ -496,6 +496,8 @@ class SQLiteStorage(Storage):
         writer, self._writer = self._writer, None
         if conn is None:
             return
+        if writer is not None and writer.get("pid") != os.getpid():
+            return  # a forked child: the lock and the connection are its parent's
         if writer is not None:
             with contextlib.suppress(sqlite3.Error):  # cannot write (a full disk): the stale lock is taken over
                 conn.execute("DELETE FROM meta WHERE key = 'writer' AND value = ?", (dumps(writer),))
@@ -541,6 +543,10 @@ class SQLiteStorage(Storage):
         """One committed write transaction; rolled back if anything in it fails (an SQLite error becomes a
         :class:`StorageError`: nothing of the transaction was stored)."""
         conn = self._open_connection()
+        if self._writer is not None and self._writer.get("pid") != os.getpid():
+            raise StorageError(f"{self.path}: a process forked from the study's writer (pid "
+                               f"{self._writer.get('pid')}) cannot write it; only the process that opened the "
+                               "study records results")
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
