@@ -140,7 +140,10 @@ def check_real(name: str, value: Any) -> float:
 
 
 def check_budget(value: Any, *, minimum: int = 1) -> int:
-    """A number of evaluations: an integer >= ``minimum`` (``2.5``, NaN, ``True`` and strings are refused)."""
+    """A number of evaluations: an integer >= ``minimum`` (floats, ``12.0`` included, NaN, ``True`` and strings
+    are refused)."""
+    if isinstance(value, float):
+        raise TypeError(f"budget must be an integer (a number of evaluations), got the float {value!r}")
     return check_int("budget", value, minimum=minimum)
 
 

@@ -21,10 +21,11 @@ import os
 import signal
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from ._validation import check_budget, check_int, check_real, check_seed, check_timeout
+from ._validation import check_budget, check_int, check_optional_int, check_real, check_seed, check_timeout
 from .evaluation import _describe_error, _evaluate
 from .progress import check_show_progress
 from .threads import DEFAULT_THREADS
@@ -169,6 +170,7 @@ def minimize(
     max_retries: int = 1,
     direction: str | None = None,
     show_progress: bool | None = None,
+    stop_after_failures: int | None = 5,
     **options: Any,
 ) -> MinimizeResult:
     """Minimise (or, with ``direction="maximize"``, maximise) ``objective`` over ``space`` with ``budget``
@@ -256,8 +258,13 @@ def minimize(
         Everything else goes to the ``graphbo`` logger (Python ``logging``):
         the study created or resumed (INFO), each finished trial (DEBUG),
         failed evaluations and an exhausted space (WARNING).
+    stop_after_failures : int or None, default 5
+        When that many evaluations have failed, all with the same error, and none has completed, the run
+        stops with :class:`graphbo.exceptions.ObjectiveFailingError` naming the error (see
+        :meth:`graphbo.Study.optimize`); ``None`` never stops.
     **options
-        Passed to the optimizer (for COMBO: ``n_initial``, ``n_random``, ...).
+        Passed to the optimizer (for COMBO: ``n_initial``, ``n_random``, ...). Optuna's words are refused
+        with graphbo's: ``n_trials`` (``budget``), ``n_jobs`` (``n_workers``), ``maximize`` (``direction``).
 
     Whatever the objective does wrong is a failed trial with its reason: any
     ``Exception`` or ``SystemExit``; a value that is not a real number (``None``,
@@ -275,6 +282,9 @@ def minimize(
     from .optimizers import METHODS
     from .study import Study, check_direction
 
+    for word, ours in _OTHER_WORDS.items():
+        if word in options:
+            raise TypeError(f"minimize() got {word}={options[word]!r}: graphbo's word is {ours}")
     direction = check_direction(direction)
     if getattr(METHODS.get(str(method).lower()), "multi_fidelity", False):
         raise ValueError(f"method {method!r} chooses a fidelity (epochs) for each evaluation, which "
@@ -295,16 +305,27 @@ def minimize(
     study = Study(space, method, storage=storage, seed=seed, n_threads=n_threads, max_retries=max_retries,
                   direction=direction, auto_budget=budget, **options)
     try:
+        n_initial = getattr(study.optimizer, "n_initial", None)
+        if isinstance(n_initial, int) and budget <= n_initial and not study.trials and study.method not in ("rs",
+                                                                                                        "random"):
+            warnings.warn(f"budget={budget} is not above the initial design (n_initial={n_initial}): every "
+                          "evaluation will be a random one; raise budget or lower n_initial", stacklevel=2)
         if executor is None and n_workers == 1:
             study.optimize(objective, budget, timeout=timeout, failure_value=failure_value, callback=callback,
-                           show_progress=show_progress)
+                           show_progress=show_progress, stop_after_failures=stop_after_failures)
         else:
+            study.stop_after_failures = check_optional_int("stop_after_failures", stop_after_failures, minimum=1)
             with study._progress_bar(budget, show_progress) as bar:
                 _run_async(study, objective, budget, int(n_workers), executor, timeout, failure_value, callback,
                            bar)
     finally:
         study.close()
     return _result(study, time.perf_counter() - t_start)
+
+
+#: Optuna's (and scikit-learn's) words for minimize's arguments, and graphbo's
+_OTHER_WORDS = {"n_trials": "budget (the number of evaluations)", "n_jobs": "n_workers",
+                "maximize": "direction='maximize'"}
 
 
 def _check_picklable(objective: Callable) -> None:

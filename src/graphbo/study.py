@@ -75,7 +75,7 @@ from .storage.jsonio import plain
 from .storage.sqlite import SQLiteStorage
 from .threads import DEFAULT_THREADS, limit_threads
 from .evaluation import _evaluate
-from .exceptions import SpaceExhaustedError
+from .exceptions import ObjectiveFailingError, SpaceExhaustedError
 from .progress import ProgressBar, check_show_progress
 from ._validation import (as_real, check_budget, check_callable, check_int, check_optional_int, check_real,
                           check_seed, check_timeout)
@@ -312,6 +312,9 @@ class Study:
         direction = check_direction(direction)
         self.n_threads = check_optional_int("n_threads", n_threads, minimum=1)
         self.max_retries = check_int("max_retries", max_retries, minimum=0)
+        #: a run (:meth:`optimize`, :func:`graphbo.minimize`) stops when this many evaluations failed with one
+        #: error and none completed (``None``: never)
+        self.stop_after_failures: int | None = 5
         self._owns_storage = not isinstance(storage, Storage)
         self._storage = as_storage(storage)
         self._closed = False
@@ -680,7 +683,7 @@ class Study:
     def optimize(self, objective: Callable[[dict[str, Any]], Any], budget: int, *, timeout: float | None = None,
                  failure_value: float | None = None,
                  callback: Callable[[int, Mapping[str, Any], float, Optimizer, float], None] | None = None,
-                 show_progress: bool | None = None) -> "Study":
+                 show_progress: bool | None = None, stop_after_failures: int | None = 5) -> "Study":
         """Ask, evaluate ``objective(config)`` in this process and tell, until ``budget`` trials are finished.
 
         ``budget`` counts the study's finished trials (complete and failed), those
@@ -698,8 +701,12 @@ class Study:
 
         ``show_progress``: a progress bar on standard error (finished trials out of
         ``budget``, the best value in the user's sign, the last suggestion's
-        seconds); ``None`` shows it when standard error is a terminal. Returns the
-        study.
+        seconds); ``None`` shows it when standard error is a terminal.
+
+        ``stop_after_failures`` (default 5): when that many evaluations have failed, all with the same error,
+        and none has completed, the run stops with :class:`graphbo.exceptions.ObjectiveFailingError` naming
+        the error (a mistake in the objective, as a wrong signature, should not use up the budget; Optuna
+        stops at the first exception). ``None`` never stops. Returns the study.
         """
         self._check_open()
         check_callable("objective", objective)
@@ -708,6 +715,7 @@ class Study:
         penalty = None if failure_value is None else check_real("failure_value", failure_value)
         check_callable("callback", callback, optional=True)
         show = check_show_progress(show_progress)
+        self.stop_after_failures = check_optional_int("stop_after_failures", stop_after_failures, minimum=1)
         if self._multi_fidelity:
             raise ValueError(f"method {self.method!r} chooses a fidelity for each trial (trial.attrs['fidelity']), "
                              "which objective(config) cannot take: drive the study with ask and tell")
@@ -750,7 +758,21 @@ class Study:
         assert error is not None  # every failure comes with its message
         done = self.fail(trial, error, value=failure_value, seconds=seconds)
         logger.warning("graphbo: trial %d failed (%s) at %s", trial.number, error, trial.config)
+        self._stop_if_objective_fails()
         return done
+
+    def _stop_if_objective_fails(self) -> None:
+        """Raise :class:`ObjectiveFailingError` when no trial has completed and the last
+        :attr:`stop_after_failures` failed ones (at least that many) all failed with the same error."""
+        n = self.stop_after_failures
+        if n is None or any(t.status == "complete" for t in self._trials):
+            return
+        errors = [t.error for t in self._trials if t.status == "failed"]
+        if len(errors) >= n and len(set(errors[-n:])) == 1:
+            raise ObjectiveFailingError(
+                f"the first {len(errors)} evaluations all failed with the same error, {errors[-1]} (a mistake in "
+                "the objective?); fix it and run again (they stay in the study as failed trials), or give "
+                "stop_after_failures=None to go on regardless")
 
     # -- results --------------------------------------------------------------------------
     @property

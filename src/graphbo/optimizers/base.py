@@ -74,6 +74,8 @@ class Optimizer:
         initial_configs = check_configs("initial_configs", initial_configs)
         self.space = space
         self.seed = seed
+        #: the number of random configurations asked before the first model-based suggestion
+        self.n_initial = n_initial
         self.rng = as_generator(seed)
         #: seeds the training-set subsample of the GP methods (:func:`training_subset`): the seed, or a
         #: number drawn once without one (saved by :meth:`get_state`)
