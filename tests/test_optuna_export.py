@@ -69,3 +69,23 @@ def test_maximising_study_keeps_its_direction(tmp_path):
     assert study.direction == optuna.study.StudyDirection.MAXIMIZE
     assert study.best_value == pytest.approx(res.best_value)
     assert study.best_value == pytest.approx(max(t.value for t in res.trials if t.status == "complete"))
+
+
+def test_an_export_left_unfinished_is_replaced_and_if_exists_chooses_for_a_finished_one(tmp_path):
+    from graphbo.experiments.optuna_export import EXPORT_DONE, export_to_optuna
+
+    path = tmp_path / "study.db"
+    res = gb.minimize(_objective, _space(), method="rs", budget=12, seed=3, storage=path)
+    url = f"sqlite:///{tmp_path / 'optuna.db'}"
+    # what a killed export leaves: the study under its final name, marked unfinished, with some trials
+    partial = optuna.create_study(storage=url, study_name="study")
+    partial.set_user_attr(EXPORT_DONE, False)
+    partial.add_trial(optuna.trial.create_trial(value=1.0, params={}, distributions={}))
+    assert main(["export", str(path), "--optuna", url]) == 0
+    loaded = optuna.load_study(study_name="study", storage=url)
+    assert len(loaded.trials) == len(res.trials) and loaded.user_attrs[EXPORT_DONE] is True
+    assert export_to_optuna(path, url, "study", if_exists="skip").user_attrs[EXPORT_DONE] is True
+    assert main(["export", str(path), "--optuna", url, "--if-exists", "replace"]) == 0
+    assert len(optuna.get_all_study_names(url)) == 1
+    assert len(optuna.load_study(study_name="study", storage=url).trials) == len(res.trials)
+

@@ -16,6 +16,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--optuna", required=True, metavar="URL",
                    help="the Optuna storage to write to, e.g. sqlite:///optuna.db")
     p.add_argument("--study-name", default=None, help="the Optuna study's name (default: the file's stem)")
+    p.add_argument("--if-exists", choices=["fail", "replace", "skip"], default="fail",
+                   help="an Optuna study of that name exists already: refuse (default), replace it, or leave it "
+                        "(one left unfinished by a killed export is always replaced)")
     p.set_defaults(func=run)
 
 
@@ -23,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     """Export; returns the exit code."""
     from ..experiments.optuna_export import export_to_optuna
 
-    study = export_to_optuna(args.path, args.optuna, args.study_name)
+    study = export_to_optuna(args.path, args.optuna, args.study_name, if_exists=args.if_exists)
     print(f"graphbo export: {len(study.trials)} trials of {args.path} written to Optuna study "
           f"{study.study_name!r} in {args.optuna} (view: optuna-dashboard {args.optuna})")
     return 0

@@ -24,6 +24,7 @@ The exported study is a copy: graphbo never reads it back.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import os
 from typing import Any
@@ -79,13 +80,26 @@ def _time(text: str | None) -> _dt.datetime | None:
     return None if text is None else _dt.datetime.fromisoformat(text)
 
 
-def export_to_optuna(path: str | os.PathLike, optuna_storage: str, study_name: str | None = None) -> Any:
+#: the Optuna study's user attribute that says its export finished (an export killed midway leaves it False)
+EXPORT_DONE = "graphbo_export_complete"
+IF_EXISTS = ("fail", "replace", "skip")
+
+
+def export_to_optuna(path: str | os.PathLike, optuna_storage: str, study_name: str | None = None, *,
+                     if_exists: str = "fail") -> Any:
     """Write the graphbo study at ``path`` as a new Optuna study in ``optuna_storage`` (an Optuna storage URL,
     e.g. ``"sqlite:///optuna.db"``) named ``study_name`` (default: the file's stem); returns the Optuna study.
 
-    Raises :class:`~graphbo.storage.StorageError` if ``path`` is not a graphbo study, and Optuna's
-    ``DuplicatedStudyError`` if ``optuna_storage`` already has a study of that name.
+    The study is marked unfinished (user attribute :data:`EXPORT_DONE` ``False``) until its last trial is
+    written, and deleted if the export fails or is interrupted; one left unfinished by a killed export is
+    replaced by the next export of that name. An existing finished study of that name: ``if_exists="fail"``
+    (the default) raises :class:`~graphbo.storage.StorageError`, ``"replace"`` deletes it first, ``"skip"``
+    returns it unchanged.
+
+    Raises :class:`~graphbo.storage.StorageError` if ``path`` is not a graphbo study.
     """
+    if if_exists not in IF_EXISTS:
+        raise ValueError(f"if_exists must be one of {list(IF_EXISTS)}, got {if_exists!r}")
     optuna = require("optuna", "exporting to Optuna", "optuna")
     path = os.fspath(path)
     stored = load_study_file(path)
@@ -97,7 +111,37 @@ def export_to_optuna(path: str | os.PathLike, optuna_storage: str, study_name: s
     distributions = optuna_distributions(description) if isinstance(description, list) else {}
     name = study_name or os.path.splitext(os.path.basename(path))[0]
     with _quiet_optuna(optuna):  # no "A new study created" line in the middle of graphbo's output
+        existing = _existing(optuna, optuna_storage, name)
+        if existing is not None:
+            if existing.user_attrs.get(EXPORT_DONE) is False or if_exists == "replace":
+                optuna.delete_study(study_name=name, storage=optuna_storage)
+            elif if_exists == "skip":
+                return existing
+            else:
+                raise StorageError(f"{optuna_storage}: has an Optuna study named {name!r} already; give another "
+                                   "--study-name, or --if-exists replace (or skip)")
         study = optuna.create_study(storage=optuna_storage, study_name=name, direction=direction)
+    try:
+        study.set_user_attr(EXPORT_DONE, False)
+        _write_trials(optuna, study, stored, per_variable, distributions)
+        study.set_user_attr(EXPORT_DONE, True)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            optuna.delete_study(study_name=name, storage=optuna_storage)
+        raise
+    return study
+
+
+def _existing(optuna: Any, storage: str, name: str) -> Any:
+    """The Optuna study ``name`` in ``storage``, or ``None``."""
+    try:
+        return optuna.load_study(study_name=name, storage=storage)
+    except KeyError:  # Optuna's "no such study"
+        return None
+
+
+def _write_trials(optuna: Any, study: Any, stored: Any, per_variable: bool, distributions: dict[str, Any]) -> None:
+    """Add the stored trials to the Optuna ``study`` (one ``add_trials`` call)."""
     study.set_user_attr("graphbo_method", stored.meta.get("method"))
     study.set_user_attr("graphbo_seed", stored.meta.get("seed"))
     state = optuna.trial.TrialState
@@ -119,4 +163,3 @@ def export_to_optuna(path: str | os.PathLike, optuna_storage: str, study_name: s
             trial.datetime_complete = _time(t.finished)
         frozen.append(trial)
     study.add_trials(frozen)
-    return study
