@@ -78,6 +78,14 @@ class MinimizeResult:
     method: str | None = None
     direction: str = "minimize"
 
+    def trials_dataframe(self) -> Any:
+        """Every trial as a pandas ``DataFrame``, one row per trial, one ``params_<name>`` column per variable
+        (:func:`graphbo.storage.frame.trials_dataframe`; needs ``pip install "graphbo[dataframe]"``)."""
+        from .storage.frame import trials_dataframe
+
+        return trials_dataframe(self.trials, list(self.optimizer.space) if hasattr(self.optimizer.space,
+                                                                                    "names") else None)
+
     def _completed_best(self) -> Observation:
         if self.best is None:
             raise ValueError(f"no evaluation completed: all {len(self.trials)} trials failed "

@@ -783,6 +783,13 @@ class Study:
     def _by_status(self, status: str) -> list[Trial]:
         return [dataclasses.replace(t) for t in self._trials if t.status == status]
 
+    def trials_dataframe(self) -> Any:
+        """Every trial as a pandas ``DataFrame``, one row per trial, one ``params_<name>`` column per variable
+        (:func:`graphbo.storage.frame.trials_dataframe`; needs ``pip install "graphbo[dataframe]"``)."""
+        from .storage.frame import trials_dataframe
+
+        return trials_dataframe(self._trials, list(self.space) if isinstance(self.space, Space) else None)
+
     @property
     def complete_trials(self) -> list[Trial]:
         return self._by_status("complete")
