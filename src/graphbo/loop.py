@@ -538,7 +538,7 @@ class _OwnPool:
         self.processes: dict[int, Any] = {}  # pid -> multiprocessing.Process of the current pool
 
     def _new_pool(self) -> cf.ProcessPoolExecutor:
-        return cf.ProcessPoolExecutor(max_workers=self.n_workers, initializer=_watch_parent, initargs=(os.getpid(),))
+        return cf.ProcessPoolExecutor(max_workers=self.n_workers, initializer=watch_parent, initargs=(os.getpid(),))
 
     def submit(self, objective: Callable, config: dict[str, Any], timeout: float | None,
                number: int) -> tuple[cf.Future, str]:
@@ -596,7 +596,7 @@ class _OwnPool:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def _watch_parent(parent: int) -> None:
+def watch_parent(parent: int) -> None:
     """Initializer of the loop's pool workers: end this worker (``os._exit``) when the process that started the
     pool is gone, checked every :data:`PARENT_POLL` seconds by a daemon thread; on Linux, also ask the kernel to
     kill it when its parent exits (``PR_SET_PDEATHSIG``), which works while the worker holds the interpreter."""

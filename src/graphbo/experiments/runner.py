@@ -37,12 +37,14 @@ import contextlib
 import fcntl
 import math
 import os
+import signal
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from ..benchmarks import load_benchmark
+from ..loop import watch_parent
 from ..storage import SQLiteStorage, StorageError, TraceError, Trial, find_run, read_run, read_trace, run_files
 from ..storage.jsonio import plain
 from ..storage.runs import RUN_ATTR, RunData, evaluations, trace_trials
@@ -372,7 +374,8 @@ def compare(
                 continue
             log(f"done {spec.method} seed {spec.seed}: best {results[-1]['best']:.5g}")
         return results
-    with ProcessPoolExecutor(max_workers=n_workers) as pool:
+    pool = ProcessPoolExecutor(max_workers=n_workers, initializer=watch_parent, initargs=(os.getpid(),))
+    try:
         futures = {pool.submit(_run_job, spec, path, threads_per_worker, worker_log): spec for spec, path in todo}
         for fut in as_completed(futures):
             spec = futures[fut]
@@ -386,4 +389,35 @@ def compare(
                 continue
             results.append(res)
             log(f"done {spec.method} seed {spec.seed}: best {res['best']:.5g} (resumed at {res['resumed_from']})")
+    except BaseException:  # Ctrl-C (or anything else): no queued run starts, the runs in flight stop
+        _stop_pool(pool)
+        raise
+    pool.shutdown(wait=True)
     return results
+
+
+#: seconds the runs in flight get to stop after Ctrl-C (their evaluation in flight stays running, to be
+#: resumed) before their processes are killed
+STOP_GRACE = 2.0
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Cancel the queued runs of ``pool`` and stop its workers: SIGINT (each run closes its study, the
+    evaluation in flight left running for the resume), then SIGKILL after :data:`STOP_GRACE` seconds or at a
+    second Ctrl-C."""
+    processes = list(getattr(pool, "_processes", {}).values())  # the executor has no public list of them
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in processes:
+        with contextlib.suppress(OSError):
+            os.kill(p.pid, signal.SIGINT)
+    deadline = time.monotonic() + STOP_GRACE
+    try:
+        for p in processes:
+            p.join(max(0.0, deadline - time.monotonic()))
+    except KeyboardInterrupt:  # a second Ctrl-C: at once
+        pass
+    for p in processes:
+        if p.is_alive():
+            with contextlib.suppress(OSError):
+                os.kill(p.pid, signal.SIGKILL)
+            p.join(1.0)
