@@ -2,8 +2,9 @@
 
     python benchmarks/pack_runs.py RUNS --out data/runs [--only GROUP ...]
 
-Every run file under ``RUNS`` (``GROUP/BENCHMARK/METHOD/seedS.db`` as ``graphbo compare --out RUNS/GROUP/BENCHMARK``
-writes them; graphbo 0.1's ``.jsonl`` traces too) goes into ``OUT/GROUP/BENCHMARK.runs.jsonl.xz``
+Every run file under ``RUNS`` (``FOLDER/METHOD/seedS.db`` as ``graphbo compare --out RUNS/FOLDER`` writes them,
+e.g. ``combo-paper/maxsat28/combo/seed0.db``; graphbo 0.1's ``.jsonl`` traces too) goes into
+``OUT/FOLDER.runs.jsonl.xz``
 (:mod:`graphbo.storage.packed`), and ``OUT/MANIFEST.json`` records each table's checksum, counts, commit and this
 command. Tables of groups not packed this time are kept. Check a data set with ``--verify``.
 """
@@ -31,7 +32,7 @@ def _commit() -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("runs", nargs="?", help="folder of run files (GROUP/BENCHMARK/METHOD/seedS.db)")
+    parser.add_argument("runs", nargs="?", help="folder of run files (FOLDER/METHOD/seedS.db)")
     parser.add_argument("--out", required=True, help="the data set's folder (e.g. data/runs)")
     parser.add_argument("--only", nargs="*", help="pack only these groups (first-level folders of RUNS)")
     parser.add_argument("--verify", action="store_true", help="only check OUT against its manifest")

@@ -45,10 +45,10 @@ def test_an_objective_that_fails_the_same_way_from_the_start_stops_the_run(tmp_p
         return 0.0
 
     path = tmp_path / "s.db"
-    with pytest.raises(ObjectiveFailingError, match="first 5 evaluations all failed with the same error, "
+    with pytest.raises(ObjectiveFailingError, match="first 10 evaluations all failed with the same error, "
                                                     "TypeError: .*missing 1 required positional argument"):
         gb.minimize(wrong_signature, SPACE, method="rs", budget=40, seed=0, storage=str(path))
-    assert read_study_info(path)["n_failed"] == 5
+    assert read_study_info(path)["n_failed"] == 10
     with pytest.raises(ObjectiveFailingError, match="first 3 evaluations"):
         Study(SPACE, "rs", seed=0).optimize(wrong_signature, 40, stop_after_failures=3)
 

@@ -170,8 +170,9 @@ def test_a_wrong_budget_is_refused_by_name(budget, tmp_path):
     assert not (tmp_path / "s.db").exists()
 
 
-def test_an_integral_float_budget_runs_that_many():
-    assert len(gb.minimize(lambda c: 1.0, SPACE, "rs", budget=3.0, seed=0).trials) == 3
+def test_a_float_budget_is_refused_even_when_integral():
+    with pytest.raises(TypeError, match="budget must be an integer"):
+        gb.minimize(lambda c: 1.0, SPACE, "rs", budget=3.0, seed=0)
 
 
 @pytest.mark.parametrize("seed", ["abc", 1.5, -1, True])

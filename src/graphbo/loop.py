@@ -178,7 +178,7 @@ def minimize(
     max_retries: int = 1,
     direction: str | None = None,
     show_progress: bool | None = None,
-    stop_after_failures: int | None = 5,
+    stop_after_failures: int | None = 10,
     **options: Any,
 ) -> MinimizeResult:
     """Minimise (or, with ``direction="maximize"``, maximise) ``objective`` over ``space`` with ``budget``
@@ -266,7 +266,7 @@ def minimize(
         Everything else goes to the ``graphbo`` logger (Python ``logging``):
         the study created or resumed (INFO), each finished trial (DEBUG),
         failed evaluations and an exhausted space (WARNING).
-    stop_after_failures : int or None, default 5
+    stop_after_failures : int or None, default 10
         When that many evaluations have failed, all with the same error, and none has completed, the run
         stops with :class:`graphbo.exceptions.ObjectiveFailingError` naming the error (see
         :meth:`graphbo.Study.optimize`); ``None`` never stops.

@@ -314,7 +314,7 @@ class Study:
         self.max_retries = check_int("max_retries", max_retries, minimum=0)
         #: a run (:meth:`optimize`, :func:`graphbo.minimize`) stops when this many evaluations failed with one
         #: error and none completed (``None``: never)
-        self.stop_after_failures: int | None = 5
+        self.stop_after_failures: int | None = 10
         self._owns_storage = not isinstance(storage, Storage)
         self._storage = as_storage(storage)
         self._closed = False
@@ -683,7 +683,7 @@ class Study:
     def optimize(self, objective: Callable[[dict[str, Any]], Any], budget: int, *, timeout: float | None = None,
                  failure_value: float | None = None,
                  callback: Callable[[int, Mapping[str, Any], float, Optimizer, float], None] | None = None,
-                 show_progress: bool | None = None, stop_after_failures: int | None = 5) -> "Study":
+                 show_progress: bool | None = None, stop_after_failures: int | None = 10) -> "Study":
         """Ask, evaluate ``objective(config)`` in this process and tell, until ``budget`` trials are finished.
 
         ``budget`` counts the study's finished trials (complete and failed), those
@@ -703,7 +703,7 @@ class Study:
         ``budget``, the best value in the user's sign, the last suggestion's
         seconds); ``None`` shows it when standard error is a terminal.
 
-        ``stop_after_failures`` (default 5): when that many evaluations have failed, all with the same error,
+        ``stop_after_failures`` (default 10): when that many evaluations have failed, all with the same error,
         and none has completed, the run stops with :class:`graphbo.exceptions.ObjectiveFailingError` naming
         the error (a mistake in the objective, as a wrong signature, should not use up the budget; Optuna
         stops at the first exception). ``None`` never stops. Returns the study.

@@ -75,13 +75,14 @@ def _hgb_cancer() -> tuple[Space, Callable[[Mapping[str, Any]], Any], str, str]:
 
 
 def _svc_digits() -> tuple[Space, Callable[[Mapping[str, Any]], Any], str, str]:
-    space = Space({
+    variables: dict[str, Any] = {
         "kernel": Categorical(["rbf", "poly", "sigmoid"]),
         "C": Continuous(1e-3, 1e3, log=True),
         "gamma": Continuous(1e-5, 1.0, log=True),
         "degree": Ordinal([2, 3, 4, 5]),
         "shrinking": Binary(),
-    })
+    }
+    space = Space(variables)
 
     def model(c: Mapping[str, Any]) -> Any:
         svm = require("sklearn.svm", "the svc-digits task", "benchmarks")
@@ -92,13 +93,14 @@ def _svc_digits() -> tuple[Space, Callable[[Mapping[str, Any]], Any], str, str]:
 
 
 def _hgb_diabetes() -> tuple[Space, Callable[[Mapping[str, Any]], Any], str, str]:
-    space = Space({
+    variables: dict[str, Any] = {
         "learning_rate": Continuous(1e-2, 1.0, log=True),
         "l2_regularization": Continuous(1e-6, 10.0, log=True),
         "max_leaf_nodes": Ordinal(list(range(2, 65))),
         "min_samples_leaf": Ordinal(list(range(1, 51))),
         "loss": Categorical(["squared_error", "absolute_error", "poisson"]),
-    })
+    }
+    space = Space(variables)
 
     def model(c: Mapping[str, Any]) -> Any:
         ensemble = require("sklearn.ensemble", "the hgb-diabetes task", "benchmarks")

@@ -1,9 +1,9 @@
 """Benchmark runs packed into a compact, versioned data set: what the committed reports are made from.
 
-A folder of run files (``GROUP/BENCHMARK/METHOD/seedS.db``, as ``graphbo compare`` writes them) packs into one
-LZMA-compressed JSON-lines table per benchmark, ``OUT/GROUP/BENCHMARK.runs.jsonl.xz``, one line per run:
+A folder of run files (``FOLDER/METHOD/seedS.db``, as ``graphbo compare --out FOLDER`` writes them) packs into one
+LZMA-compressed JSON-lines table per comparison folder, ``OUT/FOLDER.runs.jsonl.xz``, one line per run:
 
-- ``run``: the run file's path below the benchmark's folder (``combo/seed0.db``);
+- ``run``: the run file's path below the comparison's folder (``combo/seed0.db``);
 - ``head``: the run's description (:class:`~graphbo.storage.runs.RunData`'s ``head``: spec, label, ...);
 - ``beta``: COMBO's posterior mean ``beta_i`` at the end of the run, the one part of the optimizer state a
   report shows (``null`` for the other methods);
@@ -119,15 +119,15 @@ def _sha256(path: str) -> str:
 def pack_runs(runs: Iterable[tuple[str, RunData]], out: str, *, commit: str | None = None,
               command: str | None = None) -> dict[str, Any]:
     """Pack ``runs``, pairs of (path below ``out``'s data set, run), e.g. ``("combo-paper/maxsat28/combo/seed0.db",
-    run)``, into one table per benchmark folder (the path's first two parts) under ``out``, and write
-    ``out/MANIFEST.json`` (merged with the entries of tables packed before). Returns the manifest."""
+    run)``, into one table per comparison folder (the path without its ``METHOD/seedS.db``, as ``graphbo
+    compare --out`` names it) under ``out``, and write ``out/MANIFEST.json`` (merged with the entries of tables
+    packed before). Returns the manifest."""
     tables: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for rel, run in runs:
         parts = rel.replace(os.sep, "/").split("/")
         if len(parts) < 3:
-            raise ValueError(f"{rel}: expected GROUP/BENCHMARK/.../RUN (a run below a benchmark's folder)")
-        depth = 2 if len(parts) > 3 else 1  # GROUP/BENCHMARK/METHOD/seedS.db, or GROUP/METHOD/seedS.db
-        tables["/".join(parts[:depth])].append(pack_run(run, "/".join(parts[depth:])))
+            raise ValueError(f"{rel}: expected FOLDER/.../METHOD/seedS.db (a run in a comparison's folder)")
+        tables["/".join(parts[:-2])].append(pack_run(run, "/".join(parts[-2:])))
     manifest_path = os.path.join(out, MANIFEST)
     manifest: dict[str, Any] = {"format": PACK_FORMAT, "tables": {}}
     if os.path.exists(manifest_path):
