@@ -173,7 +173,7 @@ def minimize(
     n_workers: int = 1,
     executor: cf.Executor | None = None,
     timeout: float | None = None,
-    failure_value: float | None = None,
+    failure_value: float | str | None = "worst",
     n_threads: int | None = DEFAULT_THREADS,
     max_retries: int = 1,
     direction: str | None = None,
@@ -236,12 +236,13 @@ def minimize(
         worker threads (Dask) it is left running in a background thread; the loop
         gives up on such a future at the same deadline: it is cancelled if
         possible and recorded failed.
-    failure_value : float, optional
-        By default a failed configuration stays out of the model (it is only
-        excluded from later suggestions). With a value, the model is told that
-        value for it instead: a penalty, which should be worse than the values
-        expected, e.g. the worst value seen (in the objective's sign: with
-        ``direction="maximize"``, a low value).
+    failure_value : float, "worst" or None, default "worst"
+        What the model learns of a failed evaluation (its configuration is never suggested again
+        whatever this is). ``"worst"``: the worst complete value so far (the highest, or with
+        ``direction="maximize"`` the lowest), so that the model turns away from a region that fails;
+        before any evaluation completed, nothing. A number: that value, a fixed penalty in the
+        objective's sign. ``None``: nothing (the failure only excludes its configuration). The value
+        told is stored as the trial's ``penalty``, so a resumed study replays the same.
     n_threads : int or None, default 1
         torch and BLAS threads while the optimizer suggests (see :class:`graphbo.Study`;
         evaluations in this process run with the process's own settings). ``None`` leaves
@@ -288,7 +289,7 @@ def minimize(
     the ones in flight stay ``running`` for the resume, and it is re-raised.
     """
     from .optimizers import METHODS
-    from .study import Study, check_direction
+    from .study import Study, check_direction, check_failure_value
 
     for word, ours in _OTHER_WORDS.items():
         if word in options:
@@ -304,8 +305,7 @@ def minimize(
     n_workers = check_int("n_workers", n_workers, minimum=1)
     max_retries = check_int("max_retries", max_retries, minimum=0)
     timeout = check_timeout(timeout)
-    if failure_value is not None:
-        failure_value = check_real("failure_value", failure_value)
+    failure_value = check_failure_value(failure_value)
     show_progress = check_show_progress(show_progress)
     if executor is None and n_workers > 1:
         _check_picklable(objective)
@@ -366,13 +366,13 @@ def _result(study: Study, wall: float) -> MinimizeResult:
 
 
 def _record(study: Study, trial: Trial, ok: bool, value: float | None, error: str | None, seconds: float,
-            failure_value: float | None, callback: Callable | None, bar: ProgressBar) -> None:
+            failure_value: float | str | None, callback: Callable | None, bar: ProgressBar) -> None:
     done = study._record_evaluation(trial, ok, value, error, seconds, failure_value, callback)
     bar.finished(done.value if done.status == "complete" else None, done.suggest_seconds)
 
 
 def _run_async(study: Study, objective: Callable, budget: int, n_workers: int, executor: cf.Executor | None,
-               timeout: float | None, failure_value: float | None, callback: Callable | None,
+               timeout: float | None, failure_value: float | str | None, callback: Callable | None,
                bar: ProgressBar) -> None:
     """Keep ``n_workers`` evaluations in flight; ask for a new one as soon as any finishes (none once the space
     is exhausted: the run ends when the evaluations in flight do).

@@ -171,6 +171,19 @@ def _check_number(value: Any, what: str) -> float:
     return v
 
 
+#: ``failure_value="worst"``: a failed evaluation is told to the model as the worst complete value so far
+WORST = "worst"
+
+
+def check_failure_value(value: Any) -> float | str | None:
+    """``failure_value`` checked: ``"worst"``, ``None`` or a finite number."""
+    if value is None or (isinstance(value, str) and value == WORST):
+        return value
+    if isinstance(value, str):
+        raise ValueError(f"failure_value must be a finite number, 'worst' or None, got {value!r}")
+    return check_real("failure_value", value)
+
+
 def check_direction(direction: Any, name: str = "direction") -> str | None:
     """``direction`` checked: ``"minimize"``, ``"maximize"`` or ``None`` (a study's stored one, else minimize);
     ``ValueError`` naming the argument otherwise."""
@@ -681,7 +694,7 @@ class Study:
 
     # -- running ---------------------------------------------------------------------------
     def optimize(self, objective: Callable[[dict[str, Any]], Any], budget: int, *, timeout: float | None = None,
-                 failure_value: float | None = None,
+                 failure_value: float | str | None = "worst",
                  callback: Callable[[int, Mapping[str, Any], float, Optimizer, float], None] | None = None,
                  show_progress: bool | None = None, stop_after_failures: int | None = 10) -> "Study":
         """Ask, evaluate ``objective(config)`` in this process and tell, until ``budget`` trials are finished.
@@ -712,7 +725,7 @@ class Study:
         check_callable("objective", objective)
         budget = check_budget(budget)
         timeout = check_timeout(timeout)
-        penalty = None if failure_value is None else check_real("failure_value", failure_value)
+        penalty = check_failure_value(failure_value)
         check_callable("callback", callback, optional=True)
         show = check_show_progress(show_progress)
         self.stop_after_failures = check_optional_int("stop_after_failures", stop_after_failures, minimum=1)
@@ -747,7 +760,7 @@ class Study:
             return None
 
     def _record_evaluation(self, trial: Trial, ok: bool, value: float | None, error: str | None, seconds: float,
-                           failure_value: float | None, callback: Callable | None) -> Trial:
+                           failure_value: float | str | None, callback: Callable | None) -> Trial:
         """Tell (then call ``callback``) or fail (with a warning) a trial from its evaluation's outcome."""
         if ok:
             assert value is not None  # _evaluate returns a number with ok
@@ -756,10 +769,19 @@ class Study:
                 callback(done.number, done.config, done.value, self.optimizer, (done.suggest_seconds or 0.0) + seconds)
             return done
         assert error is not None  # every failure comes with its message
+        if failure_value == WORST:
+            failure_value = self._worst_value()
         done = self.fail(trial, error, value=failure_value, seconds=seconds)
         logger.warning("graphbo: trial %d failed (%s) at %s", trial.number, error, trial.config)
         self._stop_if_objective_fails()
         return done
+
+    def _worst_value(self) -> float | None:
+        """The worst complete value so far, in the user's sign (``None`` before any)."""
+        values = [t.value for t in self._trials if t.status == "complete" and t.value is not None]
+        if not values:
+            return None
+        return min(values) if self.direction == "maximize" else max(values)
 
     def _stop_if_objective_fails(self) -> None:
         """Raise :class:`ObjectiveFailingError` when no trial has completed and the last
