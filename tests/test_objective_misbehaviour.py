@@ -111,3 +111,17 @@ def test_an_objective_returning_a_masked_value_fails_its_trial(tmp_path):
     failed = [t for t in result.trials if t.status == "failed"]
     assert failed and all(t.config["b"] == "x" and "masked" in t.error for t in failed)
     assert result.best_value == min(plain(t.config) for t in result.trials if t.config["b"] != "x")
+
+
+def test_an_objective_that_silences_the_alarm_is_still_timed_out(tmp_path):
+    import signal
+    import time
+
+    def deaf(c):
+        signal.signal(signal.SIGALRM, signal.SIG_IGN)
+        time.sleep(0.6)
+        return plain(c)
+
+    result = gb.minimize(deaf, SPACE, method="rs", budget=2, seed=0, timeout=0.2, stop_after_failures=None)
+    assert [t.status for t in result.trials] == ["failed", "failed"]
+    assert all(t.error.startswith("timed out after 0.2 s") for t in result.trials)

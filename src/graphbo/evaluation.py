@@ -134,6 +134,8 @@ def _evaluate(objective: Callable, config: dict[str, Any], timeout: float | None
         if os.getpid() != asker:  # a child the objective forked, back in graphbo's code: it records nothing
             os._exit(0)
     seconds = time.perf_counter() - t0
+    if timeout is not None and seconds > timeout:  # the alarm did not stop it (its handler replaced, the signal
+        return False, None, f"timed out after {timeout:g} s (returned after {seconds:.3g} s)", seconds  # blocked)
     try:
         value = as_real(raw)
     except (TypeError, ValueError) as exc:
