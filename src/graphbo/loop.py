@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ._validation import check_budget, check_int, check_optional_int, check_real, check_seed, check_timeout
 from .evaluation import _describe_error, _evaluate
+from .exceptions import ExecutorLostError
 from .progress import check_show_progress
 from .threads import DEFAULT_THREADS
 
@@ -392,7 +393,12 @@ def _run_async(study: Study, objective: Callable, budget: int, n_workers: int, e
         job.t0 = time.monotonic()
         if own is None:
             assert executor is not None
-            in_flight[executor.submit(_evaluate, objective, job.trial.config, timeout)] = job
+            try:
+                in_flight[executor.submit(_evaluate, objective, job.trial.config, timeout)] = job
+            except Exception as exc:  # a closed client, a lost scheduler
+                raise ExecutorLostError(f"the executor refused trial {job.trial.number} ({_describe_error(exc)}); "
+                                        "the trials in flight stay running in the study: resume it (same "
+                                        "storage) once the executor is back") from None
             return
         try:
             fut, job.tag = own.submit(objective, job.trial.config, timeout, job.trial.number)
@@ -463,15 +469,26 @@ def _run_async(study: Study, objective: Callable, budget: int, n_workers: int, e
                 wait_for = max(0.0, first_deadline - time.monotonic())
             done, _ = cf.wait(list(in_flight) + list(zombies), timeout=wait_for, return_when=cf.FIRST_COMPLETED)
             hit: list[_Job] = []
+            lost: list[_Job] = []
             for fut in done:
                 if fut not in in_flight:
                     continue
                 job = in_flight.pop(fut)
+                if own is None and (fut.cancelled() or fut.exception() is not None):
+                    lost.append(job)  # _evaluate never raises: the executor lost it, not the objective
+                    continue
                 outcome, dead = _outcome(fut, job.t0)
                 if dead and own is not None:
                     hit.append(job)
                 else:
                     record(job, outcome)
+            if lost:
+                first = next(f for f in done if f.cancelled() or f.exception() is not None)
+                cause = "cancelled" if first.cancelled() else _describe_error(first.exception())
+                numbers = ", ".join(str(j.trial.number) for j in lost)
+                raise ExecutorLostError(f"the executor lost the evaluation of trial(s) {numbers} ({cause}); they "
+                                        "stay running in the study, with the others in flight: resume it (same "
+                                        "storage) to evaluate them again")
             if hit:
                 recover(hit)
             if timeout is not None:
