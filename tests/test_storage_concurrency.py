@@ -271,3 +271,20 @@ def test_graphbos_own_triggers_are_accepted(tmp_path):
     path = tmp_path / "s.db"
     _study(path)
     assert read_study_info(path)["n_complete"] == 3
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_FSIZE and SIGXFSZ")
+def test_a_study_created_on_a_full_disk_is_absent_not_empty(tmp_path):
+    path = str(tmp_path / "new.db")
+    child = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(f"""
+        import resource, signal
+        from graphbo.storage import StorageError
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))  # stands for a full disk
+        try:
+            Study(space, "rs", storage={path!r}, seed=0)
+        except StorageError as exc:
+            print(type(exc).__name__)
+    """)], capture_output=True, text=True, timeout=120)
+    assert child.stdout.strip() == "StorageFullError", child.stderr[-2000:]
+    assert not [p for p in os.listdir(tmp_path) if p.startswith("new.db")]

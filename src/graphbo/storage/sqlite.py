@@ -403,6 +403,34 @@ class SQLiteStorage(Storage):
         return conn
 
     def create(self, meta: Mapping[str, Any]) -> None:
+        """A new study in a new file; a failed creation (a full disk) leaves no file behind but one that was
+        there before: the study is complete or absent."""
+        existed = os.path.exists(self.path)
+        try:
+            self._create(meta)
+        except StudyLockedError:
+            raise  # another process made the study meanwhile: it is theirs
+        except StorageError:
+            if not existed and self._holds_no_table():
+                for suffix in ("", "-wal", "-shm", "-journal"):
+                    with contextlib.suppress(OSError):
+                        os.remove(self.path + suffix)
+            raise
+
+    def _holds_no_table(self) -> bool:
+        """Whether the file holds no table (a creation that wrote nothing), asked read-only."""
+        try:
+            conn = self._read_connection()
+        except sqlite3.Error:
+            return os.path.exists(self.path) and os.path.getsize(self.path) == 0
+        try:
+            return not _tables(conn)
+        except sqlite3.Error:
+            return False
+        finally:
+            conn.close()
+
+    def _create(self, meta: Mapping[str, Any]) -> None:
         conn = self._connect()
         writer = this_writer()
         try:
