@@ -288,3 +288,39 @@ def test_a_study_created_on_a_full_disk_is_absent_not_empty(tmp_path):
     """)], capture_output=True, text=True, timeout=120)
     assert child.stdout.strip() == "StorageFullError", child.stderr[-2000:]
     assert not [p for p in os.listdir(tmp_path) if p.startswith("new.db")]
+
+
+@pytest.mark.parametrize("key, text", [
+    ("space", "5"),
+    ("optimizer_state", "[1, 2]"),
+    ("optimizer_state", '{"rng": {"bit_generator": "PCG64", "state": {"state": 1e400, "inc": 3}}}'),
+    ("optimizer_state", "[" * 100000 + "]" * 100000),
+])
+def test_a_hostile_meta_value_with_a_valid_checksum_is_one_storage_error(tmp_path, key, text):
+    """An edit whose checksum the editor recomputed (anyone can): still one StorageError naming the file."""
+    from graphbo.storage import StorageError
+    from graphbo.storage.checks import row_checksum
+    from graphbo.study import Study
+
+    path = tmp_path / "s.db"
+    space = _study(path)
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE meta SET value = ?, checksum = ? WHERE key = ?", (text, row_checksum("meta", key, text), key))
+    conn.commit()
+    conn.close()
+    with pytest.raises(StorageError, match=str(path)):
+        Study(space, "rs", storage=str(path), seed=0)
+
+
+def test_a_meta_row_whose_checksum_was_removed_is_refused(tmp_path):
+    from graphbo.storage import CorruptStudyError
+    from graphbo.study import read_study_info
+
+    path = tmp_path / "s.db"
+    _study(path)
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE meta SET value = '7', checksum = NULL WHERE key = 'seed'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(CorruptStudyError, match="meta key 'seed' \\(no checksum\\)"):
+        read_study_info(path)

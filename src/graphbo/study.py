@@ -135,9 +135,11 @@ def describe_space(space: Space) -> list[dict[str, Any]]:
     return out
 
 
-def _space_difference(stored: list[dict[str, Any]], given: list[dict[str, Any]]) -> str | None:
+def _space_difference(stored: Any, given: list[dict[str, Any]]) -> str | None:
     if stored == given:
         return None
+    if not isinstance(stored, list) or not all(isinstance(d, dict) for d in stored):
+        return f"the study's stored space is {type(stored).__name__}, not a list of variables (a damaged file?)"
     s_names, g_names = [d.get("name") for d in stored], [d.get("name") for d in given]
     if s_names != g_names:
         return f"the study's variables are {s_names}, the given space has {g_names}"
@@ -469,7 +471,7 @@ class Study:
             state = stored.meta.get("optimizer_state")
             if state is not None:
                 self.optimizer.set_state(state)
-        except (ValueError, TypeError, KeyError, IndexError) as exc:
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError) as exc:
             where = "" if number is None else f"trial {number}: "
             raise CorruptStudyError(f"{self._storage.name}: corrupt graphbo study, its trials cannot be replayed "
                                     f"({where}{exc}); restore it from a copy") from None
@@ -482,7 +484,7 @@ class Study:
         wedged = [t for t in running if t.crashes > self.max_retries]
         try:
             lost, extra = self._pend([t for t in running if t.crashes <= self.max_retries])
-        except (ValueError, TypeError, KeyError, IndexError) as exc:
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError) as exc:
             raise CorruptStudyError(f"{self._storage.name}: corrupt graphbo study, its running trials cannot be "
                                     f"resumed ({exc}); restore it from a copy") from None
         return lost, extra, wedged

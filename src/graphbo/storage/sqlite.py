@@ -276,7 +276,7 @@ class SQLiteStorage(Storage):
             raise NotAStudyError(f"{path}: an SQLite database but not a graphbo study (foreign meta table)") from None
         try:
             meta = {k: json.loads(v) for k, v in raw.items()}
-        except (TypeError, json.JSONDecodeError) as exc:
+        except (TypeError, json.JSONDecodeError, RecursionError) as exc:
             raise CorruptStudyError(f"{path}: corrupt graphbo study (meta is not JSON: {exc}); restore it from "
                                     "a copy") from None
         if meta.get("application") != APPLICATION:
@@ -340,7 +340,7 @@ class SQLiteStorage(Storage):
                 out.append(Trial(number, json.loads(config), status, value, error, penalty, started, finished,
                                  s_sec, e_sec, row=json.loads(row), tell_order=order, attrs=attrs.get(number, {}),
                                  crashes=n_crashes))
-        except (TypeError, ValueError) as exc:  # json.JSONDecodeError is a ValueError
+        except (TypeError, ValueError, RecursionError) as exc:  # json.JSONDecodeError is a ValueError
             raise CorruptStudyError(f"{self.path}: corrupt graphbo study, its trials cannot be read "
                                     f"(trial {number}: {exc}); restore it from a copy") from None
         return out, bad_row
@@ -761,7 +761,12 @@ def _meta_mismatch(conn: sqlite3.Connection) -> str | None:
     """The first meta row whose checksum does not match (``"meta key 'seed'"``), if any."""
     if "checksum" not in _columns(conn, "meta"):
         return None
-    for key, value, stored in conn.execute("SELECT key, value, checksum FROM meta ORDER BY key"):
+    rows = conn.execute("SELECT key, value, checksum FROM meta ORDER BY key").fetchall()
+    # a study made with checksums (its format row has one: written at creation) has one on every meta row
+    sealed = any(key == "format" and stored is not None for key, _, stored in rows)
+    for key, value, stored in rows:
+        if stored is None and sealed and key != "writer":
+            return f"meta key {key!r} (no checksum)"
         if stored is not None and stored != row_checksum("meta", key, value):
             return f"meta key {key!r}"
     return None
