@@ -168,7 +168,8 @@ def test_tpe_failures_through_minimize_show_up_as_fail():
             raise RuntimeError("diverged")
         return (c["x"] - 0.3) ** 2
 
-    result = gb.minimize(objective, space, method="tpe", budget=16, seed=3, n_initial=4)
+    # failure_value=None: failures are not told a penalty, so TPE records them as Optuna's FAIL
+    result = gb.minimize(objective, space, method="tpe", budget=16, seed=3, n_initial=4, failure_value=None)
     study = result.optimizer.study
     n_bad = sum(t.status == "failed" for t in result.trials)
     assert n_bad >= 1

@@ -484,7 +484,8 @@ def _run_async(study: Study, objective: Callable, budget: int, n_workers: int, e
                     record(job, outcome)
             if lost:
                 first = next(f for f in done if f.cancelled() or f.exception() is not None)
-                cause = "cancelled" if first.cancelled() else _describe_error(first.exception())
+                error = None if first.cancelled() else first.exception()
+                cause = "cancelled" if error is None else _describe_error(error)
                 numbers = ", ".join(str(j.trial.number) for j in lost)
                 raise ExecutorLostError(f"the executor lost the evaluation of trial(s) {numbers} ({cause}); they "
                                         "stay running in the study, with the others in flight: resume it (same "

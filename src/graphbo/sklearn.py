@@ -21,10 +21,11 @@ from .spaces import Continuous, Space, Variable
 
 __all__ = ["GraphboSearchCV"]
 
-_search = require("sklearn.model_selection._search", "GraphboSearchCV", "benchmarks")
+#: scikit-learn's base of its searches (GridSearchCV, RandomizedSearchCV): fit, refit, cv_results_, ...
+_BaseSearchCV: Any = require("sklearn.model_selection._search", "GraphboSearchCV", "benchmarks").BaseSearchCV
 
 
-class GraphboSearchCV(_search.BaseSearchCV):
+class GraphboSearchCV(_BaseSearchCV):
     """Search ``param_space`` for the hyper-parameters of ``estimator`` with the graphbo method ``method``.
 
     Parameters

@@ -771,9 +771,9 @@ class Study:
                 callback(done.number, done.config, done.value, self.optimizer, (done.suggest_seconds or 0.0) + seconds)
             return done
         assert error is not None  # every failure comes with its message
-        if failure_value == WORST:
-            failure_value = self._worst_value()
-        done = self.fail(trial, error, value=failure_value, seconds=seconds)
+        penalty = self._worst_value() if failure_value == WORST else failure_value
+        assert not isinstance(penalty, str), "failure_value is checked: a number, 'worst' or None"
+        done = self.fail(trial, error, value=penalty, seconds=seconds)
         logger.warning("graphbo: trial %d failed (%s) at %s", trial.number, error, trial.config)
         self._stop_if_objective_fails()
         return done
