@@ -25,7 +25,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from ._validation import check_budget, check_int, check_optional_int, check_real, check_seed, check_timeout
+from ._validation import check_budget, check_int, check_optional_int, check_seed, check_timeout
 from .evaluation import _describe_error, _evaluate
 from .exceptions import ExecutorLostError
 from .progress import check_show_progress
