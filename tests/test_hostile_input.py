@@ -316,3 +316,13 @@ def test_python_tags_are_refused_and_nothing_runs(tmp_path, tag):
     message = bounded(lambda: load_space(path))
     assert "invalid YAML" in message and "could not determine a constructor for the tag" in message
     assert not marker.exists()
+
+
+def test_an_integer_too_large_for_a_float_in_a_space_file_is_one_line(tmp_path):
+    import json as _json
+
+    for kind in ("integer", "continuous"):
+        path = tmp_path / f"{kind}.json"
+        path.write_text(_json.dumps({"variables": {"x": {"type": kind, "low": 1, "high": int("9" * 401)}}}))
+        with pytest.raises(SpaceFileError, match=r"variable 'x': high is an integer of about 40\d digits"):
+            load_space(str(path))

@@ -74,6 +74,9 @@ def _number(value: Any, where: str, field: str, integer: bool = False) -> float 
             raise SpaceFileError(f"{where}: {field} must be a number, got {short_repr(value)}") from None
     if not isinstance(x, (int, float)):
         raise SpaceFileError(f"{where}: {field} must be a number, got {short_repr(value)}")
+    if isinstance(x, int) and x.bit_length() > 1023:  # no float holds it (10**308 and more)
+        raise SpaceFileError(f"{where}: {field} is an integer of about {int(x.bit_length() * 0.30103)} digits, "
+                             "too large for a number graphbo can compute with")
     if not math.isfinite(x):
         raise SpaceFileError(f"{where}: {field} must be finite, got {short_repr(value)}")
     if integer:
