@@ -326,3 +326,14 @@ def test_an_integer_too_large_for_a_float_in_a_space_file_is_one_line(tmp_path):
         path.write_text(_json.dumps({"variables": {"x": {"type": kind, "low": 1, "high": int("9" * 401)}}}))
         with pytest.raises(SpaceFileError, match=r"variable 'x': high is an integer of about 40\d digits"):
             load_space(str(path))
+
+
+def test_a_variable_name_that_is_not_valid_text_is_refused_where_it_is_given(tmp_path):
+    import json as _json
+
+    path = tmp_path / "s.json"
+    path.write_text(_json.dumps({"variables": {"x\ud800y": {"type": "binary"}}}))
+    with pytest.raises(SpaceFileError, match=r"s.json: Space: variable name .* is not valid Unicode text"):
+        load_space(str(path))
+    with pytest.raises(ValueError, match="lone surrogate"):
+        gb.Space({"x\ud800": gb.Binary()})

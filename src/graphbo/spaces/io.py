@@ -261,7 +261,10 @@ def space_from_dict(d: Any, source: str | None = None) -> Space:
                 f"{where}: the discrete variables so far have {entries:,} adjacency entries (the sum of their "
                 f"number of values squared); a space has at most {MAX_ADJACENCY_ENTRIES:,} "
                 "(graphbo.spaces.limits.MAX_ADJACENCY_ENTRIES)")
-    return Space(out)
+    try:
+        return Space(out)
+    except ValueError as exc:  # what Space itself refuses (a name that is not valid text, ...)
+        raise SpaceFileError(f"{src}: {exc}") from None
 
 
 # -- writing --------------------------------------------------------------------------------------

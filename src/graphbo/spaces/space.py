@@ -63,6 +63,11 @@ class Space:
         for name, var in items:
             if not isinstance(name, str) or not name:
                 raise ValueError(f"Space: variable names must be non-empty strings, got {name!r}")
+            try:
+                name.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate: no file, report or terminal can hold it
+                raise ValueError(f"Space: variable name {name!r} is not valid Unicode text (a lone surrogate)") \
+                    from None
             if name in names:
                 raise ValueError(f"Space: duplicate variable name {name!r}")
             if not isinstance(var, (Variable, Continuous)):
