@@ -82,7 +82,7 @@ EXPECTED = {
     1: "objective returned nan, not a finite number",
     2: "objective returned None (NoneType), not a number",
     3: "objective returned '1.0' (str), not a number",
-    4: "objective returned ndarray of shape (2,), not a number",
+    4: "objective returned an unusable outcome: 2 values for 1 objective(s)",
     5: "objective returned Tensor of shape (1,), not a number",
     6: "objective returned integer with about 400 digits, too large for a float",
     7: "timed out after 1 s",

@@ -14,9 +14,12 @@ import os
 import signal
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
+
+import numpy as np
 
 from ._validation import as_real
+from .outcomes import Outcome, as_outcome
 
 __all__: list[str] = []
 
@@ -101,13 +104,16 @@ def _stop_alarm(previous: Any) -> None:
 
 
 def _evaluate(objective: Callable, config: dict[str, Any], timeout: float | None = None,
-              thread_fallback: bool = True, tag: str | None = None) -> tuple[bool, float | None, str | None, float]:
+              thread_fallback: bool = True, tag: str | None = None) -> tuple[bool, float | Outcome | None, str | None,
+                                                                            float]:
     """Evaluate and classify: ``(ok, value, error message, seconds)``. Never raises an ``Exception``.
 
     Failures: the objective raised any exception but ``KeyboardInterrupt`` (``SystemExit``,
     ``asyncio.CancelledError`` and every other ``BaseException`` included), returned something that is not a
     real number (``None``, a string, a bool, a complex number, a masked value, an array or tensor of several
-    numbers, an integer too large for a float) or a non-finite one, or ran past ``timeout``.
+    numbers, an integer too large for a float) or a non-finite one, or ran past ``timeout``. A list, tuple,
+    1-d array or dict is read as several values and constraints (:func:`graphbo.outcomes.as_outcome`) and
+    returned as an :class:`~graphbo.outcomes.Outcome` for the study to check.
     ``KeyboardInterrupt`` propagates. The objective gets a deep copy of ``config``, so changing it changes
     nothing of the study's. A process the objective forked that returns here exits at once (``os._exit``):
     only the process that asked records the result. ``tag``: a file to write this process's id into first
@@ -136,6 +142,11 @@ def _evaluate(objective: Callable, config: dict[str, Any], timeout: float | None
     seconds = time.perf_counter() - t0
     if timeout is not None and seconds > timeout:  # the alarm did not stop it (its handler replaced, the signal
         return False, None, f"timed out after {timeout:g} s (returned after {seconds:.3g} s)", seconds  # blocked)
+    if isinstance(raw, (list, tuple, Mapping)) or (isinstance(raw, np.ndarray) and raw.ndim == 1 and raw.size > 1):
+        try:  # several objectives, or values with constraints: checked against the study by its tell
+            return True, as_outcome(raw), None, seconds
+        except TypeError as exc:
+            return False, None, f"objective returned {exc}", seconds
     try:
         value = as_real(raw)
     except (TypeError, ValueError) as exc:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ._validation import check_budget, check_int, check_optional_int, check_seed, check_timeout
 from .evaluation import _describe_error, _evaluate
+from .outcomes import Outcome
 from .exceptions import ExecutorLostError
 from .progress import check_show_progress
 from .threads import DEFAULT_THREADS
@@ -366,7 +367,7 @@ def _result(study: Study, wall: float) -> MinimizeResult:
     )
 
 
-def _record(study: Study, trial: Trial, ok: bool, value: float | None, error: str | None, seconds: float,
+def _record(study: Study, trial: Trial, ok: bool, value: float | Outcome | None, error: str | None, seconds: float,
             failure_value: float | str | None, callback: Callable | None, bar: ProgressBar) -> None:
     done = study._record_evaluation(trial, ok, value, error, seconds, failure_value, callback)
     bar.finished(done.value if done.status == "complete" else None, done.suggest_seconds)

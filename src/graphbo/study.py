@@ -75,6 +75,7 @@ from .storage.jsonio import plain
 from .storage.sqlite import SQLiteStorage
 from .threads import DEFAULT_THREADS, limit_threads
 from .evaluation import _evaluate
+from .outcomes import Outcome, as_outcome, check_directions, check_reference_point, hypervolume, pareto_mask
 from .exceptions import ObjectiveFailingError, SpaceExhaustedError
 from .progress import ProgressBar, check_show_progress
 from ._validation import (as_real, check_budget, check_callable, check_int, check_optional_int, check_real,
@@ -194,7 +195,7 @@ def check_direction(direction: Any, name: str = "direction") -> str | None:
     raise ValueError(f"{name} must be 'minimize' or 'maximize', got {direction!r}")
 
 
-def _fidelity(t: Trial) -> dict[str, int]:
+def _fidelity(t: Trial) -> dict[str, Any]:
     """``fidelity=`` for the optimizer's tell and mark_failed: a multi-fidelity trial's, else nothing."""
     return {"fidelity": int(t.attrs["fidelity"])} if "fidelity" in t.attrs else {}
 
@@ -277,6 +278,14 @@ class Study:
         study; ``None`` takes the stored direction when resuming and
         ``"minimize"`` for a new study. Resuming with the other direction raises
         :class:`StorageError`.
+    directions : list of {"minimize", "maximize"}, optional
+        Several objectives, one direction each (instead of ``direction``): every tell then takes one value
+        per objective, and the results are the Pareto front (:attr:`pareto_front`, :meth:`hypervolume`).
+        Stored with the study, like ``direction``.
+    n_constraints : int, optional
+        The number of black-box constraint values each tell takes (``constraints=``; feasible when every
+        one is ``<= 0``, as Optuna's ``constraints_func``). The best trial is the best feasible one.
+        Stored with the study; ``None`` takes the stored number (0 for a new study).
     user_attrs : mapping, optional
         Free attributes written with a new study, in the same write as its
         record (an existing study keeps its own; see :meth:`set_user_attr`).
@@ -314,6 +323,7 @@ class Study:
 
     def __init__(self, space: Space, method: str = "auto", storage: str | os.PathLike | Storage | None = None,
                  seed: int | None = None, *, direction: str | None = None,
+                 directions: Sequence[str] | None = None, n_constraints: int | None = None,
                  user_attrs: Mapping[str, Any] | None = None,
                  runtime_options: Mapping[str, Any] | None = None, n_threads: int | None = DEFAULT_THREADS,
                  max_retries: int = 1, auto_budget: int | None = None, **method_options: Any):
@@ -325,6 +335,13 @@ class Study:
         auto_budget = check_optional_int("auto_budget", auto_budget, minimum=1)
         seed = check_seed(seed)
         direction = check_direction(direction)
+        if directions is not None:
+            if direction is not None:
+                raise ValueError("give direction (one objective) or directions (one per objective), not both")
+            directions = check_directions(directions)
+            if len(directions) == 1:
+                direction, directions = directions[0], None
+        n_constraints = check_optional_int("n_constraints", n_constraints, minimum=0)
         self.n_threads = check_optional_int("n_threads", n_threads, minimum=1)
         self.max_retries = check_int("max_retries", max_retries, minimum=0)
         #: a run (:meth:`optimize`, :func:`graphbo.minimize`) stops when this many evaluations failed with one
@@ -344,16 +361,25 @@ class Study:
             kept = stored.meta.get("method") if stored is not None else None
             method = kept if isinstance(kept, str) and kept.lower() in METHODS else choose_method(space, auto_budget)
         self.method = method.lower()
+        rules = [c.description for c in space.constraints] if isinstance(space, Space) else []
         if stored is not None:
             self._check_match(stored.meta, space_desc, seed, options, direction)
+            self._check_outcomes_match(stored.meta, directions, n_constraints, rules)
             seed = stored.meta["seed"]
             direction = stored_direction(stored.meta)
+            directions = stored.meta.get("directions")
+            n_constraints = stored.meta.get("n_constraints", 0)
         elif seed is None:
             seed = secrets.randbits(31)
         self.seed = int(seed)
-        #: ``"minimize"`` or ``"maximize"``
-        self.direction: str = direction or DIRECTIONS[0]
+        #: ``"minimize"`` or ``"maximize"`` (the first objective's, with several)
+        self.direction: str = directions[0] if directions else (direction or DIRECTIONS[0])
+        #: each objective's direction (one entry for a single objective)
+        self.directions: list[str] = list(directions) if directions else [self.direction]
+        #: the number of black-box constraint values each trial returns
+        self.n_constraints: int = int(n_constraints or 0)
         self._sign = -1.0 if self.direction == "maximize" else 1.0  # what the optimizer is told: sign * value
+        self._signs = np.array([-1.0 if d == "maximize" else 1.0 for d in self.directions])
         self._optimizer_args = (dict(method_options), dict(runtime_options or {}))
         self._new_optimizer()
         self._resume_queue: list[Trial] = []
@@ -375,9 +401,16 @@ class Study:
                 self._storage.close()
                 raise
         else:
-            self._storage.create({"method": self.method, "seed": self.seed, "method_options": plain(options),
-                                  "space": space_desc, "direction": self.direction,
-                                  "user_attrs": plain(dict(user_attrs or {}))})
+            meta: dict[str, Any] = {"method": self.method, "seed": self.seed, "method_options": plain(options),
+                                    "space": space_desc, "direction": self.direction,
+                                    "user_attrs": plain(dict(user_attrs or {}))}
+            if self.n_objectives > 1:
+                meta["directions"] = self.directions
+            if self.n_constraints:
+                meta["n_constraints"] = self.n_constraints
+            if rules:
+                meta["space_constraints"] = rules
+            self._storage.create(meta)
         if stored is None:
             logger.info("graphbo: created study %s (method %s, seed %d, %s)", self.path or "in memory", self.method,
                         self.seed, self.direction)
@@ -408,6 +441,37 @@ class Study:
         diff = _space_difference(meta["space"], space_desc)
         if diff:
             raise StorageError(f"{name}: the study was created for another space: {diff}")
+
+    def _check_outcomes_match(self, meta: Mapping[str, Any], directions: list[str] | None,
+                              n_constraints: int | None, rules: list[str]) -> None:
+        """Refuse to resume with other objectives, another number of constraints or other known constraints."""
+        name = self._storage.name
+        stored_dirs = meta.get("directions")
+        if stored_dirs is not None and (not isinstance(stored_dirs, list) or len(stored_dirs) < 2
+                                        or any(d not in DIRECTIONS for d in stored_dirs)):
+            raise CorruptStudyError(f"{name}: corrupt graphbo study (directions {stored_dirs!r})")
+        if directions is not None and directions != stored_dirs:
+            raise StorageError(f"{name}: the study was created with "
+                               f"{'directions=' + repr(stored_dirs) if stored_dirs else 'one objective'}, "
+                               f"not directions={directions!r}")
+        stored_n = meta.get("n_constraints", 0)
+        if isinstance(stored_n, bool) or not isinstance(stored_n, int) or stored_n < 0:
+            raise CorruptStudyError(f"{name}: corrupt graphbo study (n_constraints {stored_n!r})")
+        if n_constraints is not None and n_constraints != stored_n:
+            raise StorageError(f"{name}: the study was created with n_constraints={stored_n}, not {n_constraints}")
+        stored_rules = meta.get("space_constraints", [])
+        if stored_rules != rules:
+            raise StorageError(f"{name}: the study was created for a space with the constraints {stored_rules!r}, "
+                               f"the given space has {rules!r}")
+
+    @property
+    def n_objectives(self) -> int:
+        """The number of objectives."""
+        return len(self.directions)
+
+    @property
+    def _outcome_mode(self) -> bool:
+        return self.n_objectives > 1 or self.n_constraints > 0
 
     def _config_of(self, row: Any, stored: Mapping[str, Any]) -> dict[str, Any]:
         """The configuration of a stored trial: discrete values from the row, continuous ones from the JSON.
@@ -443,6 +507,8 @@ class Study:
         self.optimizer: Optimizer = METHODS[self.method](self.space, seed=self.seed, **method_options,
                                                          **runtime_options)
         self._multi_fidelity = bool(getattr(self.optimizer, "multi_fidelity", False))
+        if self._outcome_mode:
+            self.optimizer.set_outcomes(self.n_objectives, self.n_constraints)
         self._trials: list[Trial] = []
         self._by_row: dict[bytes, int] = {}  # index row -> number of its latest trial
         self._n_finished = 0
@@ -463,8 +529,12 @@ class Study:
                 if t.status == "complete":
                     if t.value is None:
                         raise ValueError("a complete trial without a value")
-                    self.optimizer.tell(t.config, self._sign * t.value, **_fidelity(t))
-                elif t.penalty is not None:
+                    if self._outcome_mode:
+                        values, cons = self._stored_outcome(t)
+                        self.optimizer.tell(t.config, self._signs * values, constraints=cons)
+                    else:
+                        self.optimizer.tell(t.config, self._sign * t.value, **_fidelity(t))
+                elif t.penalty is not None and not self._outcome_mode:
                     self.optimizer.tell(t.config, self._sign * t.penalty, **_fidelity(t))
                 else:
                     self.optimizer.mark_failed(t.config, **_fidelity(t))
@@ -476,6 +546,18 @@ class Study:
             raise CorruptStudyError(f"{self._storage.name}: corrupt graphbo study, its trials cannot be replayed "
                                     f"({where}{exc}); restore it from a copy") from None
         self._next_order = 1 + max((t.tell_order for t in self._trials if t.tell_order is not None), default=-1)
+
+    def _stored_outcome(self, t: Trial) -> tuple[np.ndarray, np.ndarray]:
+        """A stored complete trial's objective values and constraint values (``ValueError`` when they are not
+        the study's numbers of finite numbers)."""
+        values = t.attrs.get("values", [t.value]) if self.n_objectives > 1 else [t.value]
+        cons = t.attrs.get("constraints", [])
+        if not isinstance(values, list) or len(values) != self.n_objectives:
+            raise ValueError(f"{self.n_objectives} objective values expected, the trial has {values!r}")
+        if not isinstance(cons, list) or len(cons) != self.n_constraints:
+            raise ValueError(f"{self.n_constraints} constraint values expected, the trial has {cons!r}")
+        return (np.array([_check_number(v, "objective value") for v in values]),
+                np.array([_check_number(v, "constraint value") for v in cons]))
 
     def _pend_running(self) -> tuple[list[Trial], _Asked, list[Trial]]:
         """The trials left running: those that crashed their process more than ``max_retries`` times (to
@@ -620,8 +702,14 @@ class Study:
                              "configuration once")
         return t
 
-    def tell(self, trial: Trial | Mapping[str, Any] | int, value: float, *, seconds: float | None = None) -> Trial:
+    def tell(self, trial: Trial | Mapping[str, Any] | int, value: float | Sequence[float] | Outcome, *,
+             constraints: Sequence[float] | None = None, seconds: float | None = None) -> Trial:
         """Record that a trial (a :class:`Trial`, its number, or its configuration) evaluated to ``value``.
+
+        With several objectives, ``value`` is a sequence of one number per objective (stored in the trial's
+        ``attrs["values"]``; ``trial.value`` is the first); with black-box constraints, ``constraints`` is a
+        sequence of :attr:`n_constraints` numbers (``attrs["constraints"]``). An :class:`~graphbo.outcomes.Outcome`
+        or a dict ``{"values": ..., "constraints": ...}`` carries both.
 
         ``value`` is in the user's sign: a maximising study tells the optimizer
         ``-value`` and stores ``value``. The optimizer learns it and the trial is stored ``complete`` (with the
@@ -632,14 +720,49 @@ class Study:
         """
         self._check_open()
         t = self._resolve(trial, "tell")
-        v = _check_number(value, "tell: value")
+        values, cons = self._check_outcome(value, constraints)
+        v = float(values[0])
         if t is not None:
             cfg = t.config
         else:
             assert not isinstance(trial, (Trial, int, np.integer))  # _resolve returns None for a configuration only
             cfg = self.space.from_index(self.space.to_index(trial))
+        if self._outcome_mode:
+            self.optimizer.tell(cfg, self._signs * values, constraints=cons)
+            attrs = {"constraints": cons.tolist()} if self.n_constraints else {}
+            if self.n_objectives > 1:
+                attrs["values"] = values.tolist()
+            return self._finish(t, cfg, "complete", v, None, None, seconds, attrs)
         self.optimizer.tell(cfg, self._sign * v, **(_fidelity(t) if t is not None else {}))
         return self._finish(t, cfg, "complete", v, None, None, seconds)
+
+    def _check_outcome(self, value: Any, constraints: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``tell``'s ``value`` and ``constraints`` as arrays of the study's numbers of finite numbers, or
+        ``ValueError`` saying what is wrong (nothing is stored)."""
+        if isinstance(value, (Outcome, Mapping, list, tuple)):
+            try:
+                out = as_outcome(value)
+            except TypeError as exc:
+                raise ValueError(f"tell: value must be {self._expected()}, got {exc}") from None
+            if constraints is not None and out.constraints:
+                raise ValueError("tell: constraints given twice (in the value and as constraints=)")
+            items = list(out.values)
+            cons_items = list(out.constraints) if out.constraints else list(constraints or [])
+        else:
+            items = [value]
+            cons_items = [] if constraints is None else list(constraints)
+        if len(items) != self.n_objectives:
+            several = " (directions=[...] for several objectives)" if self.n_objectives == 1 else ""
+            raise ValueError(f"tell: {len(items)} values for {self.n_objectives} objective(s){several}")
+        if len(cons_items) != self.n_constraints:
+            raise ValueError(f"tell: {len(cons_items)} constraint values for n_constraints={self.n_constraints}")
+        values = np.array([_check_number(x, "tell: value" if self.n_objectives == 1 else f"tell: value {i}")
+                           for i, x in enumerate(items)], dtype=float)
+        cons = np.array([_check_number(x, f"tell: constraint {i}") for i, x in enumerate(cons_items)], dtype=float)
+        return values, cons
+
+    def _expected(self) -> str:
+        return "a number" if self.n_objectives == 1 else f"{self.n_objectives} numbers (one per objective)"
 
     def fail(self, trial: Trial | Mapping[str, Any] | int, error: str | BaseException = "failed", *,
              value: float | None = None, seconds: float | None = None) -> Trial:
@@ -660,6 +783,9 @@ class Study:
             assert not isinstance(trial, (Trial, int, np.integer))  # _resolve returns None for a configuration only
             cfg = self.space.from_index(self.space.to_index(trial))
         fidelity = _fidelity(t) if t is not None else {}
+        if penalty is not None and self._outcome_mode:
+            raise ValueError("fail: a penalty value is for a study with one objective and no constraints; a failed "
+                             "trial of this study is never suggested again and not told to the model")
         if penalty is None:
             self.optimizer.mark_failed(cfg, **fidelity)
         else:
@@ -667,7 +793,7 @@ class Study:
         return self._finish(t, cfg, "failed", None, str(error), penalty, seconds)
 
     def _finish(self, t: Trial | None, cfg: dict[str, Any], status: str, value: float | None, error: str | None,
-                penalty: float | None, seconds: float | None) -> Trial:
+                penalty: float | None, seconds: float | None, attrs: Mapping[str, Any] | None = None) -> Trial:
         t_done = time.perf_counter()
         state = self.optimizer.get_state()
         stamp = now()
@@ -677,7 +803,8 @@ class Study:
         if seconds is None:
             seconds = t_done - self._t_ask.get(t.number, t_done)
         updated = dataclasses.replace(t, status=status, value=value, error=error, penalty=penalty, finished=stamp,
-                                      evaluate_seconds=float(seconds), tell_order=self._next_order)
+                                      evaluate_seconds=float(seconds), tell_order=self._next_order,
+                                      attrs={**t.attrs, **(attrs or {})})
         if new:
             self._storage.add_trials([updated], state=state)
             self._append(updated)
@@ -761,16 +888,22 @@ class Study:
                            "ends with what it found", len(self._trials), budget, exc)
             return None
 
-    def _record_evaluation(self, trial: Trial, ok: bool, value: float | None, error: str | None, seconds: float,
+    def _record_evaluation(self, trial: Trial, ok: bool, value: float | Outcome | None, error: str | None, seconds: float,
                            failure_value: float | str | None, callback: Callable | None) -> Trial:
         """Tell (then call ``callback``) or fail (with a warning) a trial from its evaluation's outcome."""
         if ok:
-            assert value is not None  # _evaluate returns a number with ok
-            done = self.tell(trial, value, seconds=seconds)
+            assert value is not None  # _evaluate returns a number or an Outcome with ok
+            try:
+                done = self.tell(trial, value, seconds=seconds)
+            except ValueError as exc:  # the wrong number of values, a non-number among them: a failed trial
+                ok, error = False, f"objective returned an unusable outcome: {str(exc).removeprefix('tell: ')}"
+        if ok:
             if callback is not None:
                 callback(done.number, done.config, done.value, self.optimizer, (done.suggest_seconds or 0.0) + seconds)
             return done
         assert error is not None  # every failure comes with its message
+        if self._outcome_mode:  # no single worst value: the failed configuration is only excluded
+            failure_value = None
         penalty = self._worst_value() if failure_value == WORST else failure_value
         assert not isinstance(penalty, str), "failure_value is checked: a number, 'worst' or None"
         done = self.fail(trial, error, value=penalty, seconds=seconds)
@@ -840,11 +973,55 @@ class Study:
     @property
     def best_trial(self) -> Trial | None:
         """The complete trial with the lowest value (the highest for ``direction="maximize"``; the first told
-        of equals), or ``None``."""
-        done = [t for t in self._trials if t.status == "complete"]
+        of equals), or ``None``. With black-box constraints, the best *feasible* one (``None`` while no trial
+        is feasible); with several objectives there is no single best: ``None`` (see :attr:`pareto_front`)."""
+        if self.n_objectives > 1:
+            return None
+        done = self.feasible_trials if self.n_constraints else [t for t in self._trials if t.status == "complete"]
         sign = self._sign
         return dataclasses.replace(min(done, key=lambda t: (sign * _complete_value(t),) + _told_first(t))) \
             if done else None
+
+    # -- several objectives and constraints -------------------------------------------------
+    def _objective_values(self, t: Trial) -> list[float]:
+        """A complete trial's objective values in the user's sign."""
+        return list(t.attrs["values"]) if self.n_objectives > 1 else [_complete_value(t)]
+
+    def _is_feasible(self, t: Trial) -> bool:
+        return all(c <= 0 for c in t.attrs.get("constraints", ())) if self.n_constraints else True
+
+    @property
+    def feasible_trials(self) -> list[Trial]:
+        """The complete trials whose every constraint value is ``<= 0`` (all complete trials without constraints)."""
+        return [dataclasses.replace(t) for t in self._trials if t.status == "complete" and self._is_feasible(t)]
+
+    @property
+    def pareto_front(self) -> list[Trial]:
+        """The feasible complete trials that no other feasible trial dominates (no worse in every objective,
+        better in one; Deb 2001, Def. 2.5), by number. With one objective, the best trials (all those tied
+        for the best value)."""
+        feas = self.feasible_trials
+        if not feas:
+            return []
+        Y = np.array([self._objective_values(t) for t in feas]) * self._signs
+        return [t for t, keep in zip(feas, pareto_mask(Y)) if keep]
+
+    def hypervolume(self, reference_point: Sequence[float] | None = None) -> float:
+        """The hypervolume of the Pareto front (:func:`graphbo.outcomes.hypervolume`) against
+        ``reference_point`` (in the user's sign, one value per objective: worse than every point of
+        interest); default :func:`graphbo.outcomes.reference_point` of the feasible trials (their worst values
+        moved out by a tenth of their ranges). 0.0 without feasible trials."""
+        feas = self.feasible_trials
+        if reference_point is not None:
+            ref = np.array(check_reference_point(reference_point, self.n_objectives)) * self._signs
+        if not feas:
+            return 0.0
+        Y = np.array([self._objective_values(t) for t in feas]) * self._signs
+        if reference_point is None:
+            from .outcomes import reference_point as default_reference
+
+            ref = default_reference(Y)
+        return hypervolume(Y, ref)
 
     @property
     def best(self) -> Observation | None:
@@ -854,6 +1031,12 @@ class Study:
 
     def _completed_best(self) -> Trial:
         t = self.best_trial
+        if t is None and self.n_objectives > 1:
+            raise ValueError(f"study {self._storage.name} has {self.n_objectives} objectives and no single best trial; "
+                             "see study.pareto_front")
+        if t is None and self.n_constraints and self.complete_trials:
+            raise ValueError(f"no trial of study {self._storage.name} is feasible ({len(self.complete_trials)} "
+                             "complete, each with a constraint value > 0)")
         if t is None:
             n_failed = sum(1 for t in self._trials if t.status == "failed")
             raise ValueError(f"no trial of study {self._storage.name} completed ({len(self._trials)} trials, "

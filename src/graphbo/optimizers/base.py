@@ -8,6 +8,7 @@ untouched when it raises. Minimisation everywhere.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import itertools
 import math
@@ -17,7 +18,11 @@ from typing import AbstractSet, Any, Iterable, Iterator, Mapping, Sequence, Type
 
 import numpy as np
 
+from ..acquisition.base import AcquisitionFunction
+from ..acquisition.constrained import LogConstrainedExpectedImprovement
+from ..acquisition.ei import LogExpectedImprovement
 from .._validation import as_real, check_configs, check_int, check_optional_int, check_seed
+from ..outcomes import feasibility_first, feasible, parego_scalarize, simplex_weights
 from ..spaces.space import Space, as_generator
 
 __all__ = ["Optimizer", "Observation", "Configs", "signature_without", "training_subset", "check_max_train",
@@ -62,6 +67,15 @@ class Optimizer:
     last_training_indices: np.ndarray | None = None
     #: the space classes the optimizer accepts (the NAS optimizers take a ``graphbo.nas.ArchitectureSpace``)
     space_types: tuple[type, ...] = (Space,)
+    #: whether the method takes several objectives and black-box constraints (:meth:`set_outcomes`)
+    supports_outcomes = True
+    #: whether the method models black-box constraints itself (one surrogate per constraint, expected improvement
+    #: weighted by the probability of feasibility); otherwise it is told each infeasible evaluation behind every
+    #: feasible one (:func:`graphbo.outcomes.feasibility_first`)
+    models_constraints = False
+    #: the number of objectives and of black-box constraints told with each value (:meth:`set_outcomes`)
+    n_objectives = 1
+    n_constraints = 0
 
     def __init__(self, space: Space, *, seed: int | None = None, n_initial: int = 10,
                  initial_configs: Configs | None = None):
@@ -84,7 +98,115 @@ class Optimizer:
         self._y: list[float] = []
         self._evaluated: set[bytes] = set()
         self._pending: dict[bytes, np.ndarray] = {}
+        refused = [c for c in initial_configs if not self._allows_config(c)]
+        if refused:
+            raise ValueError(f"initial_configs: {dict(refused[0])!r} breaks a known constraint of the space")
         self._initial = self._initial_design([space.to_index(c) for c in initial_configs], n_initial)
+        #: every told objective vector ``(k,)`` and constraint vector ``(c,)``, aligned with ``_X`` (outcome mode)
+        self._objective_values: list[np.ndarray] = []
+        self._constraint_values: list[np.ndarray] = []
+        #: ParEGO's weights of the latest multi-objective suggestion (equal weights before the first)
+        self._weights: np.ndarray | None = None
+
+    def _allows_config(self, config: Mapping[str, Any]) -> bool:
+        allows = getattr(self.space, "allows", None)
+        return True if allows is None else bool(allows(config))
+
+    # -- several objectives and black-box constraints ----------------------------------------------
+    def set_outcomes(self, n_objectives: int = 1, n_constraints: int = 0) -> None:
+        """Tell the optimizer that each evaluation returns ``n_objectives`` values (all minimised) and
+        ``n_constraints`` constraint values (feasible when every one is ``<= 0``). Call before the first tell.
+
+        With several objectives every model-based suggestion draws weights uniformly on the simplex and models
+        ParEGO's augmented Chebyshev scalarisation of the normalised objectives (Knowles 2006;
+        :func:`graphbo.outcomes.parego_scalarize`). Black-box constraints are modelled by their own surrogates
+        where the method can (:attr:`models_constraints`), else ranked by Deb's feasibility rule.
+        """
+        n_objectives = check_int("n_objectives", n_objectives, minimum=1)
+        n_constraints = check_int("n_constraints", n_constraints, minimum=0)
+        if self._X:
+            raise ValueError("set_outcomes: the optimizer has been told evaluations already")
+        if (n_objectives > 1 or n_constraints) and not self.supports_outcomes:
+            raise ValueError(f"method {self.name!r} takes one objective and no black-box constraints; "
+                             "use combo, bofm, nasbot (or auto) or a graphbo baseline (rs, sa, re)")
+        if (n_objectives > 1 or n_constraints) and getattr(self, "trust_region", None) is not None:
+            raise ValueError(f"method {self.name!r} follows a trust region, which counts one objective's "
+                             "improvements; use it without the trust region for several objectives or constraints")
+        self.n_objectives, self.n_constraints = n_objectives, n_constraints
+        self._on_outcomes()
+
+    def _on_outcomes(self) -> None:
+        """Called by :meth:`set_outcomes`: a method that models constraints (:attr:`models_constraints`) gets one
+        unfitted copy of its surrogate ``self.model`` per constraint."""
+        if self.models_constraints:
+            self._constraint_models = [copy.deepcopy(getattr(self, "model")) for _ in range(self.n_constraints)]
+
+    def _log_ei(self, fit_y: np.ndarray, inputs: Any, pending: Any = None) -> AcquisitionFunction:
+        """The acquisition of a model-based suggestion: log-EI on ``self.model`` (fitted on ``fit_y``, its incumbent
+        the best real value); with black-box constraints, each constraint's surrogate fitted on ``inputs`` (the
+        training inputs, :attr:`last_training_indices`) and conditioned on ``pending`` (kriging believer), and
+        log-EI of the best *feasible* value weighted by the probability of feasibility
+        (:class:`~graphbo.acquisition.constrained.LogConstrainedExpectedImprovement`)."""
+        model = getattr(self, "model")
+        if not self.n_constraints:
+            return LogExpectedImprovement(model)
+        train = self.last_training_indices
+        C = self.C if train is None else self.C[train]
+        for j, cm in enumerate(self._constraint_models):
+            cm.fit(inputs, C[:, j], self.rng)
+            if pending is not None:
+                cm.add_fantasies(pending)
+        ok = self.feasible_mask
+        best = model.transform_outcome(float(np.min(np.asarray(fit_y)[ok]))) if ok.any() else None
+        return LogConstrainedExpectedImprovement(model, self._constraint_models, best)
+
+    @property
+    def _outcome_mode(self) -> bool:
+        return self.n_objectives > 1 or self.n_constraints > 0
+
+    @property
+    def Y(self) -> np.ndarray:
+        """Every told objective vector, shape ``(n, n_objectives)`` (minimised)."""
+        if not self._outcome_mode:
+            return self.y[:, None]
+        return np.array(self._objective_values, dtype=float).reshape(-1, self.n_objectives)
+
+    @property
+    def C(self) -> np.ndarray:
+        """Every told constraint vector, shape ``(n, n_constraints)`` (feasible when all are ``<= 0``)."""
+        return np.array(self._constraint_values, dtype=float).reshape(-1, self.n_constraints)
+
+    @property
+    def feasible_mask(self) -> np.ndarray:
+        """Which told evaluations satisfy every black-box constraint (all of them without constraints)."""
+        return feasible(self.C) if self.n_constraints else np.ones(self.n_told, dtype=bool)
+
+    def _targets(self) -> np.ndarray:
+        """The single value per evaluation the method models: the only objective, or ParEGO's scalarisation
+        under the latest weights; infeasible evaluations ranked last unless the method models constraints."""
+        Y = self.Y
+        if self.n_objectives == 1:
+            y = Y[:, 0]
+        else:
+            w = self._weights if self._weights is not None else np.full(self.n_objectives, 1 / self.n_objectives)
+            y = parego_scalarize(Y, w) if Y.shape[0] else np.zeros(0)
+        if self.n_constraints and not self.models_constraints:
+            y = feasibility_first(y, self.C)
+        return y
+
+    def _refresh_targets(self, new_weights: bool) -> None:
+        if not self._outcome_mode:
+            return
+        if new_weights and self.n_objectives > 1:
+            self._weights = simplex_weights(self.n_objectives, self.rng)
+        self._y = [float(v) for v in self._targets()]
+
+    def _incumbent_index(self) -> int:
+        """The told evaluation a local search starts from: the best modelled value among the feasible ones
+        (among all when none is feasible)."""
+        y = self.y
+        ok = self.feasible_mask
+        return int(np.flatnonzero(ok)[np.argmin(y[ok])]) if ok.any() else int(np.argmin(y))
 
     def _initial_design(self, rows: list[np.ndarray], n_initial: int) -> list[np.ndarray]:
         """The rows asked first: those of ``initial_configs``, then distinct random ones up to ``n_initial``."""
@@ -139,8 +261,12 @@ class Optimizer:
                 row = cand
                 break
         if row is None:
+            self._refresh_targets(new_weights=True)
             row = np.asarray(self._suggest(), dtype=self.space.row_dtype)
         config = self.space.from_index(row)
+        if not self._allows_config(config):  # a method that does not know the rules: an allowed random row
+            row = self._distinct_random_rows(1, self._exclude)[0]
+            config = self.space.from_index(row)
         if len(self.space.continuous_indices):
             # A continuous coordinate may not survive the trip to a value and back bit for bit;
             # key the pending row by what ``tell`` will compute from the returned config.
@@ -148,19 +274,42 @@ class Optimizer:
         self._pending[row.tobytes()] = row
         return config
 
-    def tell(self, config: Mapping[str, Any], value: float) -> None:
+    def tell(self, config: Mapping[str, Any], value: float | Sequence[float], *,
+             constraints: Sequence[float] | np.ndarray | None = None) -> None:
         """Record that ``config`` evaluated to ``value``.
 
+        ``value`` is a number, or after :meth:`set_outcomes` a sequence of ``n_objectives`` numbers, with
+        ``constraints`` a sequence of ``n_constraints`` numbers (feasible when all are ``<= 0``).
         Raises ``ValueError`` (and stores nothing) if the configuration is not
-        in the space or the value is not a finite number.
+        in the space or a value is not a finite number.
         """
-        row, v = self._check_told(config, value)
+        if not self._outcome_mode:
+            if constraints is not None and len(constraints):
+                raise ValueError("tell: constraints given to an optimizer without black-box constraints "
+                                 "(set_outcomes(n_constraints=...))")
+            row, v = self._check_told(config, value)
+        else:
+            row, values, cons = self._check_outcome(config, value, constraints)
+            self._objective_values.append(values)
+            self._constraint_values.append(cons)
+            targets = self._targets()  # normalisation and feasibility ranks depend on every evaluation
+            self._y = [float(t) for t in targets[:-1]]
+            v = float(targets[-1])
         self._observe(row, v)
         key = row.tobytes()
         self._pending.pop(key, None)
         self._X.append(row)
         self._y.append(v)
         self._evaluated.add(key)
+
+    def _check_outcome(self, config: Mapping[str, Any], value: Any,
+                       constraints: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``tell``'s checks in outcome mode: the row, the objective vector and the constraint vector."""
+        row = self.space.to_index(config)
+        vals = _finite_vector(value, self.n_objectives, "objective value", config, allow_scalar=True)
+        cons = _finite_vector([] if constraints is None else constraints, self.n_constraints,
+                              "constraint value", config, allow_scalar=False)
+        return row, vals, cons
 
     def _check_told(self, config: Mapping[str, Any], value: Any) -> tuple[np.ndarray, float]:
         """``tell``'s checks: the index row of ``config`` and ``value`` as a finite float, or ``ValueError``."""
@@ -209,9 +358,17 @@ class Optimizer:
 
     @property
     def best(self) -> Observation | None:
-        """The best (lowest) evaluation told so far, or ``None``."""
+        """The best (lowest) evaluation told so far, or ``None``. With black-box constraints the best feasible one
+        (``None`` while none is); with several objectives, the best under the latest scalarisation."""
         if not self._y:
             return None
+        if self.n_constraints:
+            ok = self.feasible_mask
+            if not ok.any():
+                return None
+            y = np.array(self._y)
+            i = int(np.flatnonzero(ok)[np.argmin(y[ok])])
+            return Observation(self.space.from_index(self._X[i]), self._y[i])
         i = int(np.argmin(self._y))
         return Observation(self.space.from_index(self._X[i]), self._y[i])
 
@@ -228,6 +385,7 @@ class Optimizer:
             "initial": [r.tolist() for r in self._initial],
             "method": self._method_state(),
             "subset_key": self._subset_key,
+            **({"weights": self._weights.tolist()} if self._weights is not None else {}),
         }
 
     def set_state(self, state: Mapping[str, Any]) -> None:
@@ -235,6 +393,9 @@ class Optimizer:
         self._load_method_state(state.get("method") or {})
         self._initial = [np.asarray(r, dtype=self.space.row_dtype) for r in state["initial"]]
         self._pending.clear()
+        if "weights" in state:
+            self._weights = np.asarray(state["weights"], dtype=float)
+            self._refresh_targets(new_weights=False)
         if "subset_key" in state:  # states saved before the training-set cap have none
             self._subset_key = check_int("subset_key", state["subset_key"], minimum=0)
         self.rng.bit_generator.state = state["rng"]  # last: restoring method state may draw numbers
@@ -341,6 +502,27 @@ def training_subset(y: Sequence[float] | np.ndarray, max_train: int | None, key:
     sample = rng.choice(rest, size=b - n_best - n_recent, replace=False)
     taken[sample] = True
     return np.concatenate([np.flatnonzero(taken), np.arange(r, n)])
+
+
+def _finite_vector(value: Any, n: int, what: str, config: Mapping[str, Any], *, allow_scalar: bool) -> np.ndarray:
+    """``value`` as ``n`` finite floats, or ``ValueError`` saying what is wrong."""
+    if allow_scalar and n == 1 and not isinstance(value, (list, tuple, np.ndarray)):
+        items: list[Any] = [value]
+    elif isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__len__"):
+        raise ValueError(f"tell: {n} {what}(s) expected for {dict(config)!r}, got {value!r}")
+    else:
+        items = list(np.asarray(value, dtype=object).reshape(-1)) if isinstance(value, np.ndarray) else list(value)
+    if len(items) != n:
+        raise ValueError(f"tell: {n} {what}(s) expected for {dict(config)!r}, got {len(items)}: {value!r}")
+    out = np.empty(n, dtype=float)
+    for i, item in enumerate(items):
+        try:
+            out[i] = as_real(item)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"tell: {what} {i} for {dict(config)!r} must be a real number, got {exc}") from None
+        if not math.isfinite(out[i]):
+            raise ValueError(f"tell: {what} {i} for {dict(config)!r} is {item!r}, not a finite number")
+    return out
 
 
 class _Excluded(Set[Any]):

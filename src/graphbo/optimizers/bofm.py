@@ -17,8 +17,8 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
-from ..acquisition.ei import LogExpectedImprovement
 from ..optim.mixed import METHODS, optimize_acquisition_mixed
+from ..optim.known_constraints import allowed_only
 from ..optim.trust_region import TrustRegion, as_trust_region_options
 from .._validation import check_bool, check_choice, check_device, check_int
 from ..kernels.frequency_modulated import KERNELS, FMKernel
@@ -107,6 +107,8 @@ class BOFM(Optimizer):
         docs/measurements.md ("GPU") says what is measured.
     """
 
+    models_constraints = True
+
     name = "bofm"
 
     def __init__(self, space: Space, *, seed: int | None = None, n_initial: int = 10,
@@ -151,17 +153,20 @@ class BOFM(Optimizer):
         t0, c0 = time.perf_counter(), time.process_time()
         train = self._training_indices(y)  # every observation up to max_train (its docstring)
         self.model.fit(X[train], y[train], self.rng)
-        if self._pending:
+        pending = np.stack(list(self._pending.values())) if self._pending else None
+        if pending is not None:
             # kriging believer (Surrogate.add_fantasies): pending rows join the data at their posterior
             # mean, under the hyper-parameters fitted to the real data, so EI's exploration term
             # collapses at and near them
-            self.model.add_fantasies(np.stack(list(self._pending.values())))
+            self.model.add_fantasies(pending)
+        acquisition = allowed_only(self._log_ei(y, X[train], pending), self.space)
         t1, c1 = time.perf_counter(), time.process_time()
         region = None if tr is None else tr.region()
         row, _ = optimize_acquisition_mixed(
-            # incumbent: the best real value, on the model's scale, of all observations (training_subset keeps it)
-            LogExpectedImprovement(self.model),
-            self.space, self.rng, incumbent=X[int(np.argmin(y))] if region is None else region.centre,
+            # incumbent: the best real (feasible) value, on the model's scale, of all observations
+            # (training_subset keeps it); known constraints: refused rows score below every allowed one
+            acquisition,
+            self.space, self.rng, incumbent=X[self._incumbent_index()] if region is None else region.centre,
             exclude=self._exclude, n_random=self.n_random, n_spray=self.n_spray, n_starts=self.n_starts,
             method=self.acq_optimizer, region=region,
         )

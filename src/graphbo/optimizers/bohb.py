@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections import defaultdict
-from typing import Any, Mapping, overload
+from typing import Any, Mapping, Sequence, overload
 
 import numpy as np
 
@@ -349,7 +349,8 @@ class BOHB(SMACAdapter):
         assert fidelity is not None  # tell and mark_failed resolve it first
         return self._budget_of[fidelity]
 
-    def tell(self, config: Mapping[str, Any], value: float, fidelity: int | None = None) -> None:
+    def tell(self, config: Mapping[str, Any], value: float | Sequence[float], fidelity: int | None = None, *,
+             constraints: Sequence[float] | np.ndarray | None = None) -> None:
         """Record that ``config`` evaluated to ``value`` at ``fidelity`` (epochs).
 
         ``fidelity`` may be left out when exactly one trial of ``config`` is

@@ -16,9 +16,9 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
-from ..acquisition.ei import LogExpectedImprovement
 from ..exceptions import SpaceExhaustedError
 from ..optim.graph_local_search import optimize_acquisition_on_graph
+from ..optim.known_constraints import allowed_only
 from ..optim.trust_region import TrustRegion, as_trust_region_options
 from ..kernels.diffusion import GraphDiffusionKernel
 from ..models.diffusion_gp import DiffusionGP, HyperSample
@@ -105,6 +105,8 @@ class COMBO(Optimizer):
         without such ordinals are unaffected. :attr:`ordinal_scales` reports the choice.
     """
 
+    models_constraints = True
+
     name = "combo"
 
     def __init__(self, space: Space, *, seed: int | None = None, n_initial: int = 10,
@@ -160,12 +162,14 @@ class COMBO(Optimizer):
             train = self._training_indices(y)  # every observation up to max_train (its docstring)
             fit_y = transform_values(y, self.y_transform)  # over all observations: a subset sees the same map
             self.model.fit(X[train], fit_y[train], self.rng)
-            if self._pending:
+            pending = np.stack(list(self._pending.values())) if self._pending else None
+            if pending is not None:
                 # kriging believer: pending rows at each posterior sample's mean (Surrogate.add_fantasies)
-                self.model.add_fantasies(np.stack(list(self._pending.values())))
+                self.model.add_fantasies(pending)
             t1 = time.perf_counter()
-            # incumbent: the best real value, that of all observations (training_subset always keeps it)
-            acquisition = LogExpectedImprovement(self.model)
+            # incumbent: the best real (feasible) value, that of all observations (training_subset always keeps it);
+            # known constraints: refused rows score below every allowed one
+            acquisition = allowed_only(self._log_ei(fit_y, X[train], pending), self.space)
 
             region = None if tr is None else tr.region()
             try:
@@ -173,7 +177,7 @@ class COMBO(Optimizer):
                     acquisition,
                     self.space,
                     self.rng,
-                    incumbent=X[int(np.argmin(y))] if region is None else region.centre,
+                    incumbent=X[self._incumbent_index()] if region is None else region.centre,
                     exclude=self._exclude,
                     n_random=self.n_random,
                     n_spray=self.n_spray,

@@ -64,6 +64,9 @@ class ExternalOptimizer(Optimizer):
     :meth:`_proposals_done`, and set ``max_retries``.
     """
 
+    #: the wrapped library is told one number per evaluation
+    supports_outcomes = False
+
     max_retries: int = 20
 
     def __init__(self, space: Space, **common: Any):

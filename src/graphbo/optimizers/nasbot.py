@@ -48,7 +48,6 @@ from typing import AbstractSet, Any, Callable, Mapping, Sequence
 import numpy as np
 import torch
 
-from ..acquisition.ei import LogExpectedImprovement
 from ..optim.evolutionary import (SIGMA_SCALE, EAResult, n_ea_evaluations, optimize_acquisition_ea,
                                         selection_probabilities)
 from ..models.otmann_gp import OTMANNGP, OTMANNHyperSample
@@ -153,19 +152,22 @@ class NASOptimizer(Optimizer):
                 row = cand
                 break
         if row is None:
+            self._refresh_targets(new_weights=True)
             row = np.asarray(self._suggest(), dtype=np.int64)
         self._pending[row.tobytes()] = row
         return self.space.from_index(row)
 
-    def tell(self, config: Mapping[str, Any] | Architecture, value: float) -> None:
-        """Record that a network evaluated to ``value`` (a dict or an :class:`Architecture`).
+    def tell(self, config: Mapping[str, Any] | Architecture, value: float | Sequence[float], *,
+             constraints: Sequence[float] | np.ndarray | None = None) -> None:
+        """Record that a network evaluated to ``value`` (a dict or an :class:`Architecture`); ``value`` and
+        ``constraints`` as :meth:`Optimizer.tell` takes them.
 
         Raises ``ValueError`` naming the problem, and stores nothing, if the network is
         malformed, invalid, outside the space's constraints, or the value is not finite.
         """
         if isinstance(config, Architecture):
             config = config.to_dict()
-        super().tell(config, value)
+        super().tell(config, value, constraints=constraints)
         self._note_done(self._X[-1])
         self._drop_pending_like(self._X[-1])
 
@@ -277,6 +279,8 @@ class NASBOT(NASOptimizer):
         ``model.clock`` (wall clock by default; set ``time.process_time`` for CPU time).
     """
 
+    models_constraints = True
+
     name = "nasbot"
 
     def __init__(self, space: ArchitectureSpace | str, *, seed: int | None = None, n_initial: int = 10,
@@ -317,8 +321,8 @@ class NASBOT(NASOptimizer):
             self.model.add_fantasies(pending)  # kriging believer
             t1 = clock()
             dist_fit = self.model.timing["distances"] - timing0["distances"]
-            # incumbent: the best real value, that of all observations (training_subset always keeps it)
-            acquisition = LogExpectedImprovement(self.model)
+            # incumbent: the best real (feasible) value, that of all observations (training_subset always keeps it)
+            acquisition = self._log_ei(y_all, archs, pending)
 
             def phi(archs: list[Architecture]) -> np.ndarray:
                 return acquisition(archs).numpy()

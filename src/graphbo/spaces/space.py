@@ -11,13 +11,17 @@ they differ in one variable whose two values are adjacent in its sub-graph).
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from .constraints import check_constraints
 from .variables import AnyVariable, Continuous, Variable
 
-__all__ = ["Space"]
+__all__ = ["Space", "MAX_REJECTION"]
+
+#: rejection sampling under known constraints gives up when fewer than one draw in this many is allowed
+MAX_REJECTION = 1000
 
 
 def as_generator(seed: int | np.random.Generator | None) -> np.random.Generator:
@@ -34,6 +38,11 @@ class Space:
     ----------
     variables : mapping of str to Variable
         Variable name -> variable, in the order used for index rows.
+    constraints : list of str or callable, optional
+        Known constraints: rules a configuration must satisfy to be suggested at all, each an expression
+        over the variable names (``"x + y <= 10"``) or a function ``config -> bool``
+        (:mod:`graphbo.spaces.constraints`). Sampling draws only allowed configurations, and no optimizer
+        suggests one that a rule refuses.
 
     Examples
     --------
@@ -45,7 +54,8 @@ class Space:
     {'x': 1, 'c': 'b'}
     """
 
-    def __init__(self, variables: Mapping[str, AnyVariable] | Iterable[tuple[str, AnyVariable]]) -> None:
+    def __init__(self, variables: Mapping[str, AnyVariable] | Iterable[tuple[str, AnyVariable]],
+                 constraints: Sequence[str | Callable[[Mapping[str, Any]], Any]] | None = None) -> None:
         if isinstance(variables, Mapping):
             items = list(variables.items())
         elif isinstance(variables, (str, bytes)) or not isinstance(variables, Iterable):
@@ -95,6 +105,8 @@ class Space:
         #: a row holds value indices (int64) in a discrete space; with continuous variables it is float64,
         #: holding value indices for discrete variables and unit coordinates in [0, 1] for continuous ones
         self.row_dtype = np.float64 if self.continuous_indices.size else np.int64
+        #: the known constraints (:class:`graphbo.spaces.constraints.KnownConstraint`), empty without
+        self.constraints = check_constraints(constraints, self.names)
 
     # -- container protocol -------------------------------------------------
     @property
@@ -114,7 +126,8 @@ class Space:
 
     def __repr__(self) -> str:
         inner = ", ".join(f"{k!r}: {v!r}" for k, v in self._variables.items())
-        return f"Space({{{inner}}})"
+        rules = f", constraints={[c.description for c in self.constraints]!r}" if self.constraints else ""
+        return f"Space({{{inner}}}{rules})"
 
     @property
     def is_discrete(self) -> bool:
@@ -163,10 +176,44 @@ class Space:
         return {n: var.value_at(int(x)) if isinstance(var, Variable) else var.from_unit(float(x))
                 for (n, var), x in zip(self._variables.items(), row)}
 
+    # -- known constraints ---------------------------------------------------
+    def allows(self, config: Mapping[str, Any]) -> bool:
+        """Whether ``config`` satisfies every known constraint (always True for a space without)."""
+        return all(c.allows(config) for c in self.constraints)
+
+    def allowed_rows(self, rows: np.ndarray) -> np.ndarray:
+        """Boolean mask of the index rows (``(m, d)``) whose configurations every known constraint allows."""
+        rows = np.asarray(rows).reshape(-1, len(self))
+        if not self.constraints:
+            return np.ones(rows.shape[0], dtype=bool)
+        return np.fromiter((self.allows(self.from_index(r)) for r in rows), dtype=bool, count=rows.shape[0])
+
     # -- sampling -----------------------------------------------------------
     def sample_index(self, n: int, seed: int | np.random.Generator | None = None) -> np.ndarray:
-        """``n`` index rows drawn uniformly (with replacement), shape ``(n, n_variables)``."""
+        """``n`` index rows drawn uniformly (with replacement) among the allowed configurations, shape
+        ``(n, n_variables)``.
+
+        With known constraints the draws are rejection-sampled; ``ValueError`` when fewer than one in
+        :data:`MAX_REJECTION` draws is allowed (the rules allow almost nothing).
+        """
         rng = as_generator(seed)
+        if not self.constraints:
+            return self._sample_unconstrained(n, rng)
+        out: list[np.ndarray] = []
+        drawn, have = 0, 0
+        while have < n:
+            batch = self._sample_unconstrained(max(64, 2 * (n - have)), rng)
+            drawn += batch.shape[0]
+            ok = batch[self.allowed_rows(batch)]
+            out.append(ok[: n - have])
+            have += out[-1].shape[0]
+            if have < n and drawn > MAX_REJECTION * max(n, 1) and drawn >= 10_000:
+                raise ValueError(f"the space's constraints allow {have} of {drawn} random configurations; "
+                                 f"fewer than 1 in {MAX_REJECTION} is too few to sample "
+                                 f"(constraints: {[c.description for c in self.constraints]})")
+        return np.concatenate(out)[:n] if out else self._sample_unconstrained(0, rng)
+
+    def _sample_unconstrained(self, n: int, rng: np.random.Generator) -> np.ndarray:
         u = rng.random((n, len(self)))
         if self.is_discrete:
             return (u * self.n_values).astype(np.int64)

@@ -41,7 +41,11 @@ __all__ = ["Storage", "StoredStudy", "Trial", "StorageError", "TrialNotRunningEr
 #: the newest storage format this graphbo reads; a store with a larger one is refused. Format 2 adds the
 #: ``direction`` meta key: a maximising study is written as format 2, so that a graphbo that reads only format 1
 #: (and would minimise its values) refuses it; a minimising study is still written as format 1
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+#: the format of a study with several objectives or black-box constraints (meta ``directions``,
+#: ``n_constraints``; values in the trials' ``values``/``constraints`` attributes), which a graphbo that reads
+#: format 2 would misread
+OUTCOMES_FORMAT = 3
 #: the format of a study that minimises (graphbo 0.1's, which older versions read)
 MINIMIZE_FORMAT = 1
 #: what a study optimises; the first is the default and what a study without a stored direction does
@@ -164,7 +168,9 @@ class Storage(abc.ABC):
     def stamped(self, meta: Mapping[str, Any]) -> dict[str, Any]:
         """``meta`` with what the store adds to a new record: application, format (:data:`MINIMIZE_FORMAT`
         unless the study maximises), graphbo version, creation time."""
-        fmt = FORMAT_VERSION if meta.get("direction", DIRECTIONS[0]) != DIRECTIONS[0] else MINIMIZE_FORMAT
+        fmt = 2 if meta.get("direction", DIRECTIONS[0]) != DIRECTIONS[0] else MINIMIZE_FORMAT
+        if meta.get("directions") or meta.get("n_constraints") or meta.get("space_constraints"):
+            fmt = OUTCOMES_FORMAT
         out = {"application": APPLICATION, "format": fmt, "graphbo_version": graphbo_version()}
         out.update(meta)
         out.setdefault("created", now())

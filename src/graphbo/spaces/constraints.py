@@ -1,0 +1,185 @@
+"""Known constraints: rules on the configuration that say which configurations may be suggested at all.
+
+A known constraint is given with the space (``Space(..., constraints=[...])``): either a Python callable
+``config -> bool`` (True: allowed) or an expression over the variable names, such as
+``"x + y <= 10"`` or ``"not (kernel == 'linear' and degree > 1)"``. Expressions are stored with a study
+and can be written in space files; a callable lives only in the process that made it.
+
+Expressions are parsed once with :mod:`ast` and evaluated by the small interpreter below, never by
+``eval``: numbers, strings, ``True``/``False``/``None``, variable names, tuples and lists of these,
+arithmetic (``+ - * / // % **``, the exponent bounded), comparisons (chained too, ``in``/``not in``),
+``and``/``or``/``not``, ``x if c else y`` and the functions ``abs``, ``min``, ``max``. Anything else is
+refused where the expression is given, with the part that is not allowed.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from typing import Any, Callable, Mapping, Sequence
+
+__all__ = ["KnownConstraint", "check_constraints"]
+
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
+_COMPARE: dict[type, Callable[[Any, Any], Any]] = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+            ast.Gt: operator.gt, ast.GtE: operator.ge, ast.In: lambda a, b: a in b,
+            ast.NotIn: lambda a, b: a not in b}
+_FUNCTIONS: dict[str, Callable[..., Any]] = {"abs": abs, "min": min, "max": max}
+#: the largest exponent ``**`` takes (a rule, not a way to make the interpreter compute for hours)
+MAX_EXPONENT = 64
+
+
+class KnownConstraint:
+    """One rule on the configuration: :meth:`allows` says whether a configuration may be suggested.
+
+    Parameters
+    ----------
+    rule : str or callable
+        An expression over the variable names (module docstring), or a function ``config -> bool``.
+    names : sequence of str, optional
+        The space's variable names: an expression that uses another name is refused here.
+    """
+
+    def __init__(self, rule: str | Callable[[Mapping[str, Any]], Any], names: Sequence[str] | None = None):
+        if isinstance(rule, KnownConstraint):
+            rule = rule.rule
+        self.rule: str | Callable[[Mapping[str, Any]], Any] = rule
+        if isinstance(rule, str):
+            try:
+                tree = ast.parse(rule.strip(), mode="eval")
+            except SyntaxError as exc:
+                raise ValueError(f"constraint {rule!r} is not an expression: {exc.msg}") from None
+            self._tree: ast.Expression | None = tree
+            self.names = sorted(_names(tree.body, rule))
+            if names is not None:
+                unknown = [n for n in self.names if n not in names]
+                if unknown:
+                    raise ValueError(f"constraint {rule!r} names {unknown[0]!r}, which is not a variable of the "
+                                     f"space (variables: {list(names)})")
+            self.description = rule.strip()
+        elif callable(rule):
+            self._tree = None
+            self.names = []
+            self.description = getattr(rule, "__qualname__", None) or type(rule).__name__
+        else:
+            raise TypeError(f"a constraint must be an expression (str) or a function config -> bool, got {rule!r}")
+
+    @property
+    def is_expression(self) -> bool:
+        """Whether the rule is an expression (storable) rather than a Python callable."""
+        return self._tree is not None
+
+    def allows(self, config: Mapping[str, Any]) -> bool:
+        """Whether ``config`` satisfies the rule. An expression that fails on it (a division by zero, a
+        comparison of a string with a number) raises ``ValueError`` naming the rule and the configuration."""
+        try:
+            if self._tree is None:
+                return bool(self.rule(dict(config)))  # type: ignore[operator]
+            return bool(_evaluate(self._tree.body, config))
+        except (ArithmeticError, TypeError, ValueError, KeyError) as exc:
+            raise ValueError(f"constraint {self.description!r} cannot be evaluated on {dict(config)!r}: "
+                             f"{type(exc).__name__}: {exc}") from None
+
+    __call__ = allows
+
+    def __repr__(self) -> str:
+        return f"KnownConstraint({self.description!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, KnownConstraint) and self.rule == other.rule
+
+    def __hash__(self) -> int:
+        return hash(self.description)
+
+
+def check_constraints(constraints: Any, names: Sequence[str]) -> tuple[KnownConstraint, ...]:
+    """``constraints`` (``None``, one rule or a list of rules) as a tuple of :class:`KnownConstraint`."""
+    if constraints is None:
+        return ()
+    if isinstance(constraints, (str, KnownConstraint)) or callable(constraints):
+        constraints = [constraints]
+    if not isinstance(constraints, (list, tuple)):
+        raise TypeError(f"constraints must be a list of expressions or functions config -> bool, got {constraints!r}")
+    return tuple(KnownConstraint(c, names) for c in constraints)
+
+
+def _not_allowed(node: ast.AST, text: str) -> ValueError:
+    part = ast.get_source_segment(text, node) or type(node).__name__
+    return ValueError(f"constraint {text!r}: {part!r} is not allowed in a constraint (numbers, strings, variable "
+                      "names, arithmetic, comparisons, and/or/not, if-else, abs/min/max)")
+
+
+def _names(node: ast.AST, text: str) -> set[str]:
+    """The variable names an expression uses; ``ValueError`` for any construct the interpreter does not take."""
+    if isinstance(node, ast.Name):
+        return set() if node.id in ("True", "False", "None") else {node.id}
+    if isinstance(node, ast.Constant):
+        if not isinstance(node.value, (int, float, str, bool, type(None))):
+            raise _not_allowed(node, text)
+        return set()
+    if isinstance(node, (ast.Tuple, ast.List)):
+        children: list[ast.AST] = list(node.elts)
+    elif isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        children = [node.left, node.right]
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.USub, ast.UAdd)):
+        children = [node.operand]
+    elif isinstance(node, ast.BoolOp):
+        children = list(node.values)
+    elif isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):
+        children = [node.left, *node.comparators]
+    elif isinstance(node, ast.IfExp):
+        children = [node.test, node.body, node.orelse]
+    elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS
+          and not node.keywords):
+        children = list(node.args)
+    else:
+        raise _not_allowed(node, text)
+    out: set[str] = set()
+    for child in children:
+        out |= _names(child, text)
+    return out
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) or type(v).__module__ == "numpy"
+
+
+def _evaluate(node: ast.AST, config: Mapping[str, Any]) -> Any:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id in ("True", "False", "None"):
+            return {"True": True, "False": False, "None": None}[node.id]
+        return config[node.id]
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return tuple(_evaluate(e, config) for e in node.elts)
+    if isinstance(node, ast.BinOp):
+        left, right = _evaluate(node.left, config), _evaluate(node.right, config)
+        if isinstance(node.op, ast.Pow) and isinstance(right, (int, float)) and abs(right) > MAX_EXPONENT:
+            raise ValueError(f"exponent {right!r} is beyond {MAX_EXPONENT}")
+        if isinstance(node.op, ast.Mult) and not (_is_number(left) and _is_number(right)):
+            raise TypeError("only numbers can be multiplied in a constraint")
+        return _BINARY[type(node.op)](left, right)
+    if isinstance(node, ast.UnaryOp):
+        v = _evaluate(node.operand, config)
+        return (not v) if isinstance(node.op, ast.Not) else (-v if isinstance(node.op, ast.USub) else +v)
+    if isinstance(node, ast.BoolOp):
+        if isinstance(node.op, ast.And):
+            return all(_evaluate(v, config) for v in node.values)
+        return any(_evaluate(v, config) for v in node.values)
+    if isinstance(node, ast.Compare):
+        left = _evaluate(node.left, config)
+        for op, comp in zip(node.ops, node.comparators):
+            right = _evaluate(comp, config)
+            if not _COMPARE[type(op)](left, right):
+                return False
+            left = right
+        return True
+    if isinstance(node, ast.IfExp):
+        return _evaluate(node.body if _evaluate(node.test, config) else node.orelse, config)
+    if isinstance(node, ast.Call):
+        assert isinstance(node.func, ast.Name)
+        function: Callable[..., Any] = _FUNCTIONS[node.func.id]
+        return function(*(_evaluate(a, config) for a in node.args))
+    raise AssertionError(f"unchecked node {type(node).__name__}")  # pragma: no cover - _names refuses it first
