@@ -23,7 +23,9 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+import numpy as np
 
 from ._validation import check_budget, check_int, check_optional_int, check_seed, check_timeout
 from .evaluation import _describe_error, _evaluate
@@ -79,6 +81,35 @@ class MinimizeResult:
     wall_seconds: float | None = None
     method: str | None = None
     direction: str = "minimize"
+    #: each objective's direction (one entry for a single objective)
+    directions: list[str] = field(default_factory=lambda: ["minimize"])
+    #: the number of black-box constraint values of each trial
+    n_constraints: int = 0
+    #: the feasible complete trials no other feasible one dominates (:attr:`graphbo.Study.pareto_front`)
+    pareto_front: list[Trial] = field(default_factory=list)
+
+    def hypervolume(self, reference_point: Sequence[float] | None = None) -> float:
+        """The hypervolume of :attr:`pareto_front` against ``reference_point`` (in the objectives' own signs;
+        default: the feasible trials' worst values moved out by a tenth of their ranges), as
+        :meth:`graphbo.Study.hypervolume` computes it."""
+        from .outcomes import check_reference_point, reference_point as default_reference
+        from .study import _front_hypervolume
+
+        signs = np.array([-1.0 if d == "maximize" else 1.0 for d in self.directions])
+
+        def objectives(trials: list[Trial]) -> np.ndarray:
+            rows = [t.attrs["values"] if len(signs) > 1 else [t.value] for t in trials]
+            return np.array(rows, dtype=float).reshape(-1, len(signs)) * signs
+
+        if reference_point is not None:
+            ref = np.array(check_reference_point(reference_point, len(signs))) * signs
+        if not self.pareto_front:
+            return 0.0
+        if reference_point is None:
+            feasible = [t for t in self.trials if t.status == "complete"
+                        and all(c <= 0 for c in t.attrs.get("constraints", ()))]
+            ref = default_reference(objectives(feasible))
+        return _front_hypervolume(objectives(self.pareto_front), ref)
 
     def trials_dataframe(self) -> Any:
         """Every trial as a pandas ``DataFrame``, one row per trial, one ``params_<name>`` column per variable
@@ -115,9 +146,13 @@ class MinimizeResult:
     def __repr__(self) -> str:
         """One line: method, direction when maximising, trial counts, best value and the first
         :data:`REPR_PARAMS` best parameters, each value cut to :data:`REPR_VALUE_CHARS` characters."""
+        several = len(self.directions) > 1
         head = f"MinimizeResult(method={self.method!r}" + (
+            f", directions={self.directions!r}" if several else
             f", direction={self.direction!r}" if self.direction != "minimize" else "")
         counts = f"trials={len(self.trials)} (complete {self.n_complete}, failed {self.n_failed})"
+        if several:
+            return f"{head}, {counts}, pareto_front={len(self.pareto_front)} trials)"
         if self.best is None:
             return f"{head}, {counts}, no completed trial)"
         items = list(self.best.config.items())
@@ -179,6 +214,8 @@ def minimize(
     n_threads: int | None = DEFAULT_THREADS,
     max_retries: int = 1,
     direction: str | None = None,
+    directions: Sequence[str] | None = None,
+    n_constraints: int | None = None,
     show_progress: bool | None = None,
     stop_after_failures: int | None = 10,
     **options: Any,
@@ -189,7 +226,9 @@ def minimize(
     Parameters
     ----------
     objective : callable
-        Maps a configuration dict to a float. With ``n_workers > 1`` and no
+        Maps a configuration dict to a float; with ``directions``, to a list of floats (one per objective);
+        with ``n_constraints``, to a dict ``{"values": [...], "constraints": [...]}`` (``"value"`` for one
+        objective; docs/multiobjective.md). With ``n_workers > 1`` and no
         ``executor`` it runs in a :class:`concurrent.futures.ProcessPoolExecutor`
         and must be picklable (a module-level function or an instance of a
         module-level class, not a lambda or a closure).
@@ -261,6 +300,16 @@ def minimize(
         Stored with ``storage``: ``None`` (the default) resumes a stored study in
         its own direction and starts a new one minimising; resuming with the
         other direction raises :class:`graphbo.StorageError`.
+    directions : list of {"minimize", "maximize"}, optional
+        Several objectives, one direction each (instead of ``direction``). The result's
+        :attr:`MinimizeResult.pareto_front` holds the non-dominated trials and
+        :meth:`MinimizeResult.hypervolume` their hypervolume; every method of graphbo's own (COMBO, BO-FM,
+        NASBOT, their baselines) models ParEGO's random scalarisation (:mod:`graphbo.outcomes`).
+    n_constraints : int, optional
+        The number of black-box constraint values the objective returns with its values (feasible when
+        every one is ``<= 0``). COMBO, BO-FM and NASBOT model each constraint with its own surrogate and weight
+        expected improvement by the probability of feasibility; the best result is the best feasible one.
+        Known constraints (rules on the configuration) are given with the space: ``Space(..., constraints=)``.
     show_progress : bool or None, default None
         A progress bar on standard error (:mod:`graphbo.progress`): finished
         trials out of ``budget``, the best value so far (in the objective's
@@ -313,7 +362,8 @@ def minimize(
         _check_picklable(objective)
     t_start = time.perf_counter()
     study = Study(space, method, storage=storage, seed=seed, n_threads=n_threads, max_retries=max_retries,
-                  direction=direction, auto_budget=budget, **options)
+                  direction=direction, directions=directions, n_constraints=n_constraints, auto_budget=budget,
+                  **options)
     try:
         n_initial = getattr(study.optimizer, "n_initial", None)
         if isinstance(n_initial, int) and budget <= n_initial and not study.trials and study.method not in ("rs",
@@ -364,6 +414,9 @@ def _result(study: Study, wall: float) -> MinimizeResult:
         wall_seconds=wall,
         method=study.method,
         direction=study.direction,
+        directions=list(study.directions),
+        n_constraints=study.n_constraints,
+        pareto_front=study.pareto_front,
     )
 
 

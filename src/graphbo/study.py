@@ -195,6 +195,16 @@ def check_direction(direction: Any, name: str = "direction") -> str | None:
     raise ValueError(f"{name} must be 'minimize' or 'maximize', got {direction!r}")
 
 
+def _front_hypervolume(front: np.ndarray, ref: np.ndarray) -> float:
+    """The hypervolume of a non-empty front against ``ref`` (both minimised); ``ValueError`` when no point of the
+    front dominates ``ref`` (a reference point better than the whole front measures nothing)."""
+    if not np.any(np.all(front < ref, axis=1)):
+        raise ValueError("reference_point is not dominated by any point of the Pareto front (no point is better in "
+                         "every objective); "
+                         "give one worse than every point of interest in every objective")
+    return hypervolume(front, ref)
+
+
 def _fidelity(t: Trial) -> dict[str, Any]:
     """``fidelity=`` for the optimizer's tell and mark_failed: a multi-fidelity trial's, else nothing."""
     return {"fidelity": int(t.attrs["fidelity"])} if "fidelity" in t.attrs else {}
@@ -359,7 +369,9 @@ class Study:
         stored = self._storage.load()
         if method.lower() == AUTO:  # the stored study's own method, else the rule's choice (docs/auto.md)
             kept = stored.meta.get("method") if stored is not None else None
-            method = kept if isinstance(kept, str) and kept.lower() in METHODS else choose_method(space, auto_budget)
+            several = bool((directions and len(directions) > 1) or n_constraints)
+            method = kept if isinstance(kept, str) and kept.lower() in METHODS else \
+                choose_method(space, auto_budget, single_objective=not several)
         self.method = method.lower()
         rules = [c.description for c in space.constraints] if isinstance(space, Space) else []
         if stored is not None:
@@ -1021,7 +1033,7 @@ class Study:
             from .outcomes import reference_point as default_reference
 
             ref = default_reference(Y)
-        return hypervolume(Y, ref)
+        return _front_hypervolume(Y[pareto_mask(Y)], ref)
 
     @property
     def best(self) -> Observation | None:

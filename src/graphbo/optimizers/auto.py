@@ -7,7 +7,8 @@ The rule (docs/auto.md has it as a table, with the measurements behind each thre
   frequency-modulated kernels (Oh et al. 2021) for a space with continuous variables;
 * with a CASMOPOLITAN trust region (Wan et al., ICML 2021; ``combo-tr``/``bofm-tr``) when the
   space has at least :data:`TR_MIN_DIMENSIONS` effective variables, the budget (when known) is at least
-  :data:`TR_MIN_BUDGET` evaluations, and the space has more configurations than the budget.
+  :data:`TR_MIN_BUDGET` evaluations, the space has more configurations than the budget, and the problem has one
+  objective and no black-box constraints.
 
 "auto" is resolved once, where a run starts, to a concrete name of :data:`graphbo.optimizers.METHODS`,
 so a stored study records the method that ran.
@@ -54,14 +55,15 @@ def _is_architecture_space(space: Any) -> bool:
     return isinstance(space, ArchitectureSpace)
 
 
-def choose_method(space: Any, budget: int | None = None) -> str:
+def choose_method(space: Any, budget: int | None = None, *, single_objective: bool = True) -> str:
     """The method ``"auto"`` stands for on ``space`` with ``budget`` evaluations (``None``: not known).
 
     Returns a key of :data:`graphbo.optimizers.METHODS`: ``"nasbot"`` for a
     :class:`graphbo.nas.ArchitectureSpace`; otherwise ``"combo"`` (all-discrete space) or ``"bofm"``
     (continuous variables present), with ``"-tr"`` (a CASMOPOLITAN trust region, Wan et al. 2021) when
     :func:`dimensions` is at least :data:`TR_MIN_DIMENSIONS`, ``budget`` is ``None`` or at least
-    :data:`TR_MIN_BUDGET`, and ``space.size`` exceeds ``budget``.
+    :data:`TR_MIN_BUDGET`, and ``space.size`` exceeds ``budget``, and the problem has one objective and no
+    black-box constraints (``single_objective``: a trust region counts one value's improvements).
     """
     from ..spaces.space import Space
 
@@ -77,7 +79,7 @@ def choose_method(space: Any, budget: int | None = None) -> str:
     large = dimensions(space) >= TR_MIN_DIMENSIONS
     enough_budget = budget is None or budget >= TR_MIN_BUDGET
     bigger_than_budget = budget is None or math.isinf(size) or size > budget
-    return f"{family}-tr" if large and enough_budget and bigger_than_budget else family
+    return f"{family}-tr" if large and enough_budget and bigger_than_budget and single_objective else family
 
 
 def resolve_method(method: str, space: Any, budget: int | None = None) -> str:

@@ -1,0 +1,175 @@
+"""Several objectives and black-box constraints in studies, minimize and the optimizers."""
+
+import numpy as np
+import pytest
+import torch
+
+import graphbo as gb
+from graphbo.acquisition.constrained import LogConstrainedExpectedImprovement, log_probability_of_feasibility
+from graphbo.acquisition.ei import LogExpectedImprovement
+from graphbo.optimizers import METHODS
+from graphbo.outcomes import hypervolume, pareto_mask
+from graphbo.study import read_study_info
+
+SPACE = gb.Space({f"x{i}": gb.Ordinal(list(range(6))) for i in range(3)})
+
+
+def two_objectives(cfg):
+    x = np.array([cfg[f"x{i}"] for i in range(3)]) / 5
+    return [float(((x - 0.2) ** 2).sum()), float(((x - 0.8) ** 2).sum())]
+
+
+def error_and_accuracy(cfg):
+    """The same two objectives, the second as a quantity to maximise."""
+    a, b = two_objectives(cfg)
+    return [a, 1.0 - b]
+
+
+def constrained(cfg):
+    x = np.array([cfg[f"x{i}"] for i in range(3)]) / 5
+    return {"value": float(((x - 0.2) ** 2).sum()), "constraints": [0.5 - x[0], x[1] - 0.9]}
+
+
+def all_configs(space):
+    return [space.from_index(r) for r in np.ndindex(*[int(k) for k in space.n_values])]
+
+
+def test_a_study_with_two_objectives_stores_both_and_its_front_is_the_non_dominated_trials(tmp_path):
+    path = tmp_path / "mo.db"
+    result = gb.minimize(error_and_accuracy, SPACE, "combo", budget=14, seed=0, n_initial=5, storage=path,
+                         directions=["minimize", "maximize"])
+    Y = np.array([t.attrs["values"] for t in result.trials])
+    assert [t.value for t in result.trials] == Y[:, 0].tolist()  # trial.value is the first objective
+    minimised = Y * [1, -1]
+    expected = sorted(t.number for t, keep in zip(result.trials, pareto_mask(minimised)) if keep)
+    assert sorted(t.number for t in result.pareto_front) == expected
+    ref = [3.0, -2.0]  # in the objectives' own signs
+    assert result.hypervolume(ref) == pytest.approx(hypervolume(minimised, [3.0, 2.0]))
+    info = read_study_info(path)
+    assert info["directions"] == ["minimize", "maximize"] and info["format"] == 3
+    with gb.Study(SPACE, "combo", storage=path, n_initial=5) as study:  # directions come from the file
+        assert study.directions == ["minimize", "maximize"]
+        assert study.hypervolume(ref) == pytest.approx(result.hypervolume(ref))
+        assert study.best_trial is None
+        with pytest.raises(ValueError, match="pareto_front"):
+            study.best_value
+    with pytest.raises(gb.StorageError, match="directions"):
+        gb.Study(SPACE, "combo", storage=path, n_initial=5, directions=["minimize", "minimize"])
+
+
+def test_a_resumed_multi_objective_study_continues_as_an_uninterrupted_one(tmp_path):
+    whole = gb.minimize(two_objectives, SPACE, "combo", budget=13, seed=3, n_initial=4,
+                        directions=["minimize", "minimize"], storage=tmp_path / "a.db")
+    gb.minimize(two_objectives, SPACE, "combo", budget=8, seed=3, n_initial=4,
+                directions=["minimize", "minimize"], storage=tmp_path / "b.db")
+    resumed = gb.minimize(two_objectives, SPACE, "combo", budget=13, seed=3, n_initial=4, storage=tmp_path / "b.db")
+    assert [t.config for t in resumed.trials] == [t.config for t in whole.trials]
+
+
+@pytest.mark.parametrize("method", ["combo", "rs", "sa", "re"])
+def test_every_method_of_graphbo_takes_two_objectives_and_finds_front_points(method):
+    result = gb.minimize(two_objectives, SPACE, method, budget=16, seed=1, n_initial=5,
+                         directions=["minimize", "minimize"])
+    assert len(result.trials) == 16 and all(t.status == "complete" for t in result.trials)
+    true_front = pareto_mask(np.array([two_objectives(c) for c in all_configs(SPACE)]))
+    front_values = {tuple(two_objectives(c)) for c, keep in zip(all_configs(SPACE), true_front) if keep}
+    found = {tuple(t.attrs["values"]) for t in result.pareto_front}
+    assert found  # a non-empty front of evaluated, non-dominated trials
+    assert method == "rs" or found & front_values  # the model-based and local methods reach the true front
+
+
+def test_methods_that_cannot_take_several_objectives_say_so():
+    with pytest.raises(ValueError, match="one objective"):
+        gb.minimize(two_objectives, SPACE, "tpe", budget=3, directions=["minimize", "minimize"])
+    with pytest.raises(ValueError, match="trust region"):
+        gb.minimize(two_objectives, SPACE, "combo-tr", budget=3, directions=["minimize", "minimize"])
+    big = gb.Space({f"b{i}": gb.Binary() for i in range(30)})
+    with gb.Study(big, "auto", auto_budget=200, directions=["minimize", "minimize"]) as study:
+        assert study.method == "combo"  # auto: no trust region for several objectives
+    with pytest.raises(ValueError, match="not both"):
+        gb.Study(SPACE, "rs", direction="minimize", directions=["minimize", "maximize"])
+
+
+def test_wrong_outcomes_are_failed_trials_with_their_reason_and_tell_refuses_them(tmp_path):
+    calls = iter(range(100))
+
+    def flaky(cfg):
+        i = next(calls)
+        return [[1.0, 2.0], [1.0], [1.0, "x"], [1.0, float("nan")], {"values": [1.0, 2.0], "constraints": [1]},
+                (3.0, 4.0)][i % 6]
+
+    result = gb.minimize(flaky, SPACE, "rs", budget=6, seed=0, directions=["minimize", "minimize"],
+                         storage=tmp_path / "f.db", stop_after_failures=None)
+    errors = [t.error for t in result.trials]
+    assert errors[0] is None and errors[5] is None
+    assert "1 values for 2 objective(s)" in errors[1]
+    assert "value 1 must be a real number" in errors[2]
+    assert "value 1 nan is not finite" in errors[3]
+    assert "1 constraint values for n_constraints=0" in errors[4]
+    with gb.Study(SPACE, "rs", storage=tmp_path / "f.db") as study:
+        trial = study.ask()
+        n = len(study.trials)
+        for bad in ([1.0], 1.0, [1.0, 2.0, 3.0], {"value": 1.0}):
+            with pytest.raises(ValueError):
+                study.tell(trial, bad)
+        assert study.running_trials[0].number == trial.number and len(study.trials) == n
+
+
+def test_constrained_best_is_the_best_feasible_trial_and_a_nan_constraint_fails_the_trial(tmp_path):
+    result = gb.minimize(constrained, SPACE, "combo", budget=16, seed=0, n_initial=5, n_constraints=2)
+    feasible = [t for t in result.trials if all(c <= 0 for c in t.attrs["constraints"])]
+    assert result.best_value == min(t.value for t in feasible)
+    allowed_best = min(constrained(c)["value"] for c in all_configs(SPACE)
+                       if all(v <= 0 for v in constrained(c)["constraints"]))
+    unconstrained_best = min(constrained(c)["value"] for c in all_configs(SPACE))
+    assert allowed_best > unconstrained_best  # the constraint binds
+    assert result.best_value <= allowed_best + 0.1
+
+    def nan_constraint(cfg):
+        return {"value": 1.0, "constraints": [float("nan"), 0.0]}
+
+    r = gb.minimize(nan_constraint, SPACE, "rs", budget=2, seed=0, n_constraints=2, stop_after_failures=None)
+    assert all(t.status == "failed" and "constraint 0 nan is not finite" in t.error for t in r.trials)
+
+
+def test_a_study_without_a_feasible_trial_says_so():
+    def never(cfg):
+        return {"value": 1.0, "constraints": [1.0]}
+
+    result = gb.minimize(never, SPACE, "combo", budget=7, seed=0, n_initial=3, n_constraints=1)
+    assert result.best is None and result.pareto_front == []
+    with gb.Study(SPACE, "rs", n_constraints=1) as study:
+        study.tell(study.ask(), 1.0, constraints=[2.0])
+        with pytest.raises(ValueError, match="no trial of study .* is feasible"):
+            study.best_value
+
+
+def test_a_reference_point_that_no_front_point_dominates_is_refused():
+    result = gb.minimize(two_objectives, SPACE, "rs", budget=5, seed=0, directions=["minimize", "minimize"])
+    with pytest.raises(ValueError, match="not dominated by any point of the Pareto front"):
+        result.hypervolume([-1.0, -1.0])
+    with pytest.raises(ValueError, match="2 finite numbers"):
+        result.hypervolume([1.0])
+
+
+def test_constrained_ei_is_log_ei_plus_the_log_probability_of_feasibility():
+    space = gb.Space({f"b{i}": gb.Binary() for i in range(4)})
+    rng = np.random.default_rng(0)
+    X = space.sample_index(12, rng)
+    y = X.sum(1).astype(float) + rng.normal(0, 0.1, 12)
+    c = (X[:, 0] - 0.5) + rng.normal(0, 0.1, 12)
+    opt_y = METHODS["combo"](space, seed=0)
+    opt_c = METHODS["combo"](space, seed=1)
+    opt_y.model.fit(X, y, np.random.default_rng(0))
+    opt_c.model.fit(X, c, np.random.default_rng(1))
+    Xq = np.array([[0, 0, 0, 0], [1, 1, 1, 1], [1, 0, 1, 0]])
+    best = float(y[c <= 0].min())
+    acq = LogConstrainedExpectedImprovement(opt_y.model, [opt_c.model], best)
+    post = opt_c.model.posterior(Xq)
+    p = torch.special.ndtr(-post.mean / post.variance.sqrt()).mean(0)
+    expected = LogExpectedImprovement(opt_y.model, best)(Xq).double() + torch.log(p)
+    assert torch.allclose(acq(Xq), expected, atol=1e-6)
+    assert torch.allclose(log_probability_of_feasibility(opt_c.model, Xq), torch.log(p), atol=1e-6)
+    no_incumbent = LogConstrainedExpectedImprovement(opt_y.model, [opt_c.model], None)
+    assert torch.allclose(no_incumbent(Xq), torch.log(p), atol=1e-6)
+    assert torch.all(acq.upper_bound(Xq) >= acq(Xq) - 1e-9)
