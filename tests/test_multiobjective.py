@@ -173,3 +173,66 @@ def test_constrained_ei_is_log_ei_plus_the_log_probability_of_feasibility():
     no_incumbent = LogConstrainedExpectedImprovement(opt_y.model, [opt_c.model], None)
     assert torch.allclose(no_incumbent(Xq), torch.log(p), atol=1e-6)
     assert torch.all(acq.upper_bound(Xq) >= acq(Xq) - 1e-9)
+
+
+PROBLEM = """\
+variables:
+  a: {type: integer, low: 0, high: 7}
+  b: {type: integer, low: 0, high: 7}
+  k: {type: categorical, choices: [lin, rbf]}
+constraints:
+  - "a + b <= 10"
+directions: [minimize, maximize]
+n_constraints: 1
+"""
+OBJECTIVE = """\
+def f(c):
+    return {"values": [c["a"] + (c["k"] == "rbf"), c["b"] - 0.1 * c["a"]], "constraints": [c["b"] - 6]}
+"""
+
+
+def graphbo_cli(*args, cwd):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    return subprocess.run([sys.executable, "-m", "graphbo", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=600)
+
+
+def test_the_command_line_reads_objectives_and_constraints_from_the_space_file_and_reports_the_front(tmp_path):
+    (tmp_path / "prob.yaml").write_text(PROBLEM)
+    (tmp_path / "obj.py").write_text(OBJECTIVE)
+    done = graphbo_cli("run", "--space", "prob.yaml", "--objective", "obj:f", "--budget", "8", "--method", "rs",
+                       "--storage", "s.db", "--quiet", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "Pareto front:" in done.stdout
+    with gb.Study(gb.load_space(tmp_path / "prob.yaml"), "rs", storage=tmp_path / "s.db", n_initial=10) as study:
+        assert study.directions == ["minimize", "maximize"] and study.n_constraints == 1
+        assert all(a + b <= 10 for a, b in ((t.config["a"], t.config["b"]) for t in study.trials))
+        front = {t.number for t in study.pareto_front}
+    report = graphbo_cli("report", "s.db", cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    text = (tmp_path / "s.md").read_text()
+    rows = [line for line in text.split("## Pareto front")[1].split("##")[0].splitlines() if line.startswith("| ")]
+    assert {int(r.split("|")[1]) for r in rows[1:]} == front  # the table is the study's front
+    assert (tmp_path / "img" / "s_pareto_front.png").stat().st_size > 0
+    assert (tmp_path / "img" / "s_hypervolume.png").stat().st_size > 0
+    bad = graphbo_cli("run", "--space", "prob.yaml", "--objective", "obj:f", "--budget", "8",
+                      "--direction", "maximize", "--directions", "minimize", "minimize", cwd=tmp_path)
+    assert bad.returncode == 2 and "not both" in bad.stderr
+
+
+@pytest.mark.parametrize("text,match", [
+    ("directions: minimize\n", "directions must be a list"),
+    ("directions: [min, max]\n", "'minimize' or 'maximize'"),
+    ("n_constraints: -1\n", "n_constraints must be an integer >= 0"),
+    ("constraints: [\"a +\"]\n", "not an expression"),
+    ("constraints: [\"z > 1\"]\n", "'z', which is not a variable"),
+])
+def test_space_files_with_bad_problem_settings_say_what_is_wrong(tmp_path, text, match):
+    path = tmp_path / "p.yaml"
+    path.write_text("variables:\n  a: {type: integer, low: 0, high: 3}\n" + text)
+    with pytest.raises(gb.SpaceFileError, match=match):
+        gb.spaces.io.load_problem(path)

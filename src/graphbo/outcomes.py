@@ -25,7 +25,7 @@ from typing import Any, Mapping, NamedTuple, Sequence
 import numpy as np
 
 __all__ = ["OBJECTIVE_DIRECTIONS", "check_directions", "pareto_mask", "hypervolume", "reference_point",
-           "check_reference_point", "simplex_weights", "parego_scalarize", "PAREGO_RHO", "feasible", "violation",
+           "check_reference_point", "hypervolume_trace", "simplex_weights", "parego_scalarize", "PAREGO_RHO", "feasible", "violation",
            "feasibility_first", "Outcome", "as_outcome"]
 
 #: the two directions an objective may have
@@ -134,6 +134,21 @@ def reference_point(Y: Any, margin: float = 0.1) -> np.ndarray:
     span = hi - lo
     span = np.where(span > 0, span, np.maximum(1.0, np.abs(hi)))
     return hi + margin * span
+
+
+def hypervolume_trace(Y: Any, ok: Any, ref: Any) -> np.ndarray:
+    """The hypervolume of the feasible rows of ``Y`` (``(n, k)``, minimised; ``ok`` their feasibility) among the
+    first ``i + 1`` rows, for each ``i``: the hypervolume-over-evaluations curve of a run."""
+    Y = _as_matrix(Y)
+    ok = np.asarray(ok, dtype=bool).reshape(-1)
+    out = np.zeros(Y.shape[0])
+    front = np.zeros((0, Y.shape[1]))
+    for i in range(Y.shape[0]):
+        if ok[i]:
+            front = np.vstack([front, Y[i]])
+            front = front[pareto_mask(front)]
+        out[i] = hypervolume(front, ref) if front.shape[0] else 0.0
+    return out
 
 
 def check_reference_point(ref: Any, n_objectives: int, name: str = "reference_point") -> list[float]:

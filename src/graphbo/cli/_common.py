@@ -317,6 +317,18 @@ def minimize_study(prog: str, objective: Callable[[dict], Any], space: Any, path
         print(("\n" if sys.stderr.isatty() else "") + f"{prog}: interrupted; the finished trials are saved; "
               f"continue with: {resume_command(path)}", file=sys.stderr, flush=True)
         return 130
+    failed = f" ({result.n_failed} failed evaluations)" if result.n_failed else ""
+    if len(result.directions) > 1 and result.pareto_front:
+        print(f"Pareto front: {len(result.pareto_front)} trials, hypervolume {result.hypervolume():.6g} "
+              f"(objectives {', '.join(result.directions)}){failed}")
+        for t in result.pareto_front[:10]:
+            print(f"  {t.attrs['values']} at {config_text(objective, t.config)}")
+        print(f"study saved in {path}")
+        return 0
+    if result.best is None and result.n_constraints and result.n_complete:
+        print(f"no feasible trial: each of the {result.n_complete} complete trials has a constraint value > 0; "
+              f"see the trials in {path}")
+        return 1
     if result.best is None:
         print(f"every evaluation failed ({result.n_failed}); see the trials in {path}")
         return 1

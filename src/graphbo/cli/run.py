@@ -53,6 +53,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--direction", choices=("minimize", "maximize"), default=None,
                    help="with --space: whether your function's best value is its lowest (default) or highest; "
                         "stored with the study (benchmarks are minimised)")
+    p.add_argument("--directions", nargs="+", choices=("minimize", "maximize"), default=None, metavar="DIRECTION",
+                   help="with --space: several objectives, one direction each (your function returns a list); "
+                        "or `directions:` in the space file")
+    p.add_argument("--n-constraints", type=non_negative_int, default=None,
+                   help="with --space: black-box constraint values your function returns with its values "
+                        "(a dict {values, constraints}; feasible when <= 0); or `n_constraints:` in the space file")
     p.add_argument("--seed", type=int, default=0)
     add_benchmark_arguments(p, "seed")
     p.add_argument("--trace", default=None,
@@ -76,6 +82,10 @@ def run(args: argparse.Namespace) -> int:
                   "MODULE:FUNCTION, not both", file=sys.stderr)
             return 2
         return _run_user(args)
+    if args.directions is not None or args.n_constraints is not None:
+        print("graphbo run: --directions and --n-constraints apply to your own function (--space FILE --objective "
+              "MODULE:FUNCTION); benchmarks have one objective", file=sys.stderr)
+        return 2
     if args.direction is not None and args.direction != "minimize":
         print("graphbo run: --direction maximize applies to your own function (--space FILE --objective "
               "MODULE:FUNCTION); benchmarks are minimised", file=sys.stderr)
@@ -198,12 +208,14 @@ def _open_study(prog: str, space: Any, args: argparse.Namespace, path: str, meth
                       f"--budget {finished} or more (nothing is changed)", file=sys.stderr)
                 return 2
             with Study(space, args.method, storage=path, seed=args.seed, direction=args.direction,
+                       directions=getattr(args, "directions", None), n_constraints=getattr(args, "n_constraints", None),
                        **method_options) as study:
                 if stored.get("budget") != budget:
                     study.set_user_attr("budget", budget)  # what `graphbo resume` continues to
             print(f"graphbo: continuing {path} ({finished}/{budget} trials finished)")
         else:
             with Study(space, args.method, storage=path, seed=args.seed, direction=args.direction,
+                       directions=getattr(args, "directions", None), n_constraints=getattr(args, "n_constraints", None),
                        **method_options) as study:
                 for key, value in attrs.items():
                     study.set_user_attr(key, value)
@@ -232,12 +244,18 @@ def _run_user(args: argparse.Namespace) -> int:
         print(f"{prog}: give the number of evaluations with --budget N", file=sys.stderr)
         return 2
     n_initial = args.n_initial if args.n_initial is not None else _USER_N_INITIAL
-    from ..spaces.io import SpaceFileError, load_space, space_to_dict
+    from ..spaces.io import SpaceFileError, load_problem, space_to_dict
 
     try:
-        space = load_space(args.space)
+        space, settings = load_problem(args.space)
     except SpaceFileError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    for key in ("directions", "n_constraints"):  # the command line's, else the space file's
+        if getattr(args, key) is None:
+            setattr(args, key, settings.get(key))
+    if args.directions is not None and args.direction is not None:
+        print(f"{prog}: give --direction (one objective) or --directions (several), not both", file=sys.stderr)
         return 2
     args.method = run_method(args.method, space, args.budget, args.storage)
     cwd = os.getcwd()

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from ..outcomes import hypervolume_trace, pareto_mask, reference_point
+
 from .._lazy import require
 from ..study import load_study_file, read_study_info
 from .report import _plot_beta, _stored_beta, apply_scale, check_log, value_scale
@@ -65,7 +67,9 @@ def study_summary(path: str | os.PathLike) -> dict[str, Any]:
     info = read_study_info(path)
     stored = load_study_file(path)
     maximize = info["direction"] == "maximize"
-    complete = sorted((t for t in stored.trials if t.status == "complete" and t.value is not None), key=_told_order)
+    every = sorted((t for t in stored.trials if t.status == "complete" and t.value is not None), key=_told_order)
+    feasible = [all(c <= 0 for c in t.attrs.get("constraints", ())) for t in every]
+    complete = [t for t, ok in zip(every, feasible) if ok]  # the best is a feasible trial
     values = np.array([t.value for t in complete], dtype=float)
     if values.size:
         best_so_far = np.fmax.accumulate(values) if maximize else np.fmin.accumulate(values)
@@ -76,7 +80,7 @@ def study_summary(path: str | os.PathLike) -> dict[str, Any]:
     return {"info": info, "complete": complete, "values": values, "best_so_far": best_so_far,
             "best": ranked[0] if ranked else None, "top": ranked[:TOP],
             "failed": [t for t in stored.trials if t.status == "failed"],
-            "effects": variable_effects(stored.meta)}
+            "effects": variable_effects(stored.meta), "every": every, "feasible": np.array(feasible, dtype=bool)}
 
 
 def _pyplot() -> Any:
@@ -175,12 +179,20 @@ def write_study_report(path: str | os.PathLike, out: str | None = None, log: str
               f"| method | {_cell(info.get('method'))}"
               + (f" ({_cell(json.dumps(options, sort_keys=True), 200)})" if options else "") + " |",
               f"| seed | {_cell(info.get('seed'))} |",
-              f"| direction | {info['direction']} |",
+              (f"| directions | {', '.join(info['directions'])} |" if info.get("directions") else
+               f"| direction | {info['direction']} |"),
               f"| trials | {info['n_trials']}: {info['n_complete']} complete, {info['n_failed']} failed, "
               f"{info['n_running']} running |",
               f"| created | {_cell(info.get('created'))} (graphbo {_cell(info.get('graphbo_version'))}) |", ""]
-    if best is None:
-        lines += ["No trial has completed yet.", ""]
+    n_constraints = int(info.get("n_constraints") or 0)
+    if n_constraints:
+        n_ok = int(s["feasible"].sum())
+        lines += [f"{n_ok} of {len(s['every'])} complete trials are feasible (each of their {n_constraints} "
+                  "constraint values <= 0); the best values below are those of the feasible trials.", ""]
+    if info.get("directions"):
+        lines += _pareto_section(s, info, img_dir, out_dir, stem, name)
+    elif best is None:
+        lines += ["No trial has completed yet." if not s["every"] else "No complete trial is feasible.", ""]
     else:
         lines += [f"Best value: {_fmt_value(best.value)} (trial {best.number}).", "",
                   "Best configuration:", "", "| variable | value |", "|---|---|"]
@@ -202,6 +214,65 @@ def write_study_report(path: str | os.PathLike, out: str | None = None, log: str
     with open(out, "w") as fh:
         fh.write("\n".join(lines) + "\n")
     return out
+
+
+def _pareto_section(s: dict[str, Any], info: dict[str, Any], img_dir: str, out_dir: str, stem: str,
+                    name: str) -> list[str]:
+    """Several objectives: the Pareto front as a table, a plot of it (the first two objectives) and the
+    hypervolume after each complete evaluation."""
+    directions = list(info["directions"])
+    every, ok = s["every"], s["feasible"]
+    if not ok.any():
+        return ["No complete trial is feasible yet." if every else "No trial has completed yet.", ""]
+    signs = np.array([-1.0 if d == "maximize" else 1.0 for d in directions])
+    Y = np.array([t.attrs["values"] for t in every], dtype=float)
+    Ymin = Y * signs
+    ref = reference_point(Ymin[ok])
+    front_mask = np.zeros(len(every), dtype=bool)
+    front_mask[np.flatnonzero(ok)[pareto_mask(Ymin[ok])]] = True
+    trace = hypervolume_trace(Ymin, ok, ref)
+    front = [t for t, m in zip(every, front_mask) if m]
+    names = _variable_names(info, every)
+    heads = names if names is not None else ["configuration"]
+    objectives = [f"objective {i} ({d})" for i, d in enumerate(directions)]
+    lines = [f"Pareto front: {len(front)} trials; hypervolume {_fmt_value(trace[-1])} against the reference point "
+             f"{[_fmt_value(v) for v in ref * signs]} (each objective's worst feasible value moved out by a tenth "
+             "of its range).", "", "## Pareto front", "",
+             "| trial | " + " | ".join(objectives + [_cell(n) for n in heads]) + " |",
+             "|---" * (len(objectives) + len(heads) + 1) + "|"]
+    for t in sorted(front, key=lambda t: list(t.attrs["values"])):
+        cells = [_fmt_value(v) for v in t.attrs["values"]]
+        config = [t.config.get(n) for n in heads] if names is not None else [t.config]
+        lines.append(f"| {t.number} | " + " | ".join(cells + [_cell(v) for v in config]) + " |")
+    plt = _pyplot()
+    image = os.path.join(img_dir, f"{stem}_pareto_front.png")
+    fig, ax = plt.subplots(figsize=(5.0, 4.0))
+    ax.plot(Y[ok & ~front_mask, 0], Y[ok & ~front_mask, 1], ".", color="0.6", label="feasible trials")
+    if (~ok).any():
+        ax.plot(Y[~ok, 0], Y[~ok, 1], "x", color="tab:red", markersize=4, label="infeasible trials")
+    order = np.argsort(Y[front_mask, 0])
+    ax.plot(Y[front_mask, 0][order], Y[front_mask, 1][order], "o-", color="tab:blue", label="Pareto front")
+    ax.set_xlabel(objectives[0])
+    ax.set_ylabel(objectives[1])
+    ax.legend(fontsize=7)
+    ax.set_title(name, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(image, dpi=110)
+    plt.close(fig)
+    curve = os.path.join(img_dir, f"{stem}_hypervolume.png")
+    fig, ax = plt.subplots(figsize=(6.5, 3.5))
+    ax.step(np.arange(1, trace.size + 1), trace, where="post", color="tab:blue")
+    ax.set_xlabel("complete evaluations")
+    ax.set_ylabel("hypervolume (higher is better)")
+    ax.set_title(name, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(curve, dpi=110)
+    plt.close(fig)
+    shown = "" if len(directions) == 2 else f" (the first two of {len(directions)} objectives)"
+    return lines + ["", f"![Pareto front{shown}]({os.path.relpath(image, out_dir)})", "",
+                    "## Hypervolume", "", "The hypervolume of the feasible trials after each complete evaluation, in "
+                    "the order they were told, against the reference point above.", "",
+                    f"![hypervolume]({os.path.relpath(curve, out_dir)})", ""]
 
 
 def _top_table(top: list[Any], names: list[str] | None) -> list[str]:

@@ -11,6 +11,10 @@ The schema (see ``docs/spaces.md``) is a mapping with one required key,
       batch:     {type: ordinal, values: [16, 32, 64], edge_weight: 2.0}
       shuffle:   {type: binary}
       act:       {type: graph, values: [relu, elu, tanh], edges: [[relu, elu], [elu, tanh, 0.5]]}
+    constraints:                    # optional: known constraints, expressions over the variable names
+      - "layers * batch <= 256"
+    directions: [minimize, maximize]  # optional, for `graphbo run`: several objectives
+    n_constraints: 1                # optional, for `graphbo run`: black-box constraint values returned
 
 Every definition is checked here, with a message naming the file, the
 variable and the offending field. :func:`space_to_dict` is the inverse of
@@ -32,11 +36,13 @@ from .reading import import_yaml, parse_json, parse_yaml, read_text
 from .space import Space
 from .variables import (Binary, Categorical, Continuous, GraphVariable, Integer, IntegerRange, Ordinal, Variable)
 
-__all__ = ["SpaceFileError", "space_from_dict", "space_to_dict", "load_space", "save_space", "SPACE_TYPES",
-           "FORMAT_VERSION"]
+__all__ = ["SpaceFileError", "space_from_dict", "space_to_dict", "load_space", "load_problem", "save_space",
+           "SPACE_TYPES", "FORMAT_VERSION", "PROBLEM_KEYS"]
 
 #: version of the space-file schema
 FORMAT_VERSION = 1
+#: top-level keys of a space file that describe the problem rather than the space (read by :func:`load_problem`)
+PROBLEM_KEYS = ("directions", "n_constraints")
 
 #: ``type`` -> (required keys, optional keys)
 SPACE_TYPES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -238,8 +244,9 @@ def space_from_dict(d: Any, source: str | None = None) -> Space:
     if not isinstance(d, Mapping):
         raise SpaceFileError(f"{src}: a space must be a mapping with a 'variables' key, got {type(d).__name__}")
     for key in d:
-        if key not in ("variables", "version"):
-            raise SpaceFileError(f"{src}: unknown top-level key {short_repr(key)} (allowed: variables, version)")
+        if key not in ("variables", "version", "constraints") + PROBLEM_KEYS:
+            raise SpaceFileError(f"{src}: unknown top-level key {short_repr(key)} (allowed: variables, constraints, "
+                                 "directions, n_constraints, version)")
     if "version" in d and (isinstance(d["version"], bool) or d["version"] != FORMAT_VERSION):
         raise SpaceFileError(f"{src}: unsupported version {short_repr(d['version'])}; this graphbo reads version "
                              f"{FORMAT_VERSION}")
@@ -261,9 +268,13 @@ def space_from_dict(d: Any, source: str | None = None) -> Space:
                 f"{where}: the discrete variables so far have {entries:,} adjacency entries (the sum of their "
                 f"number of values squared); a space has at most {MAX_ADJACENCY_ENTRIES:,} "
                 "(graphbo.spaces.limits.MAX_ADJACENCY_ENTRIES)")
+    rules = d.get("constraints", [])
+    if not isinstance(rules, list) or not all(isinstance(r, str) for r in rules):
+        raise SpaceFileError(f"{src}: 'constraints' must be a list of expressions (strings) over the variable names, "
+                             f"got {short_repr(rules)}")
     try:
-        return Space(out)
-    except ValueError as exc:  # what Space itself refuses (a name that is not valid text, ...)
+        return Space(out, constraints=rules)
+    except ValueError as exc:  # what Space itself refuses (a name that is not valid text, a bad rule, ...)
         raise SpaceFileError(f"{src}: {exc}") from None
 
 
@@ -340,7 +351,14 @@ def space_to_dict(space: Space) -> dict[str, Any]:
         else:  # pragma: no cover - Space admits nothing else
             raise SpaceFileError(f"{where}: cannot write {var!r}")
         variables[name] = d
-    return {"version": FORMAT_VERSION, "variables": variables}
+    out: dict[str, Any] = {"version": FORMAT_VERSION, "variables": variables}
+    if space.constraints:
+        functions = [c.description for c in space.constraints if not c.is_expression]
+        if functions:
+            raise SpaceFileError(f"constraint {functions[0]!r} is a Python function, which a space file cannot hold; "
+                                 "write it as an expression over the variable names")
+        out["constraints"] = [c.description for c in space.constraints]
+    return out
 
 
 # -- files ----------------------------------------------------------------------------------------
@@ -361,13 +379,34 @@ def load_space(path: str | os.PathLike[str]) -> Space:
     file, and where applicable the variable and field, for a missing or
     unreadable file, a syntax error or an invalid definition.
     """
+    return load_problem(path)[0]
+
+
+def load_problem(path: str | os.PathLike[str]) -> tuple[Space, dict[str, Any]]:
+    """:func:`load_space`, and the problem settings the file gives (:data:`PROBLEM_KEYS`): ``directions`` (a list
+    of ``minimize``/``maximize``, at least one) and ``n_constraints`` (an integer >= 0), each checked, with a
+    :class:`SpaceFileError` naming the file."""
+    from ..outcomes import check_directions
+
     path = os.fspath(path)
     fmt = _format_of(path)
     text = read_text(path)
     data = parse_json(text, path) if fmt == "json" else parse_yaml(text, path)
     if data is None:
         raise SpaceFileError(f"{path}: the file is empty")
-    return space_from_dict(data, source=path)
+    space = space_from_dict(data, source=path)
+    settings: dict[str, Any] = {}
+    if "directions" in data:
+        try:
+            settings["directions"] = check_directions(data["directions"])
+        except (TypeError, ValueError) as exc:
+            raise SpaceFileError(f"{path}: {exc}") from None
+    if "n_constraints" in data:
+        n = data["n_constraints"]
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise SpaceFileError(f"{path}: n_constraints must be an integer >= 0, got {short_repr(n)}")
+        settings["n_constraints"] = n
+    return space, settings
 
 
 def save_space(space: Space, path: str | os.PathLike[str]) -> None:
