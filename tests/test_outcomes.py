@@ -24,7 +24,6 @@ def test_pareto_mask_matches_the_definition_with_ties(k):
 
 def cells_dominated(Y, ref):
     """Hypervolume of integer points against an integer reference point, by counting unit cells."""
-    k = Y.shape[1]
     count = 0
     for corner in itertools.product(*[range(int(lo), int(r)) for lo, r in zip(Y.min(axis=0), ref)]):
         if np.any(np.all(Y <= np.array(corner), axis=1)):
