@@ -99,6 +99,20 @@ def test_expressions_evaluate_as_python_would():
                     assert rule.allows({"a": a, "b": b, "c": c}) == eval(text, {}, {"a": a, "b": b, "c": c}), text
 
 
+@pytest.mark.parametrize("text", [
+    "(a != 0) + (b != 0) + (c != 'x') <= 1", "a + b * 2 <= 7", "a // 2 == b % 3", "c in ('x', 'y') or a ** 2 > 10",
+    "-a < b < 5", "max(a, b) - min(a, b) >= abs(a - 3)", "(a if c == 'x' else b) > 2", "not c != 'z'",
+    "c not in ['y'] and a / (b + 1) < 1.5", "c + 'q' == 'xq'", "True", "u * 2 < a", "-(a > b) + u >= 0",
+])
+def test_rows_are_judged_at_once_as_each_configuration_would_be(text):
+    space = gb.Space({"a": gb.Ordinal(list(range(5))), "b": gb.Ordinal([0, 1, 2, 3, 4]),
+                      "c": gb.Categorical(["x", "y", "z"]), "u": gb.Continuous(0.0, 3.0)}, constraints=[text])
+    rows = space._sample_unconstrained(400, np.random.default_rng(0))
+    one_by_one = np.array([space.allows(space.from_index(r)) for r in rows])
+    assert np.array_equal(space.allowed_rows(rows), one_by_one)
+    assert 0 < one_by_one.sum() or text == "True"
+
+
 def test_a_rule_that_cannot_be_evaluated_names_itself_and_the_configuration():
     rule = KnownConstraint("a / b > 1", ["a", "b"])
     with pytest.raises(ValueError, match=r"'a / b > 1' cannot be evaluated on \{'a': 1, 'b': 0\}: ZeroDivision"):

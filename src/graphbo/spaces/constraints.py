@@ -18,6 +18,8 @@ import ast
 import operator
 from typing import Any, Callable, Mapping, Sequence
 
+import numpy as np
+
 __all__ = ["KnownConstraint", "check_constraints"]
 
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
@@ -83,6 +85,21 @@ class KnownConstraint:
 
     __call__ = allows
 
+    def allows_columns(self, columns: Mapping[str, np.ndarray], configs: Callable[[], list[dict[str, Any]]]) -> np.ndarray:
+        """:meth:`allows` of many configurations at once: ``columns`` maps each variable name to its values
+        (one per configuration), ``configs`` gives the configurations as dicts. An expression is evaluated on
+        whole columns with NumPy; a function, or an expression that raises or warns on the columns (a division
+        by zero), configuration by configuration (so the error names the configuration)."""
+        if self._tree is not None:
+            try:
+                with np.errstate(all="raise"):
+                    out = _evaluate_columns(self._tree.body, columns)
+                n = len(next(iter(columns.values()))) if columns else 0
+                return np.broadcast_to(np.asarray(out, dtype=bool), (n,)).copy()
+            except (ArithmeticError, TypeError, ValueError, KeyError, FloatingPointError):
+                pass
+        return np.fromiter((self.allows(c) for c in configs()), dtype=bool)
+
     def __repr__(self) -> str:
         return f"KnownConstraint({self.description!r})"
 
@@ -139,6 +156,101 @@ def _names(node: ast.AST, text: str) -> set[str]:
     for child in children:
         out |= _names(child, text)
     return out
+
+
+def _logical(values: list[Any], how: Callable[..., Any]) -> Any:
+    out = np.asarray(values[0]).astype(bool)
+    for v in values[1:]:
+        out = how(out, np.asarray(v).astype(bool))
+    return out
+
+
+def _evaluate_columns(node: ast.AST, columns: Mapping[str, np.ndarray]) -> Any:
+    """:func:`_evaluate` on columns: each name is an array of values, the result an array (or a scalar)."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id in ("True", "False", "None"):
+            return {"True": True, "False": False, "None": None}[node.id]
+        return columns[node.id]
+    if isinstance(node, (ast.Tuple, ast.List)):
+        raise TypeError("a tuple is evaluated per configuration")  # `x in (...)` is handled in Compare
+    if isinstance(node, ast.BinOp):
+        left, right = _evaluate_columns(node.left, columns), _evaluate_columns(node.right, columns)
+        for side in (left, right):
+            if not _numeric(side):
+                if isinstance(node.op, ast.Add) and _textual(left) and _textual(right):
+                    continue
+                raise TypeError("arithmetic on non-numbers is evaluated per configuration")
+        # Python adds booleans as the integers 0 and 1; NumPy's boolean + is a logical or
+        left, right = (np.asarray(v, dtype=np.int64) if isinstance(v, np.ndarray) and v.dtype.kind == "b" else v
+                       for v in (left, right))
+        if isinstance(node.op, ast.Pow) and np.max(np.abs(np.asarray(right, dtype=float))) > MAX_EXPONENT:
+            raise ValueError("exponent too large")
+        return _BINARY[type(node.op)](left, right)
+    if isinstance(node, ast.UnaryOp):
+        v = _evaluate_columns(node.operand, columns)
+        if isinstance(node.op, ast.Not):
+            return np.logical_not(np.asarray(v).astype(bool))
+        if not _numeric(v):
+            raise TypeError("a sign of a non-number")
+        if isinstance(v, np.ndarray) and v.dtype.kind == "b":
+            v = v.astype(np.int64)
+        return -v if isinstance(node.op, ast.USub) else +v
+    if isinstance(node, ast.BoolOp):
+        values = [_evaluate_columns(v, columns) for v in node.values]
+        return _logical(values, np.logical_and if isinstance(node.op, ast.And) else np.logical_or)
+    if isinstance(node, ast.Compare):
+        left = _evaluate_columns(node.left, columns)
+        parts = []
+        for op, comp in zip(node.ops, node.comparators):
+            if isinstance(op, (ast.In, ast.NotIn)):
+                if not isinstance(comp, (ast.Tuple, ast.List)):
+                    raise TypeError("`in` a non-literal is evaluated per configuration")
+                options = [_evaluate(e, {}) for e in comp.elts] if all(isinstance(e, ast.Constant) for e in comp.elts) \
+                    else None
+                if options is None:
+                    raise TypeError("`in` a tuple of names is evaluated per configuration")
+                hit = np.isin(np.asarray(left, dtype=object), np.asarray(options, dtype=object))
+                parts.append(hit if isinstance(op, ast.In) else ~hit)
+                left = None
+                continue
+            right = _evaluate_columns(comp, columns)
+            if left is None:
+                raise TypeError("a chain after `in` is evaluated per configuration")
+            if isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) and not (_numeric(left) and _numeric(right)):
+                raise TypeError("ordering of non-numbers is evaluated per configuration")
+            parts.append(np.asarray(_COMPARE[type(op)](left, right)).astype(bool))
+            left = right
+        return _logical(parts, np.logical_and)
+    if isinstance(node, ast.IfExp):
+        test = np.asarray(_evaluate_columns(node.test, columns)).astype(bool)
+        return np.where(test, _evaluate_columns(node.body, columns), _evaluate_columns(node.orelse, columns))
+    if isinstance(node, ast.Call):
+        assert isinstance(node.func, ast.Name)
+        args = [_evaluate_columns(a, columns) for a in node.args]
+        if not all(_numeric(a) for a in args) or not args:
+            raise TypeError("a function of non-numbers is evaluated per configuration")
+        if node.func.id == "abs":
+            if len(args) != 1:
+                raise TypeError("abs takes one argument")
+            return np.abs(args[0])
+        fold = np.minimum if node.func.id == "min" else np.maximum
+        out = args[0]
+        for a in args[1:]:
+            out = fold(out, a)
+        return out
+    raise AssertionError(f"unchecked node {type(node).__name__}")  # pragma: no cover - _names refuses it first
+
+
+def _numeric(v: Any) -> bool:
+    if isinstance(v, np.ndarray):
+        return v.dtype.kind in "iufb"
+    return isinstance(v, (int, float)) and not isinstance(v, bool) or isinstance(v, bool)
+
+
+def _textual(v: Any) -> bool:
+    return isinstance(v, str) or (isinstance(v, np.ndarray) and v.dtype.kind in "UO")
 
 
 def _is_number(v: Any) -> bool:

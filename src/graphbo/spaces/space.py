@@ -184,9 +184,32 @@ class Space:
     def allowed_rows(self, rows: np.ndarray) -> np.ndarray:
         """Boolean mask of the index rows (``(m, d)``) whose configurations every known constraint allows."""
         rows = np.asarray(rows).reshape(-1, len(self))
-        if not self.constraints:
-            return np.ones(rows.shape[0], dtype=bool)
-        return np.fromiter((self.allows(self.from_index(r)) for r in rows), dtype=bool, count=rows.shape[0])
+        ok = np.ones(rows.shape[0], dtype=bool)
+        if not self.constraints or not rows.shape[0]:
+            return ok
+        columns = self._columns(rows)
+        for rule in self.constraints:
+            todo = np.flatnonzero(ok)
+            if not todo.size:
+                break
+            sub = {k: v[todo] for k, v in columns.items()}
+            ok[todo] = rule.allows_columns(sub, lambda: [self.from_index(r) for r in rows[todo]])
+        return ok
+
+    def _columns(self, rows: np.ndarray) -> dict[str, np.ndarray]:
+        """Each variable's values at ``rows``, as arrays (numbers as int or float arrays, other values as objects)."""
+        out: dict[str, np.ndarray] = {}
+        for j, (name, var) in enumerate(self._variables.items()):
+            if isinstance(var, Variable):
+                values = list(var.values)
+                numeric = all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+                              for v in values)
+                table = np.asarray(values, dtype=float if any(isinstance(v, (float, np.floating)) for v in values)
+                                   else np.int64) if numeric else np.asarray(values, dtype=object)
+                out[name] = table[rows[:, j].astype(np.int64)]
+            else:
+                out[name] = np.array([var.from_unit(float(u)) for u in rows[:, j]])
+        return out
 
     # -- sampling -----------------------------------------------------------
     def sample_index(self, n: int, seed: int | np.random.Generator | None = None) -> np.ndarray:
