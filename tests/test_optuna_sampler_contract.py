@@ -4,9 +4,8 @@ Running Optuna 5.0.0's ``tests/samplers_tests/test_samplers.py`` with COMBOSampl
 BOFMSampler added to its sampler lists (docs/optuna.md says how) found three failures;
 each has a test here, written for graphbo:
 
-* a multi-objective study: a single-objective Optuna sampler (``CmaEsSampler``) raises
-  ``ValueError`` from ``sample_independent``, ``infer_relative_search_space`` and
-  ``sample_relative``; BOFMSampler sampled independent parameters instead;
+* a multi-objective study (when the samplers were single-objective): BOFMSampler sampled independent
+  parameters instead of refusing; both now model every objective and ``constraints_func``;
 * ``reseed_rng`` (called by ``study.optimize(n_jobs>1)`` in each thread) changed nothing;
 * ``sample_relative`` returned ``{}`` once every configuration of a discrete space was
   complete or pending, where Optuna expects a value for every parameter of the search space.
@@ -53,22 +52,61 @@ def objective_for(make):
                       + t.suggest_int("k", 0, 9))
 
 
-# -- multi-objective studies --------------------------------------------------------------
+# -- multi-objective and constrained studies ------------------------------------------------
 @pytest.mark.parametrize("make", SAMPLERS)
-def test_a_multi_objective_study_is_refused_by_every_sampling_method(make):
-    study = optuna.create_study(directions=["minimize", "maximize"], sampler=make(seed=0))
-    discrete = IntDistribution(0, 10)  # a distribution both samplers handle in a single-objective study
-    with pytest.raises(ValueError, match="single-objective.*2 directions"):
-        study.sampler.sample_independent(study, running_trial(study), "x", discrete)
-    with pytest.raises(ValueError, match="single-objective"):
-        study.sampler.infer_relative_search_space(study, running_trial(study))
-    with pytest.raises(ValueError, match="single-objective"):
-        study.sampler.sample_relative(study, running_trial(study), {"x": discrete, "y": discrete})
-    with pytest.raises(ValueError, match="single-objective"):
-        study.optimize(lambda t: (t.suggest_int("x", 0, 10), 0.0), n_trials=1)
-    # the same calls in a single-objective study sample
-    single = optuna.create_study(sampler=make(seed=0))
-    assert 0 <= single.sampler.sample_independent(single, running_trial(single), "x", discrete) <= 10
+def test_a_multi_objective_study_is_sampled_from_a_model_of_every_objective(make):
+    study = optuna.create_study(directions=["minimize", "maximize"], sampler=make(seed=0, n_startup_trials=4))
+    first = objective_for(make)
+
+    def two(trial):
+        a = first(trial)
+        return a, -a + sum(v for v in trial.params.values() if isinstance(v, (int, float)))
+
+    study.optimize(two, n_trials=8)
+    assert all(t.state == TrialState.COMPLETE for t in study.trials)
+    optimizer = study.sampler._cache[1]
+    assert optimizer.n_objectives == 2 and optimizer.n_told >= 4  # the model was told both objectives
+    expected = [[t.values[0], -t.values[1]] for t in study.trials[:optimizer.n_told]]  # maximised: negated
+    assert optimizer.Y.tolist() == expected
+
+
+@pytest.mark.parametrize("make", SAMPLERS)
+def test_constraints_func_is_stored_and_the_model_is_told_the_constraints(make):
+    seen = []
+
+    def constraints(trial):
+        seen.append(trial.number)
+        return [float(trial.number % 2) - 0.5]  # odd trials infeasible
+
+    study = optuna.create_study(sampler=make(seed=0, n_startup_trials=4, constraints_func=constraints))
+    study.optimize(objective_for(make), n_trials=7)
+    assert seen == list(range(7))
+    assert [t.system_attrs["constraints"] for t in study.trials] == [(float(i % 2) - 0.5,) for i in range(7)]
+    optimizer = study.sampler._cache[1]
+    assert optimizer.n_constraints == 1
+    assert optimizer.feasible_mask.tolist() == [i % 2 == 0 for i in range(optimizer.n_told)]
+
+    def nan_constraint(trial):
+        return [float("nan")]
+
+    bad = optuna.create_study(sampler=make(seed=0, constraints_func=nan_constraint))
+    with pytest.raises(ValueError, match="NaN"):
+        bad.optimize(objective_for(make), n_trials=1)
+
+
+@pytest.mark.parametrize("make", SAMPLERS)
+def test_set_constraint_values_are_read_without_constraints_func(make):
+    study = optuna.create_study(sampler=make(seed=0, n_startup_trials=3))
+    first = objective_for(make)
+
+    def objective(trial):
+        value = first(trial)
+        trial.set_constraint("budget", 1.0 if trial.number == 1 else -1.0)
+        return value
+
+    study.optimize(objective, n_trials=5)
+    optimizer = study.sampler._cache[1]
+    assert optimizer.n_constraints == 1 and not optimizer.feasible_mask[1] and optimizer.feasible_mask[0]
 
 
 # -- reseed_rng ---------------------------------------------------------------------------

@@ -76,12 +76,13 @@ fresh entropy.
 
 Limitations
 -----------
-Single-objective studies only: with a multi-objective study every sampling method
-raises ``ValueError``, as Optuna's single-objective ``CmaEsSampler`` does. Once
+Multi-objective studies are modelled by ParEGO's random scalarisation and constraints (``constraints_func``
+or ``trial.set_constraint``) by a probability of feasibility, as in graphbo's own studies
+(docs/multiobjective.md). Once
 every configuration of a discrete space is complete, pending or failed, a
 suggestion is a repeat drawn at random. Pruned and failed trials are not told to the
 model (failed ones are never proposed again in a discrete space: graphbo's
-``mark_failed``); constraints are ignored; a worker that crashed leaves its
+``mark_failed``); a worker that crashed leaves its
 trial ``RUNNING`` (without a heartbeat), and its configuration stays pending.
 
 Optuna is imported with this module, never at ``import graphbo``.
@@ -116,6 +117,19 @@ __all__ = ["COMBOSampler", "BOFMSampler", "GraphboSampler"]
 
 #: system attribute of a trial holding the configuration the sampler is about to return
 PROPOSAL_ATTR = "graphbo:proposal"
+#: system attribute where Optuna's samplers keep a trial's ``constraints_func`` values
+_CONSTRAINTS_ATTR = "constraints"
+
+
+def _constraints_of(trial: FrozenTrial) -> list[float] | None:
+    """A trial's constraint values (``constraints_func``'s, then ``trial.set_constraint``'s by name), or ``None``."""
+    stored = trial.system_attrs.get(_CONSTRAINTS_ATTR)
+    named = {k[len(_CONSTRAINTS_ATTR) + 1:]: v for k, v in trial.system_attrs.items()
+             if isinstance(k, str) and k.startswith(_CONSTRAINTS_ATTR + ":")}
+    if stored is None and not named:
+        return None
+    out = [float(c) for c in stored] if stored is not None else []
+    return out + [float(named[k]) for k in sorted(named)]
 
 _INDEPENDENT, _STARTUP, _MODEL, _REPEAT = 1, 2, 3, 4  # streams of derived seeds
 
@@ -222,6 +236,11 @@ class GraphboSampler(BaseSampler):
         ``initial_configs``, which the sampler sets); checked by the optimizer when the sampler is made.
     exclude_failed : bool, default True
         Never propose again a configuration whose trial failed (relevant for discrete spaces).
+    constraints_func : callable, optional
+        As Optuna's samplers take it: ``constraints_func(frozen_trial)`` returns a sequence of constraint values,
+        feasible when every one is ``<= 0``; called after each complete (or pruned) trial and stored with it.
+        Constraints set with ``trial.set_constraint`` are read as well. The optimizer models them
+        (docs/multiobjective.md): COMBO and BO-FM weight expected improvement by the probability of feasibility.
     """
 
     #: the graphbo method that makes the suggestions (a key of ``graphbo.optimizers.METHODS``)
@@ -229,13 +248,17 @@ class GraphboSampler(BaseSampler):
     _max_rounds = 3  # proposals re-made after a clash with another worker
 
     def __init__(self, *, seed: int | None = None, n_startup_trials: int = 10,
-                 optimizer_kwargs: Mapping[str, Any] | None = None, exclude_failed: bool = True):
+                 optimizer_kwargs: Mapping[str, Any] | None = None, exclude_failed: bool = True,
+                 constraints_func: Any = None):
         if not self.method:
             raise TypeError("GraphboSampler is the base of COMBOSampler and BOFMSampler; make one of those")
         self.seed = check_seed(seed)
         self.n_startup_trials = check_int("n_startup_trials", n_startup_trials, minimum=0)
         self.optimizer_kwargs = self._check_optimizer_kwargs(optimizer_kwargs)
         self.exclude_failed = check_bool("exclude_failed", exclude_failed)
+        if constraints_func is not None and not callable(constraints_func):
+            raise TypeError(f"constraints_func must be a function of a FrozenTrial, got {constraints_func!r}")
+        self.constraints_func = constraints_func
         self._entropy = _fresh_entropy() if self.seed is None else self.seed
         self._intersection = IntersectionSearchSpace()
         self._study_key: Any = None  # the study the search space and the cache belong to
@@ -335,16 +358,6 @@ class GraphboSampler(BaseSampler):
                     out.append(cfg)
         return out
 
-    def _check_single_objective(self, study: Study) -> None:
-        """``ValueError`` for a multi-objective study (as Optuna's single-objective ``CmaEsSampler`` does)."""
-        if len(study.directions) > 1:
-            raise ValueError(
-                f"{type(self).__name__} handles single-objective studies only, but the study has "
-                f"{len(study.directions)} directions ({[d.name.lower() for d in study.directions]}); "
-                "use a multi-objective Optuna sampler (e.g. TPESampler, GPSampler or NSGAIISampler)"
-            )
-
-    # -- BaseSampler -------------------------------------------------------------------
     def reseed_rng(self) -> None:
         """Draw fresh entropy from the operating system for every later random choice.
 
@@ -361,7 +374,6 @@ class GraphboSampler(BaseSampler):
                 rng.bit_generator.state = type(rng.bit_generator)(_derive_seed(self._entropy, _MODEL)).state
 
     def infer_relative_search_space(self, study: Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
-        self._check_single_objective(study)
         with self._lock:
             key = (study._study_id, study.study_name)
             if key != self._study_key:  # another study (in-memory studies share one id): start afresh
@@ -379,7 +391,6 @@ class GraphboSampler(BaseSampler):
     def sample_independent(
         self, study: Study, trial: FrozenTrial, param_name: str, param_distribution: BaseDistribution
     ) -> Any:
-        self._check_single_objective(study)
         self._check_distribution(param_name, param_distribution)
         seed = _derive_seed(self._entropy, _INDEPENDENT, trial.number, zlib.crc32(param_name.encode()))
         return RandomSampler(seed=seed).sample_independent(study, trial, param_name, param_distribution)
@@ -387,9 +398,23 @@ class GraphboSampler(BaseSampler):
     def sample_relative(
         self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
     ) -> dict[str, Any]:
-        self._check_single_objective(study)
         with self._lock:
             return self._sample_relative(study, trial, search_space)
+
+    def after_trial(self, study: Study, trial: FrozenTrial, state: TrialState,
+                    values: Sequence[float] | None) -> None:
+        """Store ``constraints_func(trial)`` with a complete or pruned trial (system attribute ``constraints``,
+        where Optuna's samplers keep it); a NaN among them is refused with ``ValueError``, as Optuna does."""
+        if self.constraints_func is None or state not in (TrialState.COMPLETE, TrialState.PRUNED):
+            return
+        constraints = None
+        try:
+            con = self.constraints_func(trial)
+            constraints = tuple(float(c) for c in con)
+            if any(math.isnan(c) for c in constraints):
+                raise ValueError(f"constraints_func returned NaN for trial {trial.number}: {constraints}")
+        finally:
+            study._storage.set_trial_system_attr(trial._trial_id, _CONSTRAINTS_ATTR, constraints)
 
     def _sample_relative(
         self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
@@ -400,17 +425,23 @@ class GraphboSampler(BaseSampler):
         if all(name in fixed for name in search_space):  # an enqueued trial: nothing to suggest
             return {}
         space, params = self._space_of(search_space)
-        sign = -1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0
+        signs = tuple(-1.0 if d == StudyDirection.MAXIMIZE else 1.0 for d in study.directions)
         # One snapshot of the study: with separate queries per state, a trial finishing
         # in between would be neither complete nor pending, and could be proposed again.
         trials = study.get_trials(deepcopy=False)
-        completed: list[tuple[int, dict[str, Any], float]] = []
+        done = [t for t in trials if t.state == TrialState.COMPLETE]
+        n_constraints = max((len(c) for c in map(_constraints_of, done) if c is not None), default=0)
+        completed: list[tuple[int, dict[str, Any], Any, list[float]]] = []
         failed: list[tuple[int, dict[str, Any]]] = []
         for t in trials:
             if t.state == TrialState.COMPLETE:
                 cfg = self._config_of(t.params, params)
-                if cfg is not None and t.value is not None and math.isfinite(t.value):
-                    completed.append((t.number, cfg, sign * float(t.value)))
+                cons = _constraints_of(t) or []
+                if cfg is None or t.values is None or len(t.values) != len(signs) or len(cons) != n_constraints \
+                        or not all(math.isfinite(v) for v in list(t.values) + cons):
+                    continue  # a trial whose outcome the model cannot take (as a failed one, never re-proposed)
+                values = [s_ * float(v) for s_, v in zip(signs, t.values)]
+                completed.append((t.number, cfg, values[0] if len(signs) == 1 else values, cons))
             elif t.state == TrialState.FAIL and self.exclude_failed:
                 cfg = self._config_of(t.params, params)
                 if cfg is not None:
@@ -419,13 +450,13 @@ class GraphboSampler(BaseSampler):
 
         if len(completed) < self.n_startup_trials:
             rng = np.random.default_rng(_derive_seed(self._entropy, _STARTUP, trial.number))
-            exclude = {space.to_index(c).tobytes() for c in [c for _, c, _ in completed] + [c for _, c in failed]}
+            exclude = {space.to_index(c).tobytes() for c in [c for _, c, _, _ in completed] + [c for _, c in failed]}
 
             def propose(extra: list[dict[str, Any]]) -> dict[str, Any] | None:
                 exclude.update(space.to_index(c).tobytes() for c in extra)
                 return self._random_config(space, rng, exclude, params)
         else:
-            opt = self._optimizer(space, params, sign, trial.number, completed, failed)
+            opt = self._optimizer(space, params, (signs, n_constraints), trial.number, completed, failed)
             opt._pending.clear()  # the previous trial's suggestion and stale pending rows
 
             def propose(extra: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -502,20 +533,25 @@ class GraphboSampler(BaseSampler):
         self,
         space: Space,
         params: Sequence[_Param],
-        sign: float,
+        outcomes: tuple[tuple[float, ...], int],
         trial_number: int,
-        completed: Sequence[tuple[int, dict[str, Any], float]],
+        completed: Sequence[tuple[int, dict[str, Any], Any, list[float]]],
         failed: Sequence[tuple[int, dict[str, Any]]],
     ) -> Optimizer:
-        """The cached optimizer, told the trials it has not seen yet (rebuilt when the search space changes)."""
-        key = (tuple((p.name, repr(p.distribution)) for p in params), sign)
+        """The cached optimizer, told the trials it has not seen yet (rebuilt when the search space, the
+        directions or the number of constraints change)."""
+        key = (tuple((p.name, repr(p.distribution)) for p in params), outcomes)
         if self._cache is None or self._cache[0] != key:
             seed = _derive_seed(self._entropy, _MODEL, trial_number)
-            self._cache = (key, self._make_optimizer(space, seed), set(), set())
+            opt = self._make_optimizer(space, seed)
+            signs, n_constraints = outcomes
+            if len(signs) > 1 or n_constraints:
+                opt.set_outcomes(len(signs), n_constraints)
+            self._cache = (key, opt, set(), set())
         _, opt, told, marked = self._cache
-        for number, cfg, value in completed:
+        for number, cfg, value, cons in completed:
             if number not in told:
-                opt.tell(cfg, value)
+                opt.tell(cfg, value, constraints=cons if cons else None)
                 told.add(number)
         for number, cfg in failed:
             if number not in marked:

@@ -95,7 +95,8 @@ class KnownConstraint:
                 with np.errstate(all="raise"):
                     out = _evaluate_columns(self._tree.body, columns)
                 n = len(next(iter(columns.values()))) if columns else 0
-                return np.broadcast_to(np.asarray(out, dtype=bool), (n,)).copy()
+                mask: np.ndarray = np.broadcast_to(np.asarray(out, dtype=bool), (n,)).copy()
+                return mask
             except (ArithmeticError, TypeError, ValueError, KeyError, FloatingPointError):
                 pass
         return np.fromiter((self.allows(c) for c in configs()), dtype=bool)
