@@ -236,3 +236,20 @@ def test_space_files_with_bad_problem_settings_say_what_is_wrong(tmp_path, text,
     path.write_text("variables:\n  a: {type: integer, low: 0, high: 3}\n" + text)
     with pytest.raises(gb.SpaceFileError, match=match):
         gb.spaces.io.load_problem(path)
+
+
+def test_nasbot_models_a_black_box_constraint_of_the_networks():
+    from graphbo.nas import ArchitectureSpace
+
+    space = ArchitectureSpace("mlp-reg")
+
+    def size_and_limit(cfg):
+        n_layers = len(cfg["layers"]) if isinstance(cfg, dict) and "layers" in cfg else len(str(cfg)) % 9
+        return {"value": float(-n_layers), "constraints": [n_layers - 6.0]}
+
+    with gb.Study(space, "nasbot", seed=0, n_initial=4, n_constraints=1) as study:
+        study.optimize(size_and_limit, 9)
+        models = study.optimizer._constraint_models
+        assert len(models) == 1 and models[0].n_data >= 4  # the constraint's own OTMANN GP was fitted
+        told = study.optimizer.C[:, 0].tolist()
+    assert told == [t.attrs["constraints"][0] for t in sorted(study.complete_trials, key=lambda t: t.tell_order)]

@@ -294,9 +294,16 @@ class NASBOT(NASOptimizer):
         self.max_train = check_max_train(max_train)
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs, ea_start=ea_start)
         self.model = OTMANNGP(self.space.kind, nu_strs=nu_strs, n_burn=n_burn, n_samples=n_samples)
+        self._model_options = {"nu_strs": nu_strs, "n_burn": n_burn, "n_samples": n_samples}
         self._fitted_n = -1
         self.last_timing: dict[str, float] = {}
         self.last_acquisition_value: float | None = None
+
+    def _on_outcomes(self) -> None:
+        """One OTMANN GP of its own per black-box constraint (the objective's holds a distance cache that is not
+        copied)."""
+        self._constraint_models = [OTMANNGP(self.space.kind, **self._model_options)  # type: ignore[arg-type]
+                                   for _ in range(self.n_constraints)]
 
     def _suggest(self) -> np.ndarray:
         if self.n_told == 0:
