@@ -13,6 +13,8 @@ each has a test here, written for graphbo:
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 optuna = pytest.importorskip("optuna")
@@ -92,6 +94,17 @@ def test_constraints_func_is_stored_and_the_model_is_told_the_constraints(make):
     bad = optuna.create_study(sampler=make(seed=0, constraints_func=nan_constraint))
     with pytest.raises(ValueError, match="NaN"):
         bad.optimize(objective_for(make), n_trials=1)
+    assert bad.trials[0].system_attrs["constraints"] is None  # the NaN is not stored as a constraint value
+
+
+@pytest.mark.parametrize("make", SAMPLERS)
+def test_a_trial_with_an_infinite_constraint_is_not_proposed_again_nor_told(make):
+    study = optuna.create_study(sampler=make(seed=0, n_startup_trials=3,
+                                             constraints_func=lambda t: [-math.inf if t.number == 0 else -1.0]))
+    study.optimize(objective_for(make), n_trials=5)
+    optimizer = study.sampler._cache[1]
+    assert optimizer.n_told == len(study.trials) - 2  # neither trial 0 nor the last one (told after the ask)
+    assert len(optimizer._evaluated) == optimizer.n_told + 1  # trial 0: excluded as a failed one
 
 
 @pytest.mark.parametrize("make", SAMPLERS)

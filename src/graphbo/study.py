@@ -121,7 +121,7 @@ def describe_space(space: Space) -> list[dict[str, Any]]:
     if not isinstance(space, Space) and hasattr(space, "describe"):
         return plain(space.describe())
     out = []
-    for name, var in zip(space.names, space.variables):
+    for name, var in zip(space.names, space.declared_variables):
         d: dict[str, Any] = {"name": name, "class": type(var).__name__}
         values = getattr(var, "values", None)
         if values is not None:
@@ -132,6 +132,8 @@ def describe_space(space: Space) -> list[dict[str, Any]]:
         adj = getattr(var, "adjacency", None)
         if adj is not None:
             d["adjacency_sha256"] = hashlib.sha256(np.ascontiguousarray(adj, dtype="<f8").tobytes()).hexdigest()
+        if name in space.conditions:  # only conditional variables carry the key: earlier descriptions are unchanged
+            d["active_if"] = {p: plain(list(v)) for p, v in space.conditions[name].items()}
         out.append(d)
     return out
 
@@ -497,10 +499,17 @@ class Study:
         if not isinstance(row, list) or len(row) != len(self.space.names):
             raise ValueError(f"index row {row!r} does not have {len(self.space.names)} entries")
         out = {}
+        active = self.space.active_mask(np.array([row], dtype=self.space.row_dtype))[0] if self.space.conditions \
+            else np.ones(len(row), dtype=bool)
         for j, (name, var) in enumerate(zip(self.space.names, self.space.variables)):
             n = self.space.n_values[j]
+            if not active[j]:
+                if name in stored:
+                    raise ValueError(f"stored variable {name!r} is inactive in the stored row")
+                continue
             if n > 0:
                 assert isinstance(var, Variable)  # a continuous variable has no values (n_values 0)
+                n -= 1 if name in self.space.conditions else 0  # an active variable is not on its inactive vertex
                 k = row[j]
                 if (isinstance(k, bool) or not isinstance(k, (int, float)) or not math.isfinite(k) or k != int(k)
                         or not 0 <= k < n):

@@ -409,10 +409,10 @@ class GraphboSampler(BaseSampler):
             return
         constraints = None
         try:
-            con = self.constraints_func(trial)
-            constraints = tuple(float(c) for c in con)
-            if any(math.isnan(c) for c in constraints):
-                raise ValueError(f"constraints_func returned NaN for trial {trial.number}: {constraints}")
+            values = tuple(float(c) for c in self.constraints_func(trial))
+            if any(math.isnan(c) for c in values):
+                raise ValueError(f"constraints_func returned NaN for trial {trial.number}: {values}")
+            constraints = values  # stored only when usable; a trial whose constraints failed has none
         finally:
             study._storage.set_trial_system_attr(trial._trial_id, _CONSTRAINTS_ATTR, constraints)
 
@@ -437,9 +437,13 @@ class GraphboSampler(BaseSampler):
             if t.state == TrialState.COMPLETE:
                 cfg = self._config_of(t.params, params)
                 cons = _constraints_of(t) or []
-                if cfg is None or t.values is None or len(t.values) != len(signs) or len(cons) != n_constraints \
+                if cfg is None:
+                    continue
+                if t.values is None or len(t.values) != len(signs) or len(cons) != n_constraints \
                         or not all(math.isfinite(v) for v in list(t.values) + cons):
-                    continue  # a trial whose outcome the model cannot take (as a failed one, never re-proposed)
+                    if self.exclude_failed:  # an outcome the model cannot take: as a failed trial
+                        failed.append((t.number, cfg))
+                    continue
                 values = [s_ * float(v) for s_, v in zip(signs, t.values)]
                 completed.append((t.number, cfg, values[0] if len(signs) == 1 else values, cons))
             elif t.state == TrialState.FAIL and self.exclude_failed:

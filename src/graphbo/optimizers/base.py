@@ -264,6 +264,11 @@ class Optimizer:
             self._refresh_targets(new_weights=True)
             row = np.asarray(self._suggest(), dtype=self.space.row_dtype)
         config = self.space.from_index(row)
+        if getattr(self.space, "conditions", None):  # the canonical row (inactive variables on their filler)
+            row = self.space.to_index(config)
+            if row.tobytes() in self._exclude:  # a non-canonical suggestion of a method that ignores conditions
+                row = self._distinct_random_rows(1, self._exclude)[0]
+                config = self.space.from_index(row)
         if not self._allows_config(config):  # a method that does not know the rules: an allowed random row
             row = self._distinct_random_rows(1, self._exclude)[0]
             config = self.space.from_index(row)

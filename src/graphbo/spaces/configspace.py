@@ -11,10 +11,15 @@ ConfigSpace                            graphbo
 ``Constant``                           a single-value :class:`~graphbo.Categorical`
 =====================================  ==================================================
 
-graphbo spaces are flat products of variables, sampled uniformly: conditions,
-forbidden clauses and non-uniform distributions (normal, beta) have no
-equivalent and raise a ``ValueError`` naming the hyper-parameter. Categorical
-weights and default values are priors for sampling; they do not change the
+Conditions become the space's ``conditions`` (:mod:`graphbo.spaces.conditions`): ``EqualsCondition``,
+``NotEqualsCondition``, ``InCondition``, ``GreaterThanCondition`` and ``LessThanCondition`` on a discrete
+parent (each a set of the parent's values) and ``AndConjunction`` of them; an ``OrConjunction`` has no
+equivalent. Forbidden clauses become known constraints (:mod:`graphbo.spaces.constraints`):
+``ForbiddenEqualsClause``, ``ForbiddenInClause``, the comparison clauses, ``ForbiddenAndConjunction`` of
+them and the ``Forbidden...Relation`` between two hyper-parameters, each an expression ``not (...)`` when the names are
+identifiers, else an equivalent Python rule. As in ConfigSpace, a forbidden clause on an inactive
+hyper-parameter does not apply. Non-uniform distributions (normal, beta) raise a ``ValueError`` naming the
+hyper-parameter. Categorical weights and default values are priors for sampling; they do not change the
 space and are dropped (categorical weights with a warning).
 
 ConfigSpace is imported only inside the functions (``pip install ConfigSpace``).
@@ -63,22 +68,6 @@ def from_configspace(cs: Any) -> Space:
     C = _import_configspace()
     if not isinstance(cs, C.ConfigurationSpace):
         raise TypeError(f"from_configspace: expected a ConfigSpace.ConfigurationSpace, got {type(cs).__name__}")
-    conditions = list(cs.conditions)
-    if conditions:
-        cond = conditions[0]
-        children = list(cs.conditional_hyperparameters)
-        raise ValueError(
-            f"from_configspace: hyper-parameter {children[0]!r} is conditional ({cond}); graphbo spaces have no "
-            f"conditions (conditional: {children}). Remove the conditions: make the hyper-parameters always "
-            "active and let the objective ignore the ones that do not apply")
-    forbiddens = list(cs.forbidden_clauses)
-    if forbiddens:
-        clause = forbiddens[0]
-        names = _clause_names(clause)
-        raise ValueError(
-            f"from_configspace: forbidden clause ({clause}) on hyper-parameter(s) {names}; graphbo spaces have no "
-            "forbidden clauses. Remove them and let the objective return a penalty (or raise: the evaluation is "
-            "recorded as failed) for forbidden configurations")
     variables: dict[str, Any] = {}
     for hp in cs.values():
         name = hp.name
@@ -110,7 +99,103 @@ def from_configspace(cs: Any) -> Space:
             raise ValueError(f"from_configspace: hyper-parameter {name!r}: {exc}") from None
     if not variables:
         raise ValueError("from_configspace: the ConfigurationSpace has no hyper-parameters")
-    return Space(variables)
+    conditions: dict[str, dict[str, list[Any]]] = {}
+    for cond in cs.conditions:
+        child = _child_of(cond)
+        for parent, values in _condition_parents(C, cond, variables):
+            mine = conditions.setdefault(child, {})
+            mine[parent] = [v for v in mine[parent] if v in values] if parent in mine else values
+    rules = [_forbidden_rule(C, clause) for clause in cs.forbidden_clauses]
+    try:
+        return Space(variables, constraints=rules, conditions=conditions)
+    except ValueError as exc:
+        raise ValueError(f"from_configspace: {exc}") from None
+
+
+def _child_of(cond: Any) -> str:
+    """The name of the hyper-parameter a condition (or a conjunction of conditions) makes conditional."""
+    while not hasattr(cond, "parent") and getattr(cond, "components", None):
+        cond = cond.components[0]
+    return str(cond.child.name)
+
+
+def _condition_parents(C: Any, cond: Any, variables: dict[str, Any]) -> list[tuple[str, list[Any]]]:
+    """``[(parent, values that activate the child)]`` of a condition or an ``AndConjunction`` of conditions."""
+    if isinstance(cond, C.AndConjunction):
+        return [pv for part in cond.components for pv in _condition_parents(C, part, variables)]
+    if isinstance(cond, C.OrConjunction):
+        raise ValueError(f"from_configspace: hyper-parameter {_child_of(cond)!r} has an OrConjunction "
+                         f"({cond}); graphbo's conditions are conjunctions (every parent must hold)")
+    parent, child = cond.parent.name, cond.child.name
+    var = variables[parent]
+    values = list(getattr(var, "values", None) or [])
+    if not values:
+        raise ValueError(f"from_configspace: hyper-parameter {child!r} is conditional on {parent!r}, which is "
+                         "continuous; a parent must be discrete")
+    if isinstance(cond, C.EqualsCondition):
+        return [(parent, [cond.value])]
+    if isinstance(cond, C.InCondition):
+        return [(parent, list(cond.values))]
+    if isinstance(cond, C.NotEqualsCondition):
+        return [(parent, [v for v in values if v != cond.value])]
+    if isinstance(cond, C.GreaterThanCondition):
+        return [(parent, [v for v in values if v > cond.value])]
+    if isinstance(cond, C.LessThanCondition):
+        return [(parent, [v for v in values if v < cond.value])]
+    raise ValueError(f"from_configspace: hyper-parameter {child!r} has a {type(cond).__name__} ({cond}), which "
+                     "graphbo cannot represent")
+
+
+def _forbidden_rule(C: Any, clause: Any) -> Any:
+    """A forbidden clause as a known-constraint rule: ``not (...)`` as an expression when every name is an
+    identifier, else a Python function with the same meaning (and the expression as its description)."""
+    expr, names = _forbidden_expression(C, clause)
+    text = f"not ({expr})"
+    if all(n.isidentifier() for n in names):
+        return text
+    return _ForbiddenRule(text, clause)
+
+
+def _forbidden_expression(C: Any, clause: Any) -> tuple[str, list[str]]:
+    if isinstance(clause, C.ForbiddenAndConjunction):
+        parts = [_forbidden_expression(C, c) for c in clause.components]
+        return " and ".join(f"({e})" for e, _ in parts), [n for _, ns in parts for n in ns]
+    if isinstance(clause, C.ForbiddenEqualsClause):
+        name = clause.hyperparameter.name
+        return f"{name} == {clause.value!r}", [name]
+    if isinstance(clause, C.ForbiddenInClause):
+        name = clause.hyperparameter.name
+        return f"{name} in {tuple(clause.values)!r}", [name]
+    comparisons = {C.ForbiddenGreaterThanClause: ">", C.ForbiddenGreaterThanEqualsClause: ">=",
+                   C.ForbiddenLessThanClause: "<", C.ForbiddenLessThanEqualsClause: "<="}
+    for cls, op in comparisons.items():
+        if isinstance(clause, cls):
+            name = clause.hyperparameter.name
+            return f"{name} {op} {clause.value!r}", [name]
+    relations = {C.ForbiddenEqualsRelation: "==", C.ForbiddenGreaterThanRelation: ">",
+                 C.ForbiddenLessThanRelation: "<", C.ForbiddenGreaterThanEqualsRelation: ">=",
+                 C.ForbiddenLessThanEqualsRelation: "<="}
+    for cls, op in relations.items():
+        if isinstance(clause, cls):
+            return f"{clause.left.name} {op} {clause.right.name}", [clause.left.name, clause.right.name]
+    names = _clause_names(clause)
+    raise ValueError(f"from_configspace: forbidden clause ({clause}) on hyper-parameter(s) {names} is a "
+                     f"{type(clause).__name__}, which graphbo cannot represent")
+
+
+class _ForbiddenRule:
+    """A forbidden clause whose hyper-parameter names are not identifiers: ConfigSpace's own test on a
+    configuration (True: allowed)."""
+
+    def __init__(self, description: str, clause: Any):
+        self.description, self.clause = description, clause
+
+    def __call__(self, config: Any) -> bool:
+        values = dict(config)
+        try:
+            return not self.clause.is_forbidden_value(values)
+        except (KeyError, ValueError):  # an inactive hyper-parameter: the clause does not apply
+            return True
 
 
 def to_configspace(space: Space, seed: int | None = None) -> Any:
@@ -131,7 +216,7 @@ def to_configspace(space: Space, seed: int | None = None) -> Any:
     if not isinstance(space, Space):
         raise TypeError(f"to_configspace: expected a graphbo.Space, got {type(space).__name__}")
     hps = []
-    for name, var in zip(space.names, space.variables):
+    for name, var in zip(space.names, space.declared_variables):
         if isinstance(var, Categorical):  # Binary included
             values = list(var.values)
             hps.append(C.Constant(name, values[0]) if len(values) == 1 and not isinstance(var, Binary)
@@ -155,4 +240,15 @@ def to_configspace(space: Space, seed: int | None = None) -> Any:
                              "equivalent")
     cs = C.ConfigurationSpace(seed=seed)
     cs.add(hps)
+    by_name = {hp.name: hp for hp in hps}
+    conds = []
+    for child, parents in space.conditions.items():
+        parts = [C.EqualsCondition(by_name[child], by_name[p], vals[0]) if len(vals) == 1
+                 else C.InCondition(by_name[child], by_name[p], list(vals)) for p, vals in parents.items()]
+        conds.append(parts[0] if len(parts) == 1 else C.AndConjunction(*parts))
+    if conds:
+        cs.add(conds)
+    if space.constraints:
+        raise ValueError(f"to_configspace: the space has known constraints ({space.constraints[0].description!r}, "
+                         "...), which ConfigSpace's forbidden clauses cannot express in general")
     return cs

@@ -63,7 +63,8 @@ class KnownConstraint:
         elif callable(rule):
             self._tree = None
             self.names = []
-            self.description = getattr(rule, "__qualname__", None) or type(rule).__name__
+            self.description = str(getattr(rule, "description", None) or getattr(rule, "__qualname__", None)
+                                   or type(rule).__name__)
         else:
             raise TypeError(f"a constraint must be an expression (str) or a function config -> bool, got {rule!r}")
 

@@ -13,6 +13,8 @@ The schema (see ``docs/spaces.md``) is a mapping with one required key,
       act:       {type: graph, values: [relu, elu, tanh], edges: [[relu, elu], [elu, tanh, 0.5]]}
     constraints:                    # optional: known constraints, expressions over the variable names
       - "layers * batch <= 256"
+    conditions:                     # optional: a variable active only for some values of others
+      act: {optimizer: [adam]}
     directions: [minimize, maximize]  # optional, for `graphbo run`: several objectives
     n_constraints: 1                # optional, for `graphbo run`: black-box constraint values returned
 
@@ -244,9 +246,9 @@ def space_from_dict(d: Any, source: str | None = None) -> Space:
     if not isinstance(d, Mapping):
         raise SpaceFileError(f"{src}: a space must be a mapping with a 'variables' key, got {type(d).__name__}")
     for key in d:
-        if key not in ("variables", "version", "constraints") + PROBLEM_KEYS:
+        if key not in ("variables", "version", "constraints", "conditions") + PROBLEM_KEYS:
             raise SpaceFileError(f"{src}: unknown top-level key {short_repr(key)} (allowed: variables, constraints, "
-                                 "directions, n_constraints, version)")
+                                 "conditions, directions, n_constraints, version)")
     if "version" in d and (isinstance(d["version"], bool) or d["version"] != FORMAT_VERSION):
         raise SpaceFileError(f"{src}: unsupported version {short_repr(d['version'])}; this graphbo reads version "
                              f"{FORMAT_VERSION}")
@@ -272,9 +274,13 @@ def space_from_dict(d: Any, source: str | None = None) -> Space:
     if not isinstance(rules, list) or not all(isinstance(r, str) for r in rules):
         raise SpaceFileError(f"{src}: 'constraints' must be a list of expressions (strings) over the variable names, "
                              f"got {short_repr(rules)}")
+    conditions = d.get("conditions")
+    if conditions is not None and not isinstance(conditions, Mapping):
+        raise SpaceFileError(f"{src}: 'conditions' must be a mapping {{variable: {{parent: [values]}}}}, got "
+                             f"{short_repr(conditions)}")
     try:
-        return Space(out, constraints=rules)
-    except ValueError as exc:  # what Space itself refuses (a name that is not valid text, a bad rule, ...)
+        return Space(out, constraints=rules, conditions=conditions)
+    except (TypeError, ValueError) as exc:  # what Space itself refuses (a name that is not text, a bad rule, ...)
         raise SpaceFileError(f"{src}: {exc}") from None
 
 
@@ -309,7 +315,7 @@ def space_to_dict(space: Space) -> dict[str, Any]:
     if not isinstance(space, Space):
         raise TypeError(f"space must be a graphbo.Space, got {type(space).__name__}")
     variables: dict[str, Any] = {}
-    for name, var in zip(space.names, space.variables):
+    for name, var in zip(space.names, space.declared_variables):
         where = f"variable {short_repr(name)}"
         if isinstance(var, Binary):
             d: dict[str, Any] = {"type": "binary"}
@@ -358,6 +364,9 @@ def space_to_dict(space: Space) -> dict[str, Any]:
             raise SpaceFileError(f"constraint {functions[0]!r} is a Python function, which a space file cannot hold; "
                                  "write it as an expression over the variable names")
         out["constraints"] = [c.description for c in space.constraints]
+    if space.conditions:
+        out["conditions"] = {child: {p: [_plain_value(v, f"condition on {short_repr(child)}") for v in vals]
+                                     for p, vals in parents.items()} for child, parents in space.conditions.items()}
     return out
 
 

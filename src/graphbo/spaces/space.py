@@ -15,10 +15,14 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from .conditions import INACTIVE_UNIT, check_conditions, topological_order, with_inactive_vertex
 from .constraints import check_constraints
 from .variables import AnyVariable, Continuous, Variable
 
-__all__ = ["Space", "MAX_REJECTION"]
+__all__ = ["Space", "MAX_REJECTION", "MAX_ENUMERATED"]
+
+#: ``Space.size`` of a conditional space enumerates at most this many assignments of the parents (else ``inf``)
+MAX_ENUMERATED = 1_000_000
 
 #: rejection sampling under known constraints gives up when fewer than one draw in this many is allowed
 MAX_REJECTION = 1000
@@ -42,7 +46,11 @@ class Space:
         Known constraints: rules a configuration must satisfy to be suggested at all, each an expression
         over the variable names (``"x + y <= 10"``) or a function ``config -> bool``
         (:mod:`graphbo.spaces.constraints`). Sampling draws only allowed configurations, and no optimizer
-        suggests one that a rule refuses.
+        suggests one that a rule refuses. A rule that names an inactive variable does not apply.
+    conditions : dict, optional
+        Conditional variables: ``{variable: {parent: value or list of values}}``, the variable active only
+        when every parent is active and takes one of the values (:mod:`graphbo.spaces.conditions`, which
+        also gives the kernels' rule for an inactive variable). Configurations hold their active variables.
 
     Examples
     --------
@@ -55,7 +63,8 @@ class Space:
     """
 
     def __init__(self, variables: Mapping[str, AnyVariable] | Iterable[tuple[str, AnyVariable]],
-                 constraints: Sequence[str | Callable[[Mapping[str, Any]], Any]] | None = None) -> None:
+                 constraints: Sequence[str | Callable[[Mapping[str, Any]], Any]] | None = None,
+                 conditions: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         if isinstance(variables, Mapping):
             items = list(variables.items())
         elif isinstance(variables, (str, bytes)) or not isinstance(variables, Iterable):
@@ -93,7 +102,17 @@ class Space:
             names.add(name)
         for name, var in items:
             var.name = name
+        #: the variables as given (a conditional discrete one without its inactive vertex)
+        self._declared: dict[str, AnyVariable] = dict(items)
+        #: ``{variable: {parent: values}}`` (:mod:`graphbo.spaces.conditions`); empty without conditions
+        self.conditions = check_conditions(conditions, self._declared)
         self._variables: dict[str, AnyVariable] = dict(items)
+        for child in self.conditions:
+            var = self._declared[child]
+            if isinstance(var, Variable):
+                ext = with_inactive_vertex(var)
+                ext.name = child
+                self._variables[child] = ext
         self.names: tuple[str, ...] = tuple(self._variables)
         #: number of values of each variable (0 for continuous ones)
         self.n_values = np.array([v.n_values for v in self._variables.values()], dtype=np.int64)
@@ -107,6 +126,15 @@ class Space:
         self.row_dtype = np.float64 if self.continuous_indices.size else np.int64
         #: the known constraints (:class:`graphbo.spaces.constraints.KnownConstraint`), empty without
         self.constraints = check_constraints(constraints, self.names)
+        position = {n: j for j, n in enumerate(self.names)}
+        #: per conditional variable, in an order where parents come first: its position, and each parent's
+        #: position with the value indices that activate it
+        self._condition_rows = [
+            (position[child], [(position[p], np.array([self._declared[p].index_of(v) for v in vals]))  # type: ignore[union-attr]
+                               for p, vals in self.conditions[child].items()])
+            for child in topological_order(self.conditions, list(self.names)) if child in self.conditions]
+        #: values drawn per variable when sampling (a conditional variable's inactive vertex is never drawn)
+        self._draw_values = np.array([v.n_values for v in self._declared.values()], dtype=np.int64)
 
     # -- container protocol -------------------------------------------------
     @property
@@ -125,9 +153,48 @@ class Space:
         return iter(self._variables)
 
     def __repr__(self) -> str:
-        inner = ", ".join(f"{k!r}: {v!r}" for k, v in self._variables.items())
+        inner = ", ".join(f"{k!r}: {v!r}" for k, v in self._declared.items())
         rules = f", constraints={[c.description for c in self.constraints]!r}" if self.constraints else ""
-        return f"Space({{{inner}}}{rules})"
+        conds = f", conditions={ {k: {p: list(v) for p, v in c.items()} for k, c in self.conditions.items()}!r}" \
+            if self.conditions else ""
+        return f"Space({{{inner}}}{rules}{conds})"
+
+    @property
+    def declared_variables(self) -> list[AnyVariable]:
+        """The variables as given, in row order (a conditional discrete variable without its inactive vertex)."""
+        return list(self._declared.values())
+
+    # -- conditions ---------------------------------------------------------
+    def active_mask(self, rows: np.ndarray) -> np.ndarray:
+        """Which variable is active in each index row, ``(m, d)`` booleans (all True without conditions)."""
+        rows = np.asarray(rows).reshape(-1, len(self))
+        active = np.ones(rows.shape, dtype=bool)
+        for j, parents in self._condition_rows:
+            on = np.ones(rows.shape[0], dtype=bool)
+            for p, allowed in parents:
+                on &= active[:, p] & np.isin(rows[:, p].astype(np.int64), allowed)
+            active[:, j] = on
+        return active
+
+    def canonical(self, rows: np.ndarray) -> np.ndarray:
+        """``rows`` (a copy) with every conditional variable in canonical form: an inactive one on its inactive
+        vertex (a continuous one at unit 0.5), an active one off it (moved to its first value)."""
+        rows = np.array(rows, dtype=self.row_dtype).reshape(-1, len(self))
+        if not self._condition_rows:
+            return rows
+        active = np.ones(rows.shape, dtype=bool)
+        for j, parents in self._condition_rows:  # parents first: a parent's value is final when its child is set
+            on = np.ones(rows.shape[0], dtype=bool)
+            for p, allowed in parents:
+                on &= active[:, p] & np.isin(rows[:, p].astype(np.int64), allowed)
+            active[:, j] = on
+            if self.n_values[j] > 0:
+                inactive_index = self.n_values[j] - 1
+                rows[~on, j] = inactive_index
+                rows[on & (rows[:, j] == inactive_index), j] = 0
+            else:
+                rows[~on, j] = INACTIVE_UNIT
+        return rows
 
     @property
     def is_discrete(self) -> bool:
@@ -138,10 +205,38 @@ class Space:
         """Number of configurations (vertices of the product graph) as an int; ``inf`` with continuous variables."""
         if not self.is_discrete:
             return math.inf
+        if self.conditions:
+            return self._conditional_size()
         out = 1
         for k in self.n_values:
             out *= int(k)
         return out
+
+    def _conditional_size(self) -> int | float:
+        """The number of canonical rows: the parents' canonical assignments enumerated (``inf`` beyond
+        :data:`MAX_ENUMERATED` of them), times the other variables' values where active."""
+        parents = sorted({self.names.index(p) for c in self.conditions.values() for p in c})
+        combos = 1
+        for p in parents:
+            combos *= int(self.n_values[p])
+            if combos > MAX_ENUMERATED:
+                return math.inf
+        grids = np.stack(np.meshgrid(*[np.arange(int(self.n_values[p])) for p in parents], indexing="ij"),
+                         -1).reshape(-1, len(parents))
+        rows = np.zeros((grids.shape[0], len(self)), dtype=np.int64)
+        rows[:, parents] = grids
+        canon = self.canonical(rows)
+        keep = np.all(canon[:, parents] == rows[:, parents], axis=1)  # each parent assignment once, canonical
+        active = self.active_mask(canon[keep])
+        others = [j for j in range(len(self)) if j not in parents]
+        draw = self._draw_values
+        total = 0
+        for act in active:
+            count = 1
+            for j in others:
+                count *= int(draw[j]) if act[j] else 1
+            total += count
+        return total
 
     # -- validation and encoding ------------------------------------------
     def validate(self, config: Mapping[str, Any]) -> None:
@@ -152,14 +247,46 @@ class Space:
         """Row of a configuration (see :attr:`row_dtype`); ``ValueError`` for missing, extra or unknown values."""
         if not isinstance(config, Mapping):
             raise ValueError(f"a configuration must be a dict of variable name -> value, got {config!r}")
-        missing = [n for n in self.names if n not in config]
-        if missing:
-            raise ValueError(f"configuration {dict(config)!r} is missing variable(s) {missing!r}")
         extra = [k for k in config if k not in self._variables]
         if extra:
             raise ValueError(f"configuration {dict(config)!r} has unknown variable(s) {extra!r}")
+        if self.conditions:
+            return self._conditional_to_index(config)
+        missing = [n for n in self.names if n not in config]
+        if missing:
+            raise ValueError(f"configuration {dict(config)!r} is missing variable(s) {missing!r}")
         return np.array([var.index_of(config[n]) if isinstance(var, Variable) else var.to_unit(config[n])
                          for n, var in self._variables.items()], dtype=self.row_dtype)
+
+    def _conditional_to_index(self, config: Mapping[str, Any]) -> np.ndarray:
+        row = np.zeros(len(self), dtype=self.row_dtype)
+        filled = {n for n in self.names if n not in self.conditions}
+        missing = [n for n in filled if n not in config]
+        if missing:
+            raise ValueError(f"configuration {dict(config)!r} is missing variable(s) {sorted(missing)!r}")
+        for j, (n, var) in enumerate(self._declared.items()):
+            if n in filled:
+                row[j] = var.index_of(config[n]) if isinstance(var, Variable) else var.to_unit(config[n])
+        active = np.ones(len(self), dtype=bool)
+        for j, parents in self._condition_rows:
+            name = self.names[j]
+            on = all(active[p] and int(row[p]) in allowed for p, allowed in parents)
+            active[j] = on
+            var = self._declared[name]
+            if on and name not in config:
+                raise ValueError(f"configuration {dict(config)!r} is missing variable {name!r}, which is active "
+                                 f"(its conditions {self._condition_text(name)} hold)")
+            if not on and name in config:
+                raise ValueError(f"configuration {dict(config)!r} gives variable {name!r}, which is inactive (its "
+                                 f"conditions {self._condition_text(name)} do not hold); leave it out")
+            if on:
+                row[j] = var.index_of(config[name]) if isinstance(var, Variable) else var.to_unit(config[name])
+            else:
+                row[j] = self.n_values[j] - 1 if isinstance(var, Variable) else INACTIVE_UNIT
+        return row
+
+    def _condition_text(self, name: str) -> str:
+        return " and ".join(f"{p} in {list(v)!r}" for p, v in self.conditions[name].items())
 
     def from_index(self, row: Iterable[int]) -> dict[str, Any]:
         """Configuration of an index row."""
@@ -173,13 +300,19 @@ class Space:
             raise ValueError(
                 f"index {row[j]} is out of range for variable {self.names[j]!r} with {int(self.n_values[j])} values"
             )
+        if self.conditions:  # of the canonical row: an active variable on its inactive vertex takes its first value
+            canon = self.canonical(row[None])[0]
+            active = self.active_mask(canon[None])[0]
+            return {n: var.value_at(int(x)) if isinstance(var, Variable) else var.from_unit(float(x))
+                    for (n, var), x, on in zip(self._declared.items(), canon, active) if on}
         return {n: var.value_at(int(x)) if isinstance(var, Variable) else var.from_unit(float(x))
                 for (n, var), x in zip(self._variables.items(), row)}
 
     # -- known constraints ---------------------------------------------------
     def allows(self, config: Mapping[str, Any]) -> bool:
-        """Whether ``config`` satisfies every known constraint (always True for a space without)."""
-        return all(c.allows(config) for c in self.constraints)
+        """Whether ``config`` satisfies every known constraint (always True for a space without); a rule that
+        names a variable ``config`` does not hold (an inactive one) does not apply."""
+        return all(c.allows(config) for c in self.constraints if all(n in config for n in c.names))
 
     def allowed_rows(self, rows: np.ndarray) -> np.ndarray:
         """Boolean mask of the index rows (``(m, d)``) whose configurations every known constraint allows."""
@@ -188,8 +321,14 @@ class Space:
         if not self.constraints or not rows.shape[0]:
             return ok
         columns = self._columns(rows)
+        active = self.active_mask(rows) if self.conditions else None
+        position = {n: j for j, n in enumerate(self.names)}
         for rule in self.constraints:
-            todo = np.flatnonzero(ok)
+            applies = ok.copy()
+            if active is not None:  # a rule on an inactive variable does not apply
+                for n in rule.names:
+                    applies &= active[:, position[n]]
+            todo = np.flatnonzero(applies)
             if not todo.size:
                 break
             sub = {k: v[todo] for k, v in columns.items()}
@@ -199,9 +338,9 @@ class Space:
     def _columns(self, rows: np.ndarray) -> dict[str, np.ndarray]:
         """Each variable's values at ``rows``, as arrays (numbers as int or float arrays, other values as objects)."""
         out: dict[str, np.ndarray] = {}
-        for j, (name, var) in enumerate(self._variables.items()):
+        for j, (name, var) in enumerate(self._declared.items()):
             if isinstance(var, Variable):
-                values = list(var.values)
+                values = list(var.values) + ([var.values[0]] if name in self.conditions else [])  # inactive: a filler
                 numeric = all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
                               for v in values)
                 table = np.asarray(values, dtype=float if any(isinstance(v, (float, np.floating)) for v in values)
@@ -239,13 +378,13 @@ class Space:
     def _sample_unconstrained(self, n: int, rng: np.random.Generator) -> np.ndarray:
         u = rng.random((n, len(self)))
         if self.is_discrete:
-            return (u * self.n_values).astype(np.int64)
+            return self.canonical((u * self._draw_values).astype(np.int64))
         cont = self.continuous_indices
         unit = u[:, cont]  # the continuous columns' uniform draws, before ``u`` becomes the index rows
-        rows = np.floor(np.multiply(u, np.maximum(self.n_values, 1), out=u), out=u)  # in place: 100,000-row pools
+        rows = np.floor(np.multiply(u, np.maximum(self._draw_values, 1), out=u), out=u)  # in place: large pools
         for k, j in enumerate(cont):
             rows[:, j] = self.variables[j].snap(unit[:, k])
-        return rows
+        return self.canonical(rows) if self.conditions else rows
 
     def sample(self, n: int = 1, seed: int | np.random.Generator | None = None) -> list[dict[str, Any]]:
         """``n`` configurations drawn uniformly from the space."""
@@ -264,7 +403,11 @@ class Space:
                 blocks.append(block)
         if not blocks:
             return np.empty((0, len(self)), dtype=self.row_dtype)
-        return np.concatenate(blocks, axis=0)
+        out = np.concatenate(blocks, axis=0)
+        if self.conditions:
+            out = self.canonical(out)
+            out = np.unique(out[np.any(out != row, axis=1)], axis=0)
+        return out
 
     def neighbor_index_batch(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """All neighbours of many index rows at once.
@@ -288,7 +431,12 @@ class Space:
             owners.append(b)
         if not nbrs:
             return np.empty((0, len(self)), dtype=self.row_dtype), np.empty(0, dtype=np.int64)
-        return np.concatenate(nbrs), np.concatenate(owners)
+        out, owner = np.concatenate(nbrs), np.concatenate(owners)
+        if self.conditions:  # canonical, without the rows themselves (a move the canonical form undoes)
+            out = self.canonical(out)
+            moved = np.any(out != rows[owner], axis=1)
+            out, owner = out[moved], owner[moved]
+        return out, owner
 
     @property
     def _neighbor_tables(self) -> list[np.ndarray]:
@@ -331,4 +479,4 @@ class Space:
                 j = cols[r]
                 nb = variables[j].neighbor_lists[int(rows[r, j])]
                 rows[r, j] = nb[rng.integers(nb.size)]
-        return rows
+        return self.canonical(rows) if self.conditions else rows

@@ -104,9 +104,10 @@ def trial_problem(t: Trial) -> str | None:
     return None
 
 
-def _row_problem(t: Trial, variables: list[tuple[Any, list | None]]) -> str | None:
+def _row_problem(t: Trial, variables: list[tuple[Any, list | None]], conditional: frozenset = frozenset()) -> str | None:
     """A trial's index row and configuration against the variables' names and values (``None``: continuous,
-    not checked): each index in range, each stored value the one its index names."""
+    not checked): each index in range, each stored value the one its index names; a ``conditional``
+    variable may also sit on its inactive vertex (index ``len(values)``) when the configuration leaves it out."""
     row = t.row
     if len(row) != len(variables):
         return f"its index row has {len(row)} entries, the space {len(variables)} variables"
@@ -116,6 +117,9 @@ def _row_problem(t: Trial, variables: list[tuple[Any, list | None]]) -> str | No
             continue
         if type(k) is int and 0 <= k < len(values) and (name not in config or config[name] == values[k]):
             continue  # the common case
+        if (isinstance(k, (int, float)) and not isinstance(k, bool) and k == len(values) and name in conditional
+                and name not in config):
+            continue  # a conditional variable on its inactive vertex (graphbo.spaces.conditions)
         if (isinstance(k, bool) or not isinstance(k, (int, float)) or not 0 <= k < len(values)
                 or (isinstance(k, float) and not k.is_integer())):  # a mixed space's rows are floats
             return f"stored index {k!r} of variable {name!r} is not in 0..{len(values) - 1}"
@@ -139,11 +143,13 @@ def study_problem(trials: Sequence[Trial], space: Any = None) -> str | None:
     """What is wrong across the trials (numbers, tell orders, index rows against the stored space
     description ``space``), or ``None``; each trial checked too."""
     variables = _variables(space)
+    conditional = frozenset(d.get("name") for d in space if isinstance(d, dict) and "active_if" in d) \
+        if variables is not None else frozenset()
     orders: set[int] = set()
     for i, t in enumerate(trials):
         if t.number != i:
             return f"trial numbers are not 0..{len(trials) - 1} (found {t.number} at position {i})"
-        problem = trial_problem(t) or (None if variables is None else _row_problem(t, variables))
+        problem = trial_problem(t) or (None if variables is None else _row_problem(t, variables, conditional))
         if problem:
             return f"trial {t.number}: {problem}"
         if t.tell_order is not None:
