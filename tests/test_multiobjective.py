@@ -253,3 +253,31 @@ def test_nasbot_models_a_black_box_constraint_of_the_networks():
         assert len(models) == 1 and models[0].n_data >= 4  # the constraint's own OTMANN GP was fitted
         told = study.optimizer.C[:, 0].tolist()
     assert told == [t.attrs["constraints"][0] for t in sorted(study.complete_trials, key=lambda t: t.tell_order)]
+
+
+def test_the_closed_form_ehvi_is_the_mean_hypervolume_improvement_of_gaussian_draws():
+    from graphbo.acquisition.hypervolume import expected_hypervolume_improvement_2d
+
+    rng = np.random.default_rng(0)
+    front = np.array([[0.2, 0.9], [0.5, 0.5], [0.8, 0.1], [0.6, 0.7]])  # the last is dominated
+    ref = np.array([1.2, 1.1])
+    base = hypervolume(front, ref)
+    mean1, mean2 = np.array([[0.3, 0.9, 1.5]]), np.array([[0.4, 0.05, 0.2]])
+    var1, var2 = np.array([[0.04, 0.01, 0.09]]), np.array([[0.09, 0.04, 0.01]])
+    exact = expected_hypervolume_improvement_2d(*(torch.tensor(a) for a in (mean1, var1, mean2, var2)), front, ref)
+    draws = 4000
+    for i in range(3):
+        y1 = rng.normal(mean1[0, i], np.sqrt(var1[0, i]), draws)
+        y2 = rng.normal(mean2[0, i], np.sqrt(var2[0, i]), draws)
+        mc = np.mean([hypervolume(np.vstack([front, [a, b]]), ref) - base for a, b in zip(y1, y2)])
+        assert float(exact[i]) == pytest.approx(mc, abs=0.01, rel=0.03)
+
+
+def test_ehvi_drives_combo_with_a_model_per_objective():
+    with gb.Study(SPACE, "combo", seed=0, n_initial=4, directions=["minimize", "minimize"]) as study:
+        study.optimizer.set_outcomes(2, 0, acquisition="ehvi")
+        study.optimize(two_objectives, 10)
+        assert study.optimizer._objective_models[0].train_targets.size >= 4  # the second objective's own GP
+        assert len(study.pareto_front) >= 2
+    with pytest.raises(ValueError, match="two objectives"):
+        METHODS["rs"](SPACE).set_outcomes(2, 0, acquisition="ehvi")

@@ -21,8 +21,10 @@ import numpy as np
 from ..acquisition.base import AcquisitionFunction
 from ..acquisition.constrained import LogConstrainedExpectedImprovement
 from ..acquisition.ei import LogExpectedImprovement
+from ..acquisition.hypervolume import LogExpectedHypervolumeImprovement
 from .._validation import as_real, check_configs, check_int, check_optional_int, check_seed
-from ..outcomes import feasibility_first, feasible, parego_scalarize, simplex_weights
+from ..outcomes import (feasibility_first, feasible, parego_scalarize, pareto_mask, reference_point,
+                        simplex_weights)
 from ..spaces.space import Space, as_generator
 
 __all__ = ["Optimizer", "Observation", "Configs", "signature_without", "training_subset", "check_max_train",
@@ -76,6 +78,7 @@ class Optimizer:
     #: the number of objectives and of black-box constraints told with each value (:meth:`set_outcomes`)
     n_objectives = 1
     n_constraints = 0
+    mo_acquisition = "parego"
 
     def __init__(self, space: Space, *, seed: int | None = None, n_initial: int = 10,
                  initial_configs: Configs | None = None):
@@ -113,7 +116,7 @@ class Optimizer:
         return True if allows is None else bool(allows(config))
 
     # -- several objectives and black-box constraints ----------------------------------------------
-    def set_outcomes(self, n_objectives: int = 1, n_constraints: int = 0) -> None:
+    def set_outcomes(self, n_objectives: int = 1, n_constraints: int = 0, acquisition: str = "parego") -> None:
         """Tell the optimizer that each evaluation returns ``n_objectives`` values (all minimised) and
         ``n_constraints`` constraint values (feasible when every one is ``<= 0``). Call before the first tell.
 
@@ -121,9 +124,17 @@ class Optimizer:
         ParEGO's augmented Chebyshev scalarisation of the normalised objectives (Knowles 2006;
         :func:`graphbo.outcomes.parego_scalarize`). Black-box constraints are modelled by their own surrogates
         where the method can (:attr:`models_constraints`), else ranked by Deb's feasibility rule.
+
+        ``acquisition="ehvi"`` (two objectives, a method that models constraints) models each objective with
+        its own surrogate and maximises the expected hypervolume improvement instead
+        (:mod:`graphbo.acquisition.hypervolume`).
         """
         n_objectives = check_int("n_objectives", n_objectives, minimum=1)
         n_constraints = check_int("n_constraints", n_constraints, minimum=0)
+        if acquisition not in MO_ACQUISITIONS:
+            raise ValueError(f"acquisition must be one of {MO_ACQUISITIONS}, got {acquisition!r}")
+        if acquisition == "ehvi" and (n_objectives != 2 or not self.models_constraints):
+            raise ValueError("acquisition='ehvi' takes two objectives and a model-based method (combo, bofm, nasbot)")
         if self._X:
             raise ValueError("set_outcomes: the optimizer has been told evaluations already")
         if (n_objectives > 1 or n_constraints) and not self.supports_outcomes:
@@ -133,13 +144,20 @@ class Optimizer:
             raise ValueError(f"method {self.name!r} follows a trust region, which counts one objective's "
                              "improvements; use it without the trust region for several objectives or constraints")
         self.n_objectives, self.n_constraints = n_objectives, n_constraints
+        self.mo_acquisition = acquisition if n_objectives > 1 else "parego"
         self._on_outcomes()
 
     def _on_outcomes(self) -> None:
         """Called by :meth:`set_outcomes`: a method that models constraints (:attr:`models_constraints`) gets one
         unfitted copy of its surrogate ``self.model`` per constraint."""
         if self.models_constraints:
-            self._constraint_models = [copy.deepcopy(getattr(self, "model")) for _ in range(self.n_constraints)]
+            self._constraint_models = [self._new_surrogate() for _ in range(self.n_constraints)]
+            self._objective_models = [self._new_surrogate()] if self.mo_acquisition == "ehvi" else []
+
+    def _new_surrogate(self) -> Any:
+        """An unfitted surrogate of the method's kind, for a constraint or a second objective: a copy of
+        ``self.model`` made before any fit."""
+        return copy.deepcopy(getattr(self, "model"))
 
     def _log_ei(self, fit_y: np.ndarray, inputs: Any, pending: Any = None) -> AcquisitionFunction:
         """The acquisition of a model-based suggestion: log-EI on ``self.model`` (fitted on ``fit_y``, its incumbent
@@ -148,7 +166,7 @@ class Optimizer:
         log-EI of the best *feasible* value weighted by the probability of feasibility
         (:class:`~graphbo.acquisition.constrained.LogConstrainedExpectedImprovement`)."""
         model = getattr(self, "model")
-        if not self.n_constraints:
+        if not self.n_constraints and self.mo_acquisition != "ehvi":
             return LogExpectedImprovement(model)
         train = self.last_training_indices
         C = self.C if train is None else self.C[train]
@@ -157,6 +175,8 @@ class Optimizer:
             if pending is not None:
                 cm.add_fantasies(pending)
         ok = self.feasible_mask
+        if self.mo_acquisition == "ehvi":
+            return self._ehvi(model, np.asarray(fit_y), inputs, pending, ok)
         best = model.transform_outcome(float(np.min(np.asarray(fit_y)[ok]))) if ok.any() else None
         return LogConstrainedExpectedImprovement(model, self._constraint_models, best)
 
@@ -174,7 +194,7 @@ class Optimizer:
     @property
     def C(self) -> np.ndarray:
         """Every told constraint vector, shape ``(n, n_constraints)`` (feasible when all are ``<= 0``)."""
-        return np.array(self._constraint_values, dtype=float).reshape(-1, self.n_constraints)
+        return np.array(self._constraint_values, dtype=float).reshape(len(self._constraint_values), self.n_constraints)
 
     @property
     def feasible_mask(self) -> np.ndarray:
@@ -185,7 +205,7 @@ class Optimizer:
         """The single value per evaluation the method models: the only objective, or ParEGO's scalarisation
         under the latest weights; infeasible evaluations ranked last unless the method models constraints."""
         Y = self.Y
-        if self.n_objectives == 1:
+        if self.n_objectives == 1 or self.mo_acquisition == "ehvi":  # EHVI: the method's model is objective 0's
             y = Y[:, 0]
         else:
             w = self._weights if self._weights is not None else np.full(self.n_objectives, 1 / self.n_objectives)
@@ -197,15 +217,36 @@ class Optimizer:
     def _refresh_targets(self, new_weights: bool) -> None:
         if not self._outcome_mode:
             return
-        if new_weights and self.n_objectives > 1:
+        if new_weights and self.n_objectives > 1 and self.mo_acquisition == "parego":
             self._weights = simplex_weights(self.n_objectives, self.rng)
         self._y = [float(v) for v in self._targets()]
 
+    def _ehvi(self, model: Any, fit_y: np.ndarray, inputs: Any, pending: Any, ok: np.ndarray) -> AcquisitionFunction:
+        """Two objectives: the second objective's surrogate fitted, and log-EHVI against the feasible front on
+        the models' scales, its reference point the feasible evaluations' nadir moved out by a tenth of the
+        ranges (:func:`graphbo.outcomes.reference_point`; all evaluations while none is feasible)."""
+        second = self._objective_models[0]
+        train = self.last_training_indices
+        y2 = self.Y[:, 1]
+        second.fit(inputs, y2 if train is None else y2[train], self.rng)
+        if pending is not None:
+            second.add_fantasies(pending)
+        scaled = np.column_stack([[model.transform_outcome(float(v)) for v in fit_y],
+                                  [second.transform_outcome(float(v)) for v in y2]])
+        rows = scaled[ok] if ok.any() else scaled
+        front = rows[pareto_mask(rows)] if ok.any() else np.zeros((0, 2))
+        return LogExpectedHypervolumeImprovement([model, second], front, reference_point(rows),
+                                                 self._constraint_models)
+
     def _incumbent_index(self) -> int:
         """The told evaluation a local search starts from: the best modelled value among the feasible ones
-        (among all when none is feasible)."""
+        (among all when none is feasible); with the hypervolume acquisition, a point of the feasible front."""
         y = self.y
         ok = self.feasible_mask
+        if self.mo_acquisition == "ehvi" and ok.any():  # two objectives: a point of the front, at random
+            feasible_rows = np.flatnonzero(ok)
+            front = feasible_rows[pareto_mask(self.Y[feasible_rows])]
+            return int(front[self.rng.integers(front.size)])
         return int(np.flatnonzero(ok)[np.argmin(y[ok])]) if ok.any() else int(np.argmin(y))
 
     def _initial_design(self, rows: list[np.ndarray], n_initial: int) -> list[np.ndarray]:
@@ -435,6 +476,10 @@ class Optimizer:
         """
         return cast("set[bytes]", _Excluded(self._evaluated, self._pending))
 
+
+#: the acquisitions of several objectives: ParEGO's random scalarisation (every method) and, for two objectives
+#: and a model-based method, the expected hypervolume improvement
+MO_ACQUISITIONS = ("parego", "ehvi")
 
 #: default cap on the training set of the GP-based optimizers (``max_train``; :func:`training_subset`): a
 #: COMBO suggestion on 28 binary variables costs about 8 CPU seconds at 500 rows and 49 at 1,000

@@ -299,11 +299,9 @@ class NASBOT(NASOptimizer):
         self.last_timing: dict[str, float] = {}
         self.last_acquisition_value: float | None = None
 
-    def _on_outcomes(self) -> None:
-        """One OTMANN GP of its own per black-box constraint (the objective's holds a distance cache that is not
-        copied)."""
-        self._constraint_models = [OTMANNGP(self.space.kind, **self._model_options)  # type: ignore[arg-type]
-                                   for _ in range(self.n_constraints)]
+    def _new_surrogate(self) -> OTMANNGP:
+        """An OTMANN GP of its own (the objective's holds a distance cache that is not copied)."""
+        return OTMANNGP(self.space.kind, **self._model_options)  # type: ignore[arg-type]
 
     def _suggest(self) -> np.ndarray:
         if self.n_told == 0:
