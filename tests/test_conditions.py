@@ -195,3 +195,18 @@ def test_configspace_conditions_and_forbidden_clauses_mean_what_they_mean_in_con
     back = gb.to_configspace(gb.Space({"a": gb.Categorical(["x", "y"]), "b": gb.Ordinal([1, 2, 3])},
                                       conditions={"b": {"a": "x"}}))
     assert [str(c) for c in back.conditions] == ["b | a == 'x'"]
+
+
+def test_the_conditional_svc_task_passes_scikit_learn_only_the_active_parameters():
+    pytest.importorskip("sklearn")
+    from graphbo.benchmarks.sklearn_tuning import SklearnTuning
+
+    task = SklearnTuning("svc-digits-conditional")
+    assert set(task.space.conditions) == {"gamma", "degree", "coef0"}
+    linear = {"kernel": "linear", "C": 1.0, "shrinking": 1}
+    assert task._model(linear).get_params()["gamma"] == "scale"  # scikit-learn's default: gamma was not passed
+    poly = {"kernel": "poly", "C": 1.0, "gamma": 0.01, "degree": 3, "coef0": 0.5, "shrinking": 0}
+    assert task._model(poly).get_params()["degree"] == 3
+    assert 0.0 <= task(linear) < 0.2  # a linear SVC classifies the digits well
+    with pytest.raises(ValueError, match="inactive"):
+        task({**linear, "degree": 3})

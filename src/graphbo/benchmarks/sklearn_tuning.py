@@ -13,6 +13,9 @@ fixed), so an evaluation is deterministic and takes about a second on one core.
 * ``svc-digits``: a support-vector classifier on the digits (1,797 8x8 images, 10 classes): kernel
   (categorical), ``C`` and ``gamma`` (continuous, log scale), polynomial degree (ordinal), shrinking (binary);
   value ``1 - accuracy``.
+* ``svc-digits-conditional``: the same classifier on a conditional space, as scikit-learn's parameters apply:
+  ``gamma`` for the rbf, poly and sigmoid kernels, ``degree`` for poly, ``coef0`` for poly and sigmoid, and
+  ``C`` and ``shrinking`` always (:mod:`graphbo.spaces.conditions`); value ``1 - accuracy``.
 * ``hgb-diabetes``: a histogram gradient-boosting regressor on the diabetes data (442 samples): learning rate
   and L2 penalty (continuous, log scale), leaves and leaf size (ordinal), loss (categorical); value
   ``1 - R^2``.
@@ -92,6 +95,27 @@ def _svc_digits() -> tuple[Space, Callable[[Mapping[str, Any]], Any], str, str]:
     return space, model, "load_digits", "accuracy"
 
 
+def _svc_digits_conditional() -> tuple[Space, Callable[[Mapping[str, Any]], Any], str, str]:
+    variables: dict[str, Any] = {
+        "kernel": Categorical(["linear", "rbf", "poly", "sigmoid"]),
+        "C": Continuous(1e-3, 1e3, log=True),
+        "gamma": Continuous(1e-5, 1.0, log=True),
+        "degree": Ordinal([2, 3, 4, 5]),
+        "coef0": Continuous(-1.0, 1.0),
+        "shrinking": Binary(),
+    }
+    space = Space(variables, conditions={"gamma": {"kernel": ["rbf", "poly", "sigmoid"]},
+                                         "degree": {"kernel": "poly"}, "coef0": {"kernel": ["poly", "sigmoid"]}})
+
+    def model(c: Mapping[str, Any]) -> Any:
+        svm = require("sklearn.svm", "the svc-digits-conditional task", "benchmarks")
+        options = {k: c[k] for k in ("gamma", "degree", "coef0") if k in c}  # the active ones only
+        return svm.SVC(kernel=c["kernel"], C=float(c["C"]), shrinking=bool(c["shrinking"]), random_state=0,
+                       **options)
+
+    return space, model, "load_digits", "accuracy"
+
+
 def _hgb_diabetes() -> tuple[Space, Callable[[Mapping[str, Any]], Any], str, str]:
     variables: dict[str, Any] = {
         "learning_rate": Continuous(1e-2, 1.0, log=True),
@@ -117,6 +141,7 @@ TASKS: dict[str, Callable[[], tuple[Space, Callable[[Mapping[str, Any]], Any], s
     "rf-wine": _rf_wine,
     "hgb-cancer": _hgb_cancer,
     "svc-digits": _svc_digits,
+    "svc-digits-conditional": _svc_digits_conditional,
     "hgb-diabetes": _hgb_diabetes,
 }
 
