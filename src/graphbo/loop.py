@@ -423,7 +423,7 @@ def _result(study: Study, wall: float) -> MinimizeResult:
 def _record(study: Study, trial: Trial, ok: bool, value: float | Outcome | None, error: str | None, seconds: float,
             failure_value: float | str | None, callback: Callable | None, bar: ProgressBar) -> None:
     done = study._record_evaluation(trial, ok, value, error, seconds, failure_value, callback)
-    bar.finished(done.value if done.status == "complete" else None, done.suggest_seconds)
+    bar.finished(study._shown_value(done), done.suggest_seconds)
 
 
 def _run_async(study: Study, objective: Callable, budget: int, n_workers: int, executor: cf.Executor | None,

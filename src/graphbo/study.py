@@ -236,7 +236,8 @@ def read_study_info(path: str | os.PathLike) -> dict[str, Any]:
     """What a study file holds, read-only: its meta (method, seed, options, space, user_attrs), its
     ``direction`` (``"minimize"`` for a study that stores none), trial counts (``n_trials``, ``n_running``,
     ``n_complete``, ``n_failed``) and ``best_value`` (the lowest complete value, the highest for a maximising
-    study; ``None`` if none completed).
+    study, of the feasible trials with black-box constraints; ``None`` if none completed, and with several
+    objectives).
 
     Raises :class:`StorageError` if ``path`` is missing or not a usable study.
     """
@@ -246,8 +247,10 @@ def read_study_info(path: str | os.PathLike) -> dict[str, Any]:
     info.setdefault("user_attrs", {})
     info["direction"] = stored_direction(stored.meta)  # checked by the loader
     info["n_trials"] = len(trials)
-    values = [t.value for t in trials if t.status == "complete" and t.value is not None]
-    info["best_value"] = (max if info["direction"] == "maximize" else min)(values) if values else None
+    values = [t.value for t in trials if t.status == "complete" and t.value is not None
+              and all(c <= 0 for c in t.attrs.get("constraints", ()))]  # feasible ones only
+    best = (max if info["direction"] == "maximize" else min)(values) if values else None
+    info["best_value"] = None if stored.meta.get("directions") else best  # several objectives: no single best
     info.update({f"n_{s}": sum(1 for t in trials if t.status == s) for s in STATUSES})
     return info
 
@@ -889,8 +892,15 @@ class Study:
                     break
                 ok, value, error, seconds = _evaluate(objective, trial.config, timeout)
                 done = self._record_evaluation(trial, ok, value, error, seconds, penalty, callback)
-                bar.finished(done.value if done.status == "complete" else None, done.suggest_seconds)
+                bar.finished(self._shown_value(done), done.suggest_seconds)
         return self
+
+    def _shown_value(self, done: Trial) -> float | None:
+        """What a progress bar counts towards its best value: a complete, feasible trial's value (nothing with
+        several objectives, which have no single best)."""
+        if done.status != "complete" or self.n_objectives > 1 or not self._is_feasible(done):
+            return None
+        return done.value
 
     def _progress_bar(self, budget: int, show: bool | None) -> ProgressBar:
         """The bar of a run of this study to ``budget`` finished trials (:class:`graphbo.progress.ProgressBar`),
