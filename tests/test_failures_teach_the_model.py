@@ -62,3 +62,31 @@ def test_a_failing_region_costs_fewer_evaluations_when_the_model_is_told():
 def test_failure_value_is_a_number_worst_or_none(value):
     with pytest.raises((TypeError, ValueError), match="failure_value"):
         gb.minimize(region_fails, SPACE, method="rs", budget=3, failure_value=value)
+
+
+def test_no_suggestion_repeats_another_up_to_a_thousandth_of_every_continuous_range():
+    import numpy as np
+
+    import graphbo as gb
+    from graphbo.optimizers.base import Optimizer
+
+    space = gb.Space({"lr": gb.Continuous(1e-3, 1.0, log=True), "bins": gb.Categorical([63, 127, 255])})
+
+    class Stubborn(Optimizer):
+        """Suggests the same point again and again, moved by less than the rounding."""
+
+        name = "stubborn"
+
+        def _suggest(self):
+            row = self.space.to_index({"lr": 0.10962, "bins": 63})
+            row[0] += self.rng.uniform(0, 1e-5)
+            return row
+
+    opt = Stubborn(space, seed=0, n_initial=0)
+    seen = set()
+    for _ in range(6):
+        cfg = opt.ask()
+        key = (round(float(np.log(cfg["lr"])), 2), cfg["bins"])
+        assert key not in seen  # one suggestion near (0.10962, 63), then others
+        seen.add(key)
+        opt.mark_failed(cfg)

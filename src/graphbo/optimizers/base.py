@@ -71,6 +71,9 @@ class Optimizer:
     space_types: tuple[type, ...] = (Space,)
     #: whether the method takes several objectives and black-box constraints (:meth:`set_outcomes`)
     supports_outcomes = True
+    #: whether a suggestion within the rounding of an earlier one (:data:`CONTINUOUS_DECIMALS`) is replaced by a
+    #: random one (a wrapped library that tracks its own asks keeps its suggestion)
+    avoids_near_repeats = True
     #: whether the method models black-box constraints itself (one surrogate per constraint, expected improvement
     #: weighted by the probability of feasibility); otherwise it is told each infeasible evaluation behind every
     #: feasible one (:func:`graphbo.outcomes.feasibility_first`)
@@ -100,6 +103,8 @@ class Optimizer:
         self._X: list[np.ndarray] = []
         self._y: list[float] = []
         self._evaluated: set[bytes] = set()
+        #: the rows asked or told, continuous coordinates rounded (:meth:`_near_key`): never suggested again
+        self._near: set[bytes] = set()
         self._pending: dict[bytes, np.ndarray] = {}
         refused = [c for c in initial_configs if not self._allows_config(c)]
         if refused:
@@ -277,7 +282,8 @@ class Optimizer:
 
         Asked configurations stay *pending* until told: they are never suggested
         again, and model-based methods account for them (COMBO: kriging believer),
-        so several can be evaluated in parallel.
+        so several can be evaluated in parallel. With continuous variables, no suggestion is within a
+        thousandth of every continuous range of one asked or told before (:data:`CONTINUOUS_DECIMALS`).
         """
         if n is not None:
             return [self._ask_one() for _ in range(self._check_n(n))]
@@ -317,8 +323,29 @@ class Optimizer:
             # A continuous coordinate may not survive the trip to a value and back bit for bit;
             # key the pending row by what ``tell`` will compute from the returned config.
             row = self.space.to_index(config)
+            for _ in range(100 if self.avoids_near_repeats else 0):  # not twice one configuration up to rounding
+                if self._near_key(row) not in self._near:
+                    break
+                row = self._distinct_random_rows(1, self._exclude)[0]
+                config = self.space.from_index(row)
+                row = self.space.to_index(config)
+            self._near.add(self._near_key(row))
         self._pending[row.tobytes()] = row
         return config
+
+    def _near_key(self, row: np.ndarray) -> bytes:
+        """The row with its continuous coordinates rounded to :data:`CONTINUOUS_DECIMALS` decimals of their
+        unit range: two configurations with one key are the same but for digits no one tunes."""
+        key = np.array(row, dtype=float)
+        cont = self.space.continuous_indices
+        key[cont] = np.round(key[cont], CONTINUOUS_DECIMALS)
+        return key.tobytes()
+
+    def _remember(self, row: np.ndarray) -> None:
+        """A told or failed row joins the excluded ones (and, with continuous variables, its rounding)."""
+        self._evaluated.add(row.tobytes())
+        if len(self.space.continuous_indices):
+            self._near.add(self._near_key(row))
 
     def tell(self, config: Mapping[str, Any], value: float | Sequence[float], *,
              constraints: Sequence[float] | np.ndarray | None = None) -> None:
@@ -342,11 +369,10 @@ class Optimizer:
             self._y = [float(t) for t in targets[:-1]]
             v = float(targets[-1])
         self._observe(row, v)
-        key = row.tobytes()
-        self._pending.pop(key, None)
+        self._pending.pop(row.tobytes(), None)
         self._X.append(row)
         self._y.append(v)
-        self._evaluated.add(key)
+        self._remember(row)
 
     def _check_outcome(self, config: Mapping[str, Any], value: Any,
                        constraints: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -375,9 +401,8 @@ class Optimizer:
         (with the evaluated). To penalise it instead, :meth:`tell` a value.
         """
         row = self.space.to_index(config)
-        key = row.tobytes()
-        self._pending.pop(key, None)
-        self._evaluated.add(key)
+        self._pending.pop(row.tobytes(), None)
+        self._remember(row)
 
     # -- results ------------------------------------------------------------------
     @property
@@ -476,6 +501,10 @@ class Optimizer:
         """
         return cast("set[bytes]", _Excluded(self._evaluated, self._pending))
 
+
+#: a suggestion is never within the rounding of an earlier one: every continuous coordinate equal to this many
+#: decimals of its unit range (a thousandth of the range)
+CONTINUOUS_DECIMALS = 3
 
 #: the acquisitions of several objectives: ParEGO's random scalarisation (every method) and, for two objectives
 #: and a model-based method, the expected hypervolume improvement

@@ -66,6 +66,8 @@ class ExternalOptimizer(Optimizer):
 
     #: the wrapped library is told one number per evaluation
     supports_outcomes = False
+    #: the wrapped library tracks its own asks: its suggestion is kept as it is
+    avoids_near_repeats = False
 
     max_retries: int = 20
 
