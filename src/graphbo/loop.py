@@ -188,13 +188,11 @@ def make_optimizer(method: str, space: Space, seed: int | None = None, **options
     from .optimizers import METHODS
     from .optimizers.auto import AUTO, choose_method
 
-    if isinstance(method, str) and method.lower() == AUTO:  # the budget is not known here (docs/auto.md)
+    from .method_names import check_method_name
+
+    if check_method_name(method).lower() == AUTO:  # the budget is not known here (docs/auto.md)
         method = choose_method(space, None)
-    try:
-        cls = METHODS[method.lower()]
-    except KeyError:
-        raise ValueError(f"unknown method {method!r}; choose {AUTO!r} or one of {sorted(METHODS)}") from None
-    return cls(space, seed=seed, **options)
+    return METHODS[method.lower()](space, seed=seed, **options)
 
 
 # -- the loop -------------------------------------------------------------------------------------

@@ -71,8 +71,9 @@ from .spaces.variables import Variable
 from .storage import Storage, as_storage
 from .storage.base import (DIRECTIONS, FORMAT_VERSION, STATUSES, CorruptStudyError, StorageError, StoredStudy, Trial,
                            now, stored_direction)
+from .method_names import check_method_name
+from .storage.info import load_study_file, read_study_info
 from .storage.jsonio import plain
-from .storage.sqlite import SQLiteStorage
 from .threads import DEFAULT_THREADS, limit_threads
 from .evaluation import _evaluate
 from .outcomes import Outcome, as_outcome, check_directions, check_reference_point, hypervolume, pareto_mask
@@ -81,7 +82,7 @@ from .progress import ProgressBar, check_show_progress
 from ._validation import (as_real, check_budget, check_callable, check_int, check_optional_int, check_real,
                           check_seed, check_timeout)
 
-__all__ = ["Study", "Trial", "StorageError", "read_study_info", "describe_space", "check_direction", "FORMAT_VERSION",
+__all__ = ["Study", "Trial", "StorageError", "read_study_info", "load_study_file", "describe_space", "check_direction", "FORMAT_VERSION",
            "DIRECTIONS"]
 
 #: the studies' log: created and resumed studies (INFO), each finished trial (DEBUG), failed evaluations, trials
@@ -218,43 +219,6 @@ def _complete_value(t: Trial) -> float:
     return t.value
 
 
-def load_study_file(path: str | os.PathLike) -> StoredStudy:
-    """The meta and trials of the study file ``path``, read-only (reports, exports).
-
-    Raises :class:`StorageError` if ``path`` is missing or not a usable study.
-    """
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise StorageError(f"{path}: no such study file")
-    stored = SQLiteStorage(path).load()
-    if stored is None:
-        raise StorageError(f"{path}: not a graphbo study (empty)")
-    return stored
-
-
-def read_study_info(path: str | os.PathLike) -> dict[str, Any]:
-    """What a study file holds, read-only: its meta (method, seed, options, space, user_attrs), its
-    ``direction`` (``"minimize"`` for a study that stores none), trial counts (``n_trials``, ``n_running``,
-    ``n_complete``, ``n_failed``) and ``best_value`` (the lowest complete value, the highest for a maximising
-    study, of the feasible trials with black-box constraints; ``None`` if none completed, and with several
-    objectives).
-
-    Raises :class:`StorageError` if ``path`` is missing or not a usable study.
-    """
-    stored = load_study_file(path)
-    trials = stored.trials
-    info = {k: v for k, v in stored.meta.items() if k != "optimizer_state"}
-    info.setdefault("user_attrs", {})
-    info["direction"] = stored_direction(stored.meta)  # checked by the loader
-    info["n_trials"] = len(trials)
-    values = [t.value for t in trials if t.status == "complete" and t.value is not None
-              and all(c <= 0 for c in t.attrs.get("constraints", ()))]  # feasible ones only
-    best = (max if info["direction"] == "maximize" else min)(values) if values else None
-    info["best_value"] = None if stored.meta.get("directions") else best  # several objectives: no single best
-    info.update({f"n_{s}": sum(1 for t in trials if t.status == s) for s in STATUSES})
-    return info
-
-
 # -- the study ------------------------------------------------------------------------------------
 def _progress(stored: StoredStudy) -> list[tuple[int, str, str | None, int | None]]:
     """What changes in a study's trials when a writer asks, tells or hands out one again."""
@@ -345,8 +309,7 @@ class Study:
         if not isinstance(space, _space_types()):
             raise TypeError(f"space must be a graphbo.Space or a graphbo.nas.ArchitectureSpace, "
                             f"got {type(space).__name__}")
-        if not isinstance(method, str) or (method.lower() not in METHODS and method.lower() != AUTO):
-            raise ValueError(f"unknown method {method!r}; choose {AUTO!r} or one of {sorted(METHODS)}")
+        method = check_method_name(method)
         auto_budget = check_optional_int("auto_budget", auto_budget, minimum=1)
         seed = check_seed(seed)
         direction = check_direction(direction)

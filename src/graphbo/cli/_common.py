@@ -46,7 +46,7 @@ def resume_command(path: str) -> str:
     import shlex
 
     from ..storage.base import StorageError
-    from ..study import read_study_info
+    from ..storage.info import read_study_info
 
     command = f"graphbo resume {shlex.quote(path)}"
     try:
@@ -135,7 +135,7 @@ def run_method(method: str | None, space: Any, budget: int, storage: str | None)
         return method
     if storage and os.path.exists(storage):
         from ..storage.base import StorageError
-        from ..study import read_study_info
+        from ..storage.info import read_study_info
 
         try:
             kept = read_study_info(storage).get("method")
@@ -290,7 +290,8 @@ def minimize_study(prog: str, objective: Callable[[dict], Any], space: Any, path
     """Run (or continue) the study in ``path`` on ``objective`` (a benchmark or a user's function);
     Ctrl-C leaves it resumable. Returns the exit code."""
     from ..loop import minimize
-    from ..study import StorageError, read_study_info
+    from ..storage.base import StorageError
+    from ..storage.info import read_study_info
     from ..threads import limit_threads
 
     if args.workers < 1 or (args.timeout is not None and args.timeout <= 0):

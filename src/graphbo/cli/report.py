@@ -36,8 +36,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write the report; returns the exit code."""
-    from ..experiments.report import write_report, write_suite_report
-
     missing = [d for d in args.dir if not os.path.exists(d)]
     if missing:
         print(f"graphbo report: no such file or folder {', '.join(missing)}", file=sys.stderr)
@@ -60,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if files:
         return _study_report(files[0], args, notes)
+    from ..experiments.report import write_report, write_suite_report  # after the checks: it imports the models
+
     if args.suite:
         path = write_suite_report(args.dir, out=args.out, title=args.title or "Suite", notes=notes, log=args.log,
                                   auto=args.auto)
@@ -70,8 +70,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _study_report(path: str, args: argparse.Namespace, notes: str | None) -> int:
-    from ..experiments.study_report import write_study_report
     from ..storage import StorageError
+    from ..storage.info import read_study_info
+
+    try:
+        read_study_info(path)  # a file that is no study is refused before the report's imports
+    except StorageError as exc:
+        print(f"graphbo report: {exc}", file=sys.stderr)
+        return 1
+    from ..experiments.study_report import write_study_report
 
     try:
         out = write_study_report(path, out=args.out, log=args.log, title=args.title, notes=notes)

@@ -52,7 +52,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``graphbo resume``; returns the exit code."""
     from ..benchmarks import REGISTRY, load_benchmark
-    from ..study import StorageError, read_study_info
+    from ..storage.base import StorageError
+    from ..storage.info import read_study_info
 
     prog = "graphbo resume"
     try:

@@ -76,6 +76,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``graphbo run``; returns the exit code."""
+    from ..method_names import check_method_name
+
+    if args.method is not None:  # before anything heavy is imported
+        try:
+            check_method_name(args.method)
+        except ValueError as exc:
+            print(f"graphbo run: {exc}", file=sys.stderr)
+            return 2
     if args.space is not None or args.objective is not None:
         if args.benchmark is not None:
             print(f"graphbo run: give either a benchmark ({args.benchmark!r}) or --space FILE --objective "
@@ -257,7 +265,6 @@ def _run_user(args: argparse.Namespace) -> int:
     if args.directions is not None and args.direction is not None:
         print(f"{prog}: give --direction (one objective) or --directions (several), not both", file=sys.stderr)
         return 2
-    args.method = run_method(args.method, space, args.budget, args.storage)
     cwd = os.getcwd()
     try:
         load_objective(args.objective, [cwd])  # errors name the spec as given
@@ -267,6 +274,7 @@ def _run_user(args: argparse.Namespace) -> int:
     except ObjectiveError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
+    args.method = run_method(args.method, space, args.budget, args.storage)
     name = os.path.splitext(os.path.basename(args.space))[0]
     path = args.storage or unused_path(default_path(name, args.method, args.seed, "db"))
     space_dict = space_to_dict(space)

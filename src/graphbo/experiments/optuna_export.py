@@ -33,7 +33,7 @@ from .._lazy import require
 from ..storage import StorageError
 from ..optimizers.tpe import _quiet_optuna
 from ..storage.base import stored_direction
-from ..study import load_study_file
+from ..storage.info import load_study_file
 
 __all__ = ["export_to_optuna", "optuna_distributions"]
 

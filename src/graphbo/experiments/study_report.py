@@ -18,7 +18,7 @@ import numpy as np
 from ..outcomes import hypervolume_trace, pareto_mask, reference_point
 
 from .._lazy import require
-from ..study import load_study_file, read_study_info
+from ..storage.info import load_study_file, read_study_info
 from .report import _plot_beta, _stored_beta, apply_scale, check_log, value_scale
 
 __all__ = ["study_summary", "variable_effects", "plot_best_so_far", "plot_relevance", "write_study_report",

@@ -344,7 +344,7 @@ class Optimizer:
     def _remember(self, row: np.ndarray) -> None:
         """A told or failed row joins the excluded ones (and, with continuous variables, its rounding)."""
         self._evaluated.add(row.tobytes())
-        if len(self.space.continuous_indices):
+        if len(getattr(self.space, "continuous_indices", ())):  # an architecture space has none
             self._near.add(self._near_key(row))
 
     def tell(self, config: Mapping[str, Any], value: float | Sequence[float], *,
