@@ -1,4 +1,4 @@
-"""Smooth functions on integer grids with many levels per variable (issue 16.3).
+"""Smooth functions on integer grids with many levels per variable.
 
 Each variable is an :class:`~graphbo.Ordinal` over ``0 .. levels - 1`` (200 by default),
 mapped linearly onto the function's usual domain. These are the problems where the

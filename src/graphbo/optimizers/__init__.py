@@ -55,7 +55,7 @@ METHODS = {
     # BOCS with the SDP-relaxation acquisition (COMBO's "BOCS-SDP"); `bocs` is BOCS-SA
     "bocs-sdp": BOCSSDP,
     "tpe": TPE,
-    # Optuna's GPSampler (Matern-5/2 GP, log-EI): the GP-BO practitioners run, as a peer (issue 18.4)
+    # Optuna's GPSampler (Matern-5/2 GP, log-EI): the GP-BO practitioners run, as a peer
     "gp-optuna": OptunaGP,
     "smac": SMAC,
     # BOHB through SMAC3's multi-fidelity facade: asks come with a fidelity (epochs), see graphbo.benchmarks.fidelity

@@ -1,4 +1,4 @@
-"""``method="auto"``: one of graphbo's own methods chosen from the space and the budget (issue 18.2).
+"""``method="auto"``: one of graphbo's own methods chosen from the space and the budget.
 
 The rule (docs/auto.md has it as a table, with the measurements behind each threshold):
 

@@ -6,7 +6,7 @@ ones (hyper-parameters by MAP with Gamma priors), and maximises log-EI (Ament
 et al., 2023, "Unexpected improvements to expected improvement", Eq. 4;
 q-batch log-EI with pending trials) by quasi-random candidates followed by
 L-BFGS-B on the continuous and line or exhaustive search on the discrete
-parameters. It is a peer graphbo is compared with (issue 18.4), run through the
+parameters. It is a peer graphbo is compared with, run through the
 same harness (``graphbo compare --methods gp-optuna``), seeds and budgets.
 
 Requires ``optuna`` with ``torch`` and ``scipy`` (``pip install "graphbo[tpe]"``);
