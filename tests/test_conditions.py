@@ -72,11 +72,16 @@ def test_size_counts_the_configurations_a_user_can_write():
 
 
 def test_an_inactive_discrete_variable_is_a_vertex_joined_to_every_value():
-    space = tree_space()
-    b = space["b"]
+    space = gb.Space({"a": gb.Categorical(["x", "y"]), "b": gb.Ordinal(list(range(6))), "k": gb.Categorical(["p", "q", "r"])},
+                     conditions={"b": {"a": "x"}, "k": {"a": "x"}})
+    b, k = space["b"], space["k"]
     assert b.n_values == 7 and b.values[-1] is INACTIVE
     assert np.array_equal(b.adjacency[:6, :6], gb.Ordinal(list(range(6))).adjacency)
-    assert b.adjacency[6, :6].tolist() == [1.0] * 6 and b.adjacency[6, 6] == 0.0
+    assert b.adjacency[6, :6].tolist() == [1 / 6] * 6 and b.adjacency[6, 6] == 0.0  # an ordinal keeps its path
+    assert k.adjacency[3, :3].tolist() == [1.0] * 3  # a categorical: one more category
+    row = space.to_index({"a": "x", "b": 5, "k": "p"})
+    moved = {tuple(r) for r in space.neighbor_index(row)}
+    assert (0, 4, 0) in moved and (0, 0, 0) not in moved  # b moves along its path, never via "inactive" to 0
 
 
 @pytest.mark.parametrize("conditions,match", [

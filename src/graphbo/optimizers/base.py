@@ -25,6 +25,7 @@ from ..acquisition.hypervolume import LogExpectedHypervolumeImprovement
 from .._validation import as_real, check_configs, check_int, check_optional_int, check_seed
 from ..outcomes import (feasibility_first, feasible, parego_scalarize, pareto_mask, reference_point,
                         simplex_weights)
+from ..exceptions import SpaceExhaustedError
 from ..spaces.space import Space, as_generator
 
 __all__ = ["Optimizer", "Observation", "Configs", "signature_without", "training_subset", "check_max_train",
@@ -263,12 +264,19 @@ class Optimizer:
         """``n`` distinct random rows, none in ``taken`` (read, never copied: an ask costs O(1) in the trials)."""
         rows: list[np.ndarray] = []
         new: set[bytes] = set()
+        fruitless = 0  # batches in a row that found nothing new: the allowed configurations are all taken
         while len(rows) < n:
+            found = False
             for r in self.space.sample_index(n - len(rows), self.rng):
                 key = r.tobytes()
                 if key not in taken and key not in new and len(rows) < n:
                     new.add(key)
                     rows.append(r)
+                    found = True
+            fruitless = 0 if found else fruitless + 1
+            if fruitless >= MAX_FRUITLESS_DRAWS:
+                raise SpaceExhaustedError(f"no configuration left to suggest: {MAX_FRUITLESS_DRAWS} batches of random "
+                                          "draws found none that is not evaluated, failed or pending")
         return rows
 
     # -- protocol ---------------------------------------------------------------
@@ -501,6 +509,9 @@ class Optimizer:
         """
         return cast("set[bytes]", _Excluded(self._evaluated, self._pending))
 
+
+#: random draws give up (SpaceExhaustedError) after this many batches in a row find no new configuration
+MAX_FRUITLESS_DRAWS = 10_000
 
 #: a suggestion is never within the rounding of an earlier one: every continuous coordinate equal to this many
 #: decimals of its unit range (a thousandth of the range)

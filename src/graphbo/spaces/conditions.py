@@ -10,8 +10,9 @@ A configuration holds its active variables only. Inside the space, every index r
 in a *canonical* form (:meth:`graphbo.Space.canonical`):
 
 * a conditional **discrete** variable of ``k`` values has a ``(k+1)``-th value, *inactive*, a vertex joined
-  by an edge of weight 1 to each of its ``k`` values (:func:`with_inactive_vertex`). An inactive variable
-  sits on it; an active one never does. Under COMBO's diffusion kernel (and BO-FM's frequency-modulated
+  to each of its ``k`` values by an edge of weight 1 for a categorical variable and ``1/k`` for an ordinal
+  or another graph, whose own distances then stay (:func:`with_inactive_vertex`). An inactive variable
+  sits on it; an active one never does (a graph move never goes onto it). Under COMBO's diffusion kernel (and BO-FM's frequency-modulated
   ones, which use the same graph's spectrum) two configurations that both leave the variable inactive
   agree on it, and an inactive one is equally far from every value;
 * a conditional **continuous** variable is held at the middle of its range (unit coordinate 0.5) while
@@ -28,7 +29,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .limits import short_repr
-from .variables import Continuous, GraphVariable, Variable
+from .variables import Categorical, Continuous, GraphVariable, Variable
 
 __all__ = ["INACTIVE", "INACTIVE_UNIT", "check_conditions", "topological_order", "with_inactive_vertex"]
 
@@ -58,11 +59,13 @@ INACTIVE = _Inactive()
 
 
 def with_inactive_vertex(var: Variable) -> GraphVariable:
-    """``var``'s graph with one more vertex, :data:`INACTIVE`, joined to every value by an edge of weight 1."""
+    """``var``'s graph with one more vertex, :data:`INACTIVE`, joined to every value: by an edge of weight 1 for a
+    categorical variable (inactive is one more category), of weight ``1/k`` otherwise (an ordinal's path, or any
+    graph, keeps its distances: the detour through the inactive vertex is weak)."""
     k = var.n_values
     adj = np.zeros((k + 1, k + 1))
     adj[:k, :k] = var.adjacency
-    adj[k, :k] = adj[:k, k] = 1.0
+    adj[k, :k] = adj[:k, k] = 1.0 if isinstance(var, Categorical) else 1.0 / k
     out = GraphVariable(tuple(var.values) + (INACTIVE,), adj)
     return out
 

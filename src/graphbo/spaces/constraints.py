@@ -30,6 +30,11 @@ _COMPARE: dict[type, Callable[[Any, Any], Any]] = {ast.Eq: operator.eq, ast.NotE
 _FUNCTIONS: dict[str, Callable[..., Any]] = {"abs": abs, "min": min, "max": max}
 #: the largest exponent ``**`` takes (a rule, not a way to make the interpreter compute for hours)
 MAX_EXPONENT = 64
+#: the largest intermediate integer (in bits) and string (in characters) an expression may build
+MAX_INT_BITS = 4096
+MAX_STRING = 10_000
+#: the longest expression accepted
+MAX_LENGTH = 10_000
 
 
 class KnownConstraint:
@@ -48,12 +53,17 @@ class KnownConstraint:
             rule = rule.rule
         self.rule: str | Callable[[Mapping[str, Any]], Any] = rule
         if isinstance(rule, str):
+            if len(rule) > MAX_LENGTH:
+                raise ValueError(f"constraint {rule[:60]!r}... has {len(rule):,} characters; at most {MAX_LENGTH:,}")
             try:
                 tree = ast.parse(rule.strip(), mode="eval")
+                names_used = _names(tree.body, rule)
             except SyntaxError as exc:
                 raise ValueError(f"constraint {rule!r} is not an expression: {exc.msg}") from None
+            except (RecursionError, MemoryError):
+                raise ValueError(f"constraint {rule[:60]!r}... is nested too deeply") from None
             self._tree: ast.Expression | None = tree
-            self.names = sorted(_names(tree.body, rule))
+            self.names = sorted(names_used)
             if names is not None:
                 unknown = [n for n in self.names if n not in names]
                 if unknown:
@@ -80,7 +90,7 @@ class KnownConstraint:
             if self._tree is None:
                 return bool(self.rule(dict(config)))  # type: ignore[operator]
             return bool(_evaluate(self._tree.body, config))
-        except (ArithmeticError, TypeError, ValueError, KeyError) as exc:
+        except (ArithmeticError, TypeError, ValueError, KeyError, RecursionError, MemoryError) as exc:
             raise ValueError(f"constraint {self.description!r} cannot be evaluated on {dict(config)!r}: "
                              f"{type(exc).__name__}: {exc}") from None
 
@@ -150,7 +160,8 @@ def _names(node: ast.AST, text: str) -> set[str]:
     elif isinstance(node, ast.IfExp):
         children = [node.test, node.body, node.orelse]
     elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS
-          and not node.keywords):
+          and not node.keywords and not any(isinstance(a, ast.Starred) for a in node.args)
+          and (len(node.args) == 1 if node.func.id == "abs" else len(node.args) >= 2)):
         children = list(node.args)
     else:
         raise _not_allowed(node, text)
@@ -259,6 +270,15 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) or type(v).__module__ == "numpy"
 
 
+def _bounded(v: Any) -> Any:
+    """``v``, or ``ValueError`` for an integer or a string beyond :data:`MAX_INT_BITS` / :data:`MAX_STRING`."""
+    if isinstance(v, int) and not isinstance(v, bool) and v.bit_length() > MAX_INT_BITS:
+        raise ValueError(f"an intermediate integer has more than {MAX_INT_BITS} bits")
+    if isinstance(v, str) and len(v) > MAX_STRING:
+        raise ValueError(f"an intermediate string has more than {MAX_STRING:,} characters")
+    return v
+
+
 def _evaluate(node: ast.AST, config: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.Constant):
         return node.value
@@ -274,7 +294,9 @@ def _evaluate(node: ast.AST, config: Mapping[str, Any]) -> Any:
             raise ValueError(f"exponent {right!r} is beyond {MAX_EXPONENT}")
         if isinstance(node.op, ast.Mult) and not (_is_number(left) and _is_number(right)):
             raise TypeError("only numbers can be multiplied in a constraint")
-        return _BINARY[type(node.op)](left, right)
+        if isinstance(node.op, ast.Mod) and not (_is_number(left) and _is_number(right)):
+            raise TypeError("only numbers have a remainder in a constraint")
+        return _bounded(_BINARY[type(node.op)](left, right))
     if isinstance(node, ast.UnaryOp):
         v = _evaluate(node.operand, config)
         return (not v) if isinstance(node.op, ast.Not) else (-v if isinstance(node.op, ast.USub) else +v)

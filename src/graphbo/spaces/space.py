@@ -205,12 +205,32 @@ class Space:
         """Number of configurations (vertices of the product graph) as an int; ``inf`` with continuous variables."""
         if not self.is_discrete:
             return math.inf
+        if self.constraints:
+            return self._allowed_size()
         if self.conditions:
             return self._conditional_size()
         out = 1
         for k in self.n_values:
             out *= int(k)
         return out
+
+    def _allowed_size(self) -> int | float:
+        """The number of configurations the known constraints allow, counted over every row when there are at
+        most :data:`MAX_ENUMERATED` of them (else the count without the constraints, an upper bound)."""
+        cached = self.__dict__.get("_allowed_count")
+        if cached is not None:
+            return cached
+        total = 1
+        for k in self._draw_values:
+            total *= int(k)
+        if total > MAX_ENUMERATED:
+            return self._conditional_size() if self.conditions else total
+        grids = np.stack(np.meshgrid(*[np.arange(int(k)) for k in self._draw_values], indexing="ij"),
+                         -1).reshape(-1, len(self))
+        rows = np.unique(self.canonical(grids), axis=0) if self.conditions else grids
+        count = int(self.allowed_rows(rows).sum())
+        self.__dict__["_allowed_count"] = count
+        return count
 
     def _conditional_size(self) -> int | float:
         """The number of canonical rows: the parents' canonical assignments enumerated (``inf`` beyond
@@ -330,7 +350,7 @@ class Space:
                     applies &= active[:, position[n]]
             todo = np.flatnonzero(applies)
             if not todo.size:
-                break
+                continue
             sub = {k: v[todo] for k, v in columns.items()}
             ok[todo] = rule.allows_columns(sub, lambda: [self.from_index(r) for r in rows[todo]])
         return ok
@@ -343,8 +363,8 @@ class Space:
                 values = list(var.values) + ([var.values[0]] if name in self.conditions else [])  # inactive: a filler
                 numeric = all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
                               for v in values)
-                table = np.asarray(values, dtype=float if any(isinstance(v, (float, np.floating)) for v in values)
-                                   else np.int64) if numeric else np.asarray(values, dtype=object)
+                # numbers as float64: int64 arithmetic would wrap around where Python's integers do not
+                table = np.asarray(values, dtype=float) if numeric else np.asarray(values, dtype=object)
                 out[name] = table[rows[:, j].astype(np.int64)]
             else:
                 out[name] = np.array([var.from_unit(float(u)) for u in rows[:, j]])
@@ -396,7 +416,7 @@ class Space:
         row = np.asarray(row, dtype=self.row_dtype).reshape(-1)
         blocks = []
         for j in self.discrete_indices:
-            nb = self.variables[j].neighbor_lists[int(row[j])]
+            nb = self._moves(j)[int(row[j])]
             if nb.size:
                 block = np.repeat(row[None, :], nb.size, axis=0)
                 block[:, j] = nb
@@ -443,17 +463,30 @@ class Space:
         tables = self.__dict__.get("_nbr_tables")
         if tables is None:
             tables = []
-            for var in self._variables.values():
+            for j, var in enumerate(self._variables.values()):
                 if not isinstance(var, Variable):
                     tables.append(np.empty((0, 0), dtype=np.int64))
                     continue
-                deg = max((len(nb) for nb in var.neighbor_lists), default=0)
+                moves = self._moves(j)
+                deg = max((len(nb) for nb in moves), default=0)
                 table = -np.ones((var.n_values, deg), dtype=np.int64)
-                for i, nb in enumerate(var.neighbor_lists):
+                for i, nb in enumerate(moves):
                     table[i, : len(nb)] = nb
                 tables.append(table)
             self.__dict__["_nbr_tables"] = tables
         return tables
+
+    def _moves(self, j: int) -> tuple[np.ndarray, ...]:
+        """The values variable ``j`` can move to from each of its values along one edge: its graph's neighbours;
+        for a conditional variable, those of its own graph (never onto its inactive vertex, a move the
+        canonical form would undo), and none from the inactive vertex (the parents switch it on)."""
+        var = self.variables[j]
+        name = self.names[j]
+        if name not in self.conditions or not isinstance(var, Variable):
+            return var.neighbor_lists  # type: ignore[union-attr]
+        declared = self._declared[name]
+        assert isinstance(declared, Variable)
+        return tuple(declared.neighbor_lists) + (np.empty(0, dtype=np.int64),)
 
     def neighbors(self, config: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Configurations adjacent to ``config``: one variable moved along one edge of its graph."""
@@ -472,11 +505,11 @@ class Space:
         movable = [j for j, v in enumerate(self._variables.values()) if v.n_values > 1]
         if not movable:
             return rows
-        variables = self.variables
         for _ in range(n_steps):
             cols = rng.choice(movable, size=n)
             for r in range(n):
                 j = cols[r]
-                nb = variables[j].neighbor_lists[int(rows[r, j])]
-                rows[r, j] = nb[rng.integers(nb.size)]
+                nb = self._moves(j)[int(rows[r, j])]
+                if nb.size:  # an inactive variable does not move (only conditional spaces have one)
+                    rows[r, j] = nb[rng.integers(nb.size)]
         return self.canonical(rows) if self.conditions else rows
