@@ -106,7 +106,7 @@ def test_a_configuration_with_an_inactive_variable_or_without_an_active_one_is_r
         space.to_index({"kernel": "poly", "C": 1.0, "gamma": 0.1})
 
 
-@pytest.mark.parametrize("method", ["combo", "sa", "re", "rs", "tpe"])
+@pytest.mark.parametrize("method", ["combo", "sa", "re", "rs"])
 def test_every_discrete_method_suggests_valid_conditional_configurations(method):
     space = tree_space()
 
@@ -119,6 +119,13 @@ def test_every_discrete_method_suggests_valid_conditional_configurations(method)
     assert len({tuple(sorted(t.config.items())) for t in result.trials}) == 18  # no repeats
     if method in ("combo", "sa"):
         assert result.best_value == 0.0  # b = 3, c = 0, e = 2 reached
+
+
+def test_a_wrapped_library_refuses_a_conditional_or_constrained_space():
+    with pytest.raises(ValueError, match="'tpe' hands its library a flat product"):
+        METHODS["tpe"](tree_space())
+    with pytest.raises(ValueError, match="'gp-optuna' hands its library a flat product"):
+        METHODS["gp-optuna"](gb.Space({"a": gb.Ordinal([1, 2, 3])}, constraints=["a > 1"]))
 
 
 def test_bofm_on_a_conditional_mixed_space_and_a_resumed_study(tmp_path):
@@ -215,3 +222,21 @@ def test_the_conditional_svc_task_passes_scikit_learn_only_the_active_parameters
     assert 0.0 <= task(linear) < 0.2  # a linear SVC classifies the digits well
     with pytest.raises(ValueError, match="inactive"):
         task({**linear, "degree": 3})
+
+
+def test_configspace_comparisons_on_an_ordinal_go_by_position_as_in_configspace():
+    CS = pytest.importorskip("ConfigSpace")
+    cs = CS.ConfigurationSpace(seed=0)
+    size = CS.OrdinalHyperparameter("size", ["small", "medium", "large"])
+    x = CS.CategoricalHyperparameter("x", ["p", "q"])
+    depth = CS.OrdinalHyperparameter("depth", ["low", "mid", "high"])
+    cs.add([size, x, depth])
+    cs.add(CS.GreaterThanCondition(x, size, "small"))
+    cs.add(CS.ForbiddenGreaterThanClause(depth, "mid"))
+    space = gb.from_configspace(cs)
+    assert space.conditions == {"x": {"size": ("medium", "large")}}
+    for sampled in cs.sample_configuration(100):
+        cfg = dict(sampled)
+        assert space.from_index(space.to_index(cfg)) == cfg and space.allows(cfg)
+    assert not space.allows({"size": "small", "depth": "high"})  # "high" comes after "mid"
+    assert space.allows({"size": "small", "depth": "low"})

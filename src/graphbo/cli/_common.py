@@ -125,10 +125,12 @@ def method_names() -> str:
                                 for names in first.values())
 
 
-def run_method(method: str | None, space: Any, budget: int, storage: str | None) -> str:
+def run_method(method: str | None, space: Any, budget: int, storage: str | None,
+               args_outcomes: argparse.Namespace | None = None) -> str:
     """The method a ``graphbo run`` uses: ``method`` unless it is ``None`` or ``auto``; then the method of the
     existing study file ``storage`` (so a longer budget continues it), else
-    :func:`graphbo.optimizers.auto.choose_method`'s for ``space`` and ``budget`` (docs/auto.md)."""
+    :func:`graphbo.optimizers.auto.choose_method`'s for ``space`` and ``budget`` (docs/auto.md), without a trust
+    region when ``args_outcomes`` gives several ``directions`` or ``n_constraints``."""
     from ..optimizers.auto import AUTO, choose_method
 
     if method is not None and method.lower() != AUTO:
@@ -143,7 +145,9 @@ def run_method(method: str | None, space: Any, budget: int, storage: str | None)
             kept = None
         if isinstance(kept, str):
             return kept
-    return choose_method(space, budget)
+    directions = getattr(args_outcomes, "directions", None) or []
+    several = len(directions) > 1 or bool(getattr(args_outcomes, "n_constraints", None))
+    return choose_method(space, budget, single_objective=not several)
 
 
 #: placeholder in a help text, replaced by :func:`method_names` when the help is shown

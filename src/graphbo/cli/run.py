@@ -274,7 +274,7 @@ def _run_user(args: argparse.Namespace) -> int:
     except ObjectiveError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
-    args.method = run_method(args.method, space, args.budget, args.storage)
+    args.method = run_method(args.method, space, args.budget, args.storage, args)
     name = os.path.splitext(os.path.basename(args.space))[0]
     path = args.storage or unused_path(default_path(name, args.method, args.seed, "db"))
     space_dict = space_to_dict(space)

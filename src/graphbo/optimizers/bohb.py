@@ -359,6 +359,8 @@ class BOHB(SMACAdapter):
         nothing for a configuration outside the space, a value that is not a
         finite number or a fidelity that is not one of :attr:`fidelity_levels`.
         """
+        if constraints is not None:
+            raise ValueError(f"method {self.name!r} takes no black-box constraints")
         row, v = self._check_told(config, value)
         k = self._pending_fidelity(row, "tell") if fidelity is None else self._fidelity(fidelity, "tell")
         with _quiet_smac():

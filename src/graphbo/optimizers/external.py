@@ -72,6 +72,10 @@ class ExternalOptimizer(Optimizer):
     max_retries: int = 20
 
     def __init__(self, space: Space, **common: Any):
+        if getattr(space, "conditions", None) or getattr(space, "constraints", None):
+            raise ValueError(f"method {self.name!r} hands its library a flat product of variables: a space with "
+                             "conditions or known constraints needs one of graphbo's own methods (combo, bofm, rs, "
+                             "sa, re, ...), or the library itself with its own conditional space")
         super().__init__(space, **common)
         #: the library's seed: one integer drawn from ``self.rng`` after the initial design
         self.library_seed = int(self.rng.integers(2**31))

@@ -315,7 +315,7 @@ class NASBOT(NASOptimizer):
             # so the distance cache extends (training_subset)
             train = self._training_indices(y_all)
             archs, y = [self._archs[i] for i in train], y_all[train]
-            if self._fitted_n != self.n_told:
+            if self._fitted_n != self.n_told or self.n_objectives > 1:  # new ParEGO weights at every ask
                 self.model.fit(archs, y, self.rng)
                 self._fitted_n = self.n_told
             elif not self.model._ready or self.model.n_data != len(archs):  # restored by set_state

@@ -138,18 +138,30 @@ def _condition_parents(C: Any, cond: Any, variables: dict[str, Any]) -> list[tup
         return [(parent, list(cond.values))]
     if isinstance(cond, C.NotEqualsCondition):
         return [(parent, [v for v in values if v != cond.value])]
-    if isinstance(cond, C.GreaterThanCondition):
-        return [(parent, [v for v in values if v > cond.value])]
-    if isinstance(cond, C.LessThanCondition):
-        return [(parent, [v for v in values if v < cond.value])]
+    # ConfigSpace orders a parent's values by their position (an OrdinalHyperparameter's sequence, an integer's
+    # range): so does the comparison here
+    if isinstance(cond, (C.GreaterThanCondition, C.LessThanCondition)):
+        if cond.value not in values:
+            raise ValueError(f"from_configspace: hyper-parameter {child!r}: {cond.value!r} is not a value of {parent!r}")
+        at = values.index(cond.value)
+        keep = [v for i, v in enumerate(values) if (i > at if isinstance(cond, C.GreaterThanCondition) else i < at)]
+        return [(parent, keep)]
     raise ValueError(f"from_configspace: hyper-parameter {child!r} has a {type(cond).__name__} ({cond}), which "
                      "graphbo cannot represent")
 
 
+class _ByPosition(Exception):
+    """A comparison clause on non-numeric values: kept as ConfigSpace's own test."""
+
+
 def _forbidden_rule(C: Any, clause: Any) -> Any:
     """A forbidden clause as a known-constraint rule: ``not (...)`` as an expression when every name is an
-    identifier, else a Python function with the same meaning (and the expression as its description)."""
-    expr, names = _forbidden_expression(C, clause)
+    identifier and every comparison is between numbers, else a Python function with ConfigSpace's own meaning
+    (described by the clause)."""
+    try:
+        expr, names = _forbidden_expression(C, clause)
+    except _ByPosition:
+        return _ForbiddenRule(f"forbidden: {clause}", clause)
     text = f"not ({expr})"
     if all(n.isidentifier() for n in names):
         return text
@@ -171,6 +183,8 @@ def _forbidden_expression(C: Any, clause: Any) -> tuple[str, list[str]]:
     for cls, op in comparisons.items():
         if isinstance(clause, cls):
             name = clause.hyperparameter.name
+            if not isinstance(clause.value, (int, float)):
+                raise _ByPosition(clause)  # an ordinal's values: ConfigSpace compares positions, not values
             return f"{name} {op} {clause.value!r}", [name]
     relations = {C.ForbiddenEqualsRelation: "==", C.ForbiddenGreaterThanRelation: ">",
                  C.ForbiddenLessThanRelation: "<", C.ForbiddenGreaterThanEqualsRelation: ">=",

@@ -217,7 +217,7 @@ class Space:
     def _allowed_size(self) -> int | float:
         """The number of configurations the known constraints allow, counted over every row when there are at
         most :data:`MAX_ENUMERATED` of them (else the count without the constraints, an upper bound)."""
-        cached = self.__dict__.get("_allowed_count")
+        cached: int | None = self.__dict__.get("_allowed_count")
         if cached is not None:
             return cached
         total = 1
