@@ -281,3 +281,17 @@ def test_ehvi_drives_combo_with_a_model_per_objective():
         assert len(study.pareto_front) >= 2
     with pytest.raises(ValueError, match="two objectives"):
         METHODS["rs"](SPACE).set_outcomes(2, 0, acquisition="ehvi")
+
+
+@pytest.mark.parametrize("method", ["re", "sa"])
+def test_evolution_and_annealing_judge_by_the_current_values_not_those_of_the_tell(method):
+    opt = METHODS[method](SPACE, seed=0, n_initial=2)
+    opt.set_outcomes(1, 1)
+    told = [({"x0": 0, "x1": 0, "x2": 0}, 0.0, -1.0), ({"x0": 1, "x1": 0, "x2": 0}, 1.0, -1.0),
+            ({"x0": 2, "x1": 0, "x2": 0}, 2.1, 1.0), ({"x0": 3, "x1": 0, "x2": 0}, 10.0, -1.0)]
+    for cfg, value, con in told:
+        opt.tell(cfg, value, constraints=[con])
+    y = opt.y
+    assert y[2] > y[3]  # the infeasible evaluation ranks behind every feasible one, whenever it was told
+    if method == "re":
+        assert [v for _, v in opt.population] == y.tolist()

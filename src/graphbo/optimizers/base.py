@@ -106,6 +106,8 @@ class Optimizer:
         self._evaluated: set[bytes] = set()
         #: the rows asked or told, continuous coordinates rounded (:meth:`_near_key`): never suggested again
         self._near: set[bytes] = set()
+        #: each told row's position in the told data (the latest, if told twice)
+        self._told_position: dict[bytes, int] = {}
         self._pending: dict[bytes, np.ndarray] = {}
         refused = [c for c in initial_configs if not self._allows_config(c)]
         if refused:
@@ -378,6 +380,7 @@ class Optimizer:
             v = float(targets[-1])
         self._observe(row, v)
         self._pending.pop(row.tobytes(), None)
+        self._told_position[row.tobytes()] = len(self._X)
         self._X.append(row)
         self._y.append(v)
         self._remember(row)

@@ -106,16 +106,18 @@ class RegularizedEvolution(Optimizer):
         self.mutation = check_choice("mutation", mutation, ("one", "pair"))
         self.mutation_std = check_float("mutation_std", mutation_std, minimum=0, strict_minimum=True)
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
-        self._population: deque[tuple[np.ndarray, float]] = deque()
+        # (row, position in the told data): a value is read from ``self._y`` when it is used, so that with several
+        # objectives or constraints (whose single modelled value changes with every tell) it is the current one
+        self._population: deque[tuple[np.ndarray, int]] = deque()
         self._mutable = np.flatnonzero(space.n_values > 1)
 
     @property
     def population(self) -> list[tuple[dict[str, Any], float]]:
         """The current population as ``(config, value)`` pairs, oldest first."""
-        return [(self.space.from_index(r), v) for r, v in self._population]
+        return [(self.space.from_index(r), self._y[i]) for r, i in self._population]
 
     def _observe(self, row: np.ndarray, value: float) -> None:
-        self._population.append((row.copy(), value))
+        self._population.append((row.copy(), self.n_told))  # the position ``tell`` gives it next
         while len(self._population) > self.population_size:
             self._population.popleft()
 
@@ -130,7 +132,7 @@ class RegularizedEvolution(Optimizer):
         if pop:
             k = min(self.sample_size, len(pop))
             sample = self.rng.choice(len(pop), size=k, replace=False)
-            values = np.array([pop[i][1] for i in sample])
+            values = np.array([self._y[pop[i][1]] for i in sample])
             order = [int(sample[i]) for i in np.argsort(values, kind="stable")]
             in_sample = set(order)
             rest = [int(i) for i in np.argsort([v for _, v in pop], kind="stable") if int(i) not in in_sample]

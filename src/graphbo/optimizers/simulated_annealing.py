@@ -117,6 +117,9 @@ class SimulatedAnnealing(Optimizer):
             return
         current_value = self._current_value
         assert current_value is not None  # set with the row
+        if self._outcome_mode:  # the current state's value under the latest scalarisation or feasibility ranks
+            at = self._told_position.get(self._current_row.tobytes())
+            current_value = self._y[at] if at is not None else current_value
         if key in self._proposed:
             self._proposed.discard(key)
             self.temperature *= self.cooling

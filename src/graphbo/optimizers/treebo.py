@@ -498,6 +498,9 @@ class TreeBO(NASOptimizer):
         log-EI of the last model-based suggestion.
     """
 
+    #: the chain values it keeps are those told at the time: one objective only
+    supports_outcomes = False
+
     name = "treebo"
 
     def __init__(self, space: ArchitectureSpace | str, *, seed: int | None = None, n_initial: int = 10,
