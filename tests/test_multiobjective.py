@@ -295,3 +295,27 @@ def test_evolution_and_annealing_judge_by_the_current_values_not_those_of_the_te
     assert y[2] > y[3]  # the infeasible evaluation ranks behind every feasible one, whenever it was told
     if method == "re":
         assert [v for _, v in opt.population] == y.tolist()
+
+
+@pytest.mark.parametrize("method", ["combo", "bofm"])
+def test_a_resumed_constrained_study_continues_as_an_uninterrupted_one(tmp_path, method):
+    space = SPACE if method == "combo" else gb.Space({"u": gb.Continuous(0.0, 1.0), "c": gb.Categorical(["a", "b"])})
+    quick = {} if method == "combo" else {"n_random": 300, "n_starts": 4}
+
+    def objective(cfg):
+        if method == "combo":
+            (a, b), c = two_objectives(cfg), constrained(cfg)["constraints"]
+        else:
+            a, b, c = cfg["u"], (1 - cfg["u"]) ** 2 + (cfg["c"] == "b"), [0.3 - cfg["u"]]
+        return {"values": [a, b], "constraints": c}
+
+    def run(path, budget):
+        study = gb.Study(space, method, storage=path, seed=3, n_initial=4, directions=["minimize", "minimize"],
+                         n_constraints=2 if method == "combo" else 1, **quick)
+        with study:
+            study.optimize(objective, budget)
+            return [t.config for t in study.trials]
+
+    whole = run(tmp_path / "a.db", 9)
+    run(tmp_path / "b.db", 6)
+    assert run(tmp_path / "b.db", 9) == whole

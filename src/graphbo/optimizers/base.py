@@ -162,6 +162,19 @@ class Optimizer:
             self._constraint_models = [self._new_surrogate() for _ in range(self.n_constraints)]
             self._objective_models = [self._new_surrogate()] if self.mo_acquisition == "ehvi" else []
 
+    @property
+    def _extra_surrogates(self) -> list[Any]:
+        """The surrogates besides ``self.model``: one per black-box constraint, the second objective's (EHVI)."""
+        return list(getattr(self, "_constraint_models", [])) + list(getattr(self, "_objective_models", []))
+
+    def _surrogate_state(self, model: Any) -> dict[str, Any]:
+        """What a resumed run needs of a surrogate's inference (its sampler's chain, its fitted parameters), as
+        JSON; a method with such surrogates overrides it with :meth:`_load_surrogate_state`."""
+        return {}
+
+    def _load_surrogate_state(self, model: Any, state: Mapping[str, Any]) -> None:
+        """Restore what :meth:`_surrogate_state` gave."""
+
     def _new_surrogate(self) -> Any:
         """An unfitted surrogate of the method's kind, for a constraint or a second objective: a copy of
         ``self.model`` made before any fit."""
@@ -468,6 +481,8 @@ class Optimizer:
             "method": self._method_state(),
             "subset_key": self._subset_key,
             **({"weights": self._weights.tolist()} if self._weights is not None else {}),
+            **({"surrogates": [self._surrogate_state(m) for m in self._extra_surrogates]}
+               if self._extra_surrogates else {}),
         }
 
     def set_state(self, state: Mapping[str, Any]) -> None:
@@ -475,6 +490,8 @@ class Optimizer:
         self._load_method_state(state.get("method") or {})
         self._initial = [np.asarray(r, dtype=self.space.row_dtype) for r in state["initial"]]
         self._pending.clear()
+        for model, saved in zip(self._extra_surrogates, state.get("surrogates") or []):
+            self._load_surrogate_state(model, saved)
         if "weights" in state:
             self._weights = np.asarray(state["weights"], dtype=float)
             self._refresh_targets(new_weights=False)

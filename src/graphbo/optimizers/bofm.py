@@ -181,17 +181,24 @@ class BOFM(Optimizer):
 
     def _method_state(self) -> dict[str, Any]:
         out = {} if self.trust_region is None else {"trust_region": self.trust_region.state()}
-        if self.model.params is None:
-            return out
-        return {"params": self.model.params.tolist(), "warm_fits": self.model.warm_fits, **out}
+        return {**self._surrogate_state(self.model), **out}
+
+    def _surrogate_state(self, model: Any) -> dict[str, Any]:
+        """The fitted hyper-parameters (the next fit's warm start) and the count of warm fits."""
+        if model.params is None:
+            return {}
+        return {"params": model.params.tolist(), "warm_fits": model.warm_fits}
 
     def _load_method_state(self, state: Mapping[str, Any]) -> None:
         if self.trust_region is not None and "trust_region" in state:
             self.trust_region.load_state(state["trust_region"])
+        self._load_surrogate_state(self.model, state)
+
+    def _load_surrogate_state(self, model: Any, state: Mapping[str, Any]) -> None:
         # plain floats in the state: restored onto this run's device, whichever device saved them
-        self.model.params = (torch.tensor(state["params"], dtype=torch.float64, device=self.model.device)
-                             if "params" in state else None)
-        self.model.warm_fits = int(state.get("warm_fits", 0))
+        model.params = (torch.tensor(state["params"], dtype=torch.float64, device=model.device)
+                        if "params" in state else None)
+        model.warm_fits = int(state.get("warm_fits", 0))
 
 
 #: random rows of D.1's acquisition pool ("100000 randomly sampled points"), kept by the paper's methods

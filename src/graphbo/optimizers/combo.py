@@ -200,16 +200,26 @@ class COMBO(Optimizer):
 
     def _method_state(self) -> dict[str, Any]:
         out = {} if self.trust_region is None else {"trust_region": self.trust_region.state()}
-        st = self.model.state
-        if st is None:
+        if self.model.state is None:
             return out
-        if self.model.widths is not None:  # the slice sampler's adapted widths: a resumed chain continues the same
-            out["widths"] = self.model.widths.tolist()
+        out.update(self._surrogate_state(self.model))
         if self.model.warp_positions.size:
-            out["warp"] = self.model.warp.tolist()
             out["ordinal_scales"] = self.ordinal_scales
-        return {"mean": st.mean, "log_amp": st.log_amp, "log_noise": st.log_noise, "log_beta": st.log_beta.tolist(),
-                "beta": self.beta, "relevance": self.relevance, "beta_prior": self.model.beta_prior, **out}
+        return {**out, "beta": self.beta, "relevance": self.relevance, "beta_prior": self.model.beta_prior}
+
+    def _surrogate_state(self, model: Any) -> dict[str, Any]:
+        """The slice sampler's last sample and adapted widths, and the ordinals' chosen paths: a resumed chain
+        continues the same."""
+        st = model.state
+        if st is None:
+            return {}
+        out: dict[str, Any] = {"mean": st.mean, "log_amp": st.log_amp, "log_noise": st.log_noise,
+                               "log_beta": st.log_beta.tolist()}
+        if model.widths is not None:
+            out["widths"] = model.widths.tolist()
+        if model.warp_positions.size:
+            out["warp"] = model.warp.tolist()
+        return out
 
     def _load_method_state(self, state: Mapping[str, Any]) -> None:
         if self.trust_region is not None and "trust_region" in state:
@@ -220,19 +230,23 @@ class COMBO(Optimizer):
                 warnings.warn(f"COMBO: the saved chain was sampled with beta_prior={saved!r}; it continues under "
                               f"beta_prior={self.model.beta_prior!r} (pass beta_prior={saved!r} to keep its prior)",
                               stacklevel=2)
-            self.model.state = HyperSample(float(state["mean"]), float(state["log_amp"]), float(state["log_noise"]),
-                                           np.asarray(state["log_beta"], dtype=float))
+        self._load_surrogate_state(self.model, state)
+
+    def _load_surrogate_state(self, model: Any, state: Mapping[str, Any]) -> None:
+        if "log_beta" in state:
+            model.state = HyperSample(float(state["mean"]), float(state["log_amp"]), float(state["log_noise"]),
+                                      np.asarray(state["log_beta"], dtype=float))
         else:
-            self.model.state = None
-        self.model.widths = np.asarray(state["widths"], dtype=float) if "widths" in state else None
+            model.state = None
+        model.widths = np.asarray(state["widths"], dtype=float) if "widths" in state else None
         warp = state.get("warp")
-        n_warp = self.model.warp_positions.size
+        n_warp = model.warp_positions.size
         if warp is not None and len(warp) != n_warp:
             warnings.warn(f"COMBO: the saved state chose graphs for {len(warp)} ordinal(s), this optimizer warps "
                           f"{n_warp} (warp_ordinals differs?); its ordinals start on the evenly spaced path",
                           stacklevel=2)
             warp = None
-        self.model.set_warp(np.zeros(n_warp, dtype=bool) if warp is None else np.asarray(warp))
+        model.set_warp(np.zeros(n_warp, dtype=bool) if warp is None else np.asarray(warp))
 
     @property
     def relevance(self) -> dict[str, float]:

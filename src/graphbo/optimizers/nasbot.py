@@ -359,10 +359,20 @@ class NASBOT(NASOptimizer):
     def _method_state(self) -> dict[str, Any]:
         if not self.model.samples:
             return {}
-        state = self.model.state
-        assert state is not None  # sampled with the samples
-        return {"samples": [s.to_dict() for s in self.model.samples], "state": state.to_dict(),
-                "fitted_n": self._fitted_n}
+        return {**self._surrogate_state(self.model), "fitted_n": self._fitted_n}
+
+    def _surrogate_state(self, model: Any) -> dict[str, Any]:
+        """The posterior samples and the chain's last state."""
+        if not model.samples:
+            return {}
+        assert model.state is not None  # sampled with the samples
+        return {"samples": [s.to_dict() for s in model.samples], "state": model.state.to_dict()}
+
+    def _load_surrogate_state(self, model: Any, state: Mapping[str, Any]) -> None:
+        if "samples" in state:
+            model.samples = [OTMANNHyperSample.from_dict(s) for s in state["samples"]]
+            model.state = OTMANNHyperSample.from_dict(state["state"])
+            model._ready = False
 
     def _load_method_state(self, state: Mapping[str, Any]) -> None:
         if "samples" in state:
