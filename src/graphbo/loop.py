@@ -188,11 +188,13 @@ def make_optimizer(method: str, space: Space, seed: int | None = None, **options
     from .optimizers import METHODS
     from .optimizers.auto import AUTO, choose_method
 
-    from .method_names import check_method_name
-
-    if check_method_name(method).lower() == AUTO:  # the budget is not known here (docs/auto.md)
+    if isinstance(method, str) and method.lower() == AUTO:  # the budget is not known here (docs/auto.md)
         method = choose_method(space, None)
-    return METHODS[method.lower()](space, seed=seed, **options)
+    try:
+        cls = METHODS[method.lower()]
+    except (KeyError, AttributeError):
+        raise ValueError(f"unknown method {method!r}; choose {AUTO!r} or one of {sorted(METHODS)}") from None
+    return cls(space, seed=seed, **options)
 
 
 # -- the loop -------------------------------------------------------------------------------------

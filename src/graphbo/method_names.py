@@ -1,6 +1,9 @@
-"""The names of graphbo's methods, without importing them: the command line checks a ``--method`` in a blink.
+"""The names of graphbo's built-in methods, without importing them: the command line checks a ``--method`` in a
+blink.
 
-``graphbo.optimizers.METHODS`` maps the same names to the optimizer classes (a test keeps the two equal).
+``graphbo.optimizers.METHODS`` maps the same names to the optimizer classes (a test keeps the two equal); a
+method added to ``METHODS`` at run time is known to ``Study`` and ``minimize``, which check against
+``METHODS`` itself.
 """
 
 from __future__ import annotations

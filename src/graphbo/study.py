@@ -71,7 +71,6 @@ from .spaces.variables import Variable
 from .storage import Storage, as_storage
 from .storage.base import (DIRECTIONS, FORMAT_VERSION, STATUSES, CorruptStudyError, StorageError, StoredStudy, Trial,
                            now, stored_direction)
-from .method_names import check_method_name
 from .storage.info import load_study_file, read_study_info
 from .storage.jsonio import plain
 from .threads import DEFAULT_THREADS, limit_threads
@@ -309,7 +308,8 @@ class Study:
         if not isinstance(space, _space_types()):
             raise TypeError(f"space must be a graphbo.Space or a graphbo.nas.ArchitectureSpace, "
                             f"got {type(space).__name__}")
-        method = check_method_name(method)
+        if not isinstance(method, str) or (method.lower() not in METHODS and method.lower() != AUTO):
+            raise ValueError(f"unknown method {method!r}; choose {AUTO!r} or one of {sorted(METHODS)}")
         auto_budget = check_optional_int("auto_budget", auto_budget, minimum=1)
         seed = check_seed(seed)
         direction = check_direction(direction)
