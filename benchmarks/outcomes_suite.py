@@ -3,8 +3,8 @@
     python benchmarks/outcomes_suite.py list
     python benchmarks/outcomes_suite.py run [--seeds 0-4] [--budget 60] [--only PROBLEM ...] [--out results/outcomes]
     python benchmarks/outcomes_suite.py timing [--n 100]           # seconds per suggestion, 2 objectives vs 1
-    python benchmarks/outcomes_suite.py pack [--out data/runs/outcomes.runs.jsonl.xz]
-    python benchmarks/outcomes_suite.py report [--data data/runs/outcomes.runs.jsonl.xz] [--md docs/outcomes_suite.md]
+    python benchmarks/outcomes_suite.py pack [--out data/outcomes_suite.jsonl.xz]
+    python benchmarks/outcomes_suite.py report [--data data/outcomes_suite.jsonl.xz] [--md docs/outcomes_suite.md]
 
 Four families, each problem a public benchmark or one of the COMBO paper's problems:
 
@@ -501,9 +501,9 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--repeats", type=int, default=5)
     k = sub.add_parser("pack")
     k.add_argument("--results", default="results/outcomes")
-    k.add_argument("--out", default="data/runs/outcomes.runs.jsonl.xz")
+    k.add_argument("--out", default="data/outcomes_suite.jsonl.xz")
     w = sub.add_parser("report")
-    w.add_argument("--data", default="data/runs/outcomes.runs.jsonl.xz")
+    w.add_argument("--data", default="data/outcomes_suite.jsonl.xz")
     w.add_argument("--md", default="docs/outcomes_suite.md")
     args = p.parse_args(argv)
     if args.cmd == "list":
