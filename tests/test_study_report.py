@@ -99,7 +99,12 @@ def test_maximised_random_search_report_has_no_relevance(studies):
     values = [float(r[2]) for r in table(text, "| rank | trial | value |")]
     assert values == sorted(values, reverse=True)  # best first: the highest
     assert "## Variables" not in text
-    assert sorted(p.name for p in (out.parent / "img").iterdir()) == ["r_best_so_far.png"]
+    # parameter importance, for any method: the study's own numbers, largest first
+    shown = table(text, "| variable | importance |")
+    expected = result.param_importances()
+    assert [r[0] for r in shown] == list(expected)
+    assert [float(r[1]) for r in shown] == pytest.approx(list(expected.values()), abs=5e-4)
+    assert sorted(p.name for p in (out.parent / "img").iterdir()) == ["r_best_so_far.png", "r_importance.png"]
 
 
 def test_best_so_far_follows_the_direction(studies):

@@ -119,6 +119,14 @@ class MinimizeResult:
         return trials_dataframe(self.trials, list(self.optimizer.space) if hasattr(self.optimizer.space,
                                                                                     "names") else None)
 
+    def param_importances(self, *, objective: int = 0, seed: int = 0) -> dict[str, float]:
+        """Each variable's importance for the complete trials, largest first, summing to 1, as
+        :meth:`graphbo.Study.param_importances` computes it."""
+        from .importance import trial_importances
+
+        return trial_importances(self.optimizer.space, self.trials, objective=objective,
+                                 n_objectives=len(self.directions), seed=seed)
+
     def _completed_best(self) -> Observation:
         if self.best is None:
             raise ValueError(f"no evaluation completed: all {len(self.trials)} trials failed "

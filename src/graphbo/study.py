@@ -138,6 +138,40 @@ def describe_space(space: Space) -> list[dict[str, Any]]:
     return out
 
 
+def space_from_description(description: Any) -> Space | None:
+    """The :class:`Space` a stored description (:func:`describe_space`) was made from, or ``None`` where it
+    cannot be rebuilt exactly (a graph variable, whose description holds only a checksum of its graph; an
+    ordinal with an edge weight other than the default or 1; an architecture space; a damaged description).
+    Known constraints are not part of the description and are not rebuilt."""
+    from .spaces.variables import Binary, Categorical, Continuous, IntegerRange, Ordinal
+
+    if not isinstance(description, list) or not description:
+        return None
+    variables: dict[str, Any] = {}
+    conditions: dict[str, dict[str, Any]] = {}
+    try:
+        for d in description:
+            name, cls = d["name"], d["class"]
+            if cls in ("Categorical", "Binary"):
+                variables[name] = Binary() if cls == "Binary" else Categorical(d["values"])
+            elif cls == "Ordinal":
+                variables[name] = Ordinal(d["values"])
+                if describe_space(Space({name: variables[name]}))[0] != {k: v for k, v in d.items()
+                                                                          if k != "active_if"}:
+                    variables[name] = Ordinal(d["values"], edge_weight=1.0)
+            elif cls in ("Continuous", "IntegerRange"):
+                variables[name] = (IntegerRange if cls == "IntegerRange" else Continuous)(d["low"], d["high"],
+                                                                                          log=d.get("log", False))
+            else:
+                return None
+            if "active_if" in d:
+                conditions[name] = d["active_if"]
+        space = Space(variables, conditions=conditions or None)
+    except (KeyError, TypeError, ValueError):
+        return None
+    return space if describe_space(space) == description else None
+
+
 def _space_difference(stored: Any, given: list[dict[str, Any]]) -> str | None:
     if stored == given:
         return None
@@ -940,6 +974,16 @@ class Study:
         from .storage.frame import trials_dataframe
 
         return trials_dataframe(self._trials, list(self.space) if isinstance(self.space, Space) else None)
+
+    def param_importances(self, *, objective: int = 0, seed: int = 0) -> dict[str, float]:
+        """Each variable's importance for the complete trials, largest first, summing to 1: its share of the
+        first-order functional ANOVA of a GP's mean fitted to them (:func:`graphbo.importance.param_importances`),
+        whichever method ran the study; ``objective`` picks one of several objectives. The same trials and
+        ``seed`` give the same importances."""
+        from .importance import trial_importances
+
+        return trial_importances(self.space, self._trials, objective=objective, n_objectives=self.n_objectives,
+                                 seed=seed)
 
     @property
     def complete_trials(self) -> list[Trial]:

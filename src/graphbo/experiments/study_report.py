@@ -3,8 +3,9 @@
 A study file is what :class:`graphbo.Study`, ``graphbo.minimize(..., storage=PATH)`` or ``graphbo run``
 write. The report (markdown, its PNGs in ``img/`` beside it) gives the method, seed and direction, the
 trial counts, the best value and configuration in the variables' own values, the ten best trials, the
-best-so-far curve in the study's direction (:func:`plot_best_so_far`), and for COMBO each variable's
-effect from the optimizer state stored at its last fit (:func:`variable_effects`).
+best-so-far curve in the study's direction (:func:`plot_best_so_far`), for COMBO each variable's
+effect from the optimizer state stored at its last fit (:func:`variable_effects`), and for every method each
+variable's importance (:func:`graphbo.importance.param_importances`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ import numpy as np
 from ..outcomes import hypervolume_trace, pareto_mask, reference_point
 
 from .._lazy import require
+from ..importance import MIN_OBSERVATIONS, trial_importances
 from ..storage.info import load_study_file, read_study_info
+from ..study import space_from_description
 from .report import _plot_beta, _stored_beta, apply_scale, check_log, value_scale
 
 __all__ = ["study_summary", "variable_effects", "plot_best_so_far", "plot_relevance", "write_study_report",
@@ -80,7 +83,8 @@ def study_summary(path: str | os.PathLike) -> dict[str, Any]:
     return {"info": info, "complete": complete, "values": values, "best_so_far": best_so_far,
             "best": ranked[0] if ranked else None, "top": ranked[:TOP],
             "failed": [t for t in stored.trials if t.status == "failed"],
-            "effects": variable_effects(stored.meta), "every": every, "feasible": np.array(feasible, dtype=bool)}
+            "effects": variable_effects(stored.meta), "every": every, "feasible": np.array(feasible, dtype=bool),
+            "space": space_from_description(stored.meta.get("space"))}
 
 
 def _pyplot() -> Any:
@@ -211,6 +215,7 @@ def write_study_report(path: str | os.PathLike, out: str | None = None, log: str
         lines += [f"- trial {t.number}: {_cell(t.error or 'no message', 200)}" for t in s["failed"][:5]]
         lines += ([f"- and {len(s['failed']) - 5} more"] if len(s["failed"]) > 5 else []) + [""]
     lines += _effects_section(s["effects"], img_dir, out_dir, stem, name)
+    lines += _importance_section(s, info, img_dir, out_dir, stem, name)
     with open(out, "w") as fh:
         fh.write("\n".join(lines) + "\n")
     return out
@@ -273,6 +278,37 @@ def _pareto_section(s: dict[str, Any], info: dict[str, Any], img_dir: str, out_d
                     "## Hypervolume", "", "The hypervolume of the feasible trials after each complete evaluation, in "
                     "the order they were told, against the reference point above.", "",
                     f"![hypervolume]({os.path.relpath(curve, out_dir)})", ""]
+
+
+def _importance_section(s: dict[str, Any], info: dict[str, Any], img_dir: str, out_dir: str, stem: str,
+                        name: str) -> list[str]:
+    """Each variable's importance (:func:`graphbo.importance.param_importances`, seed 0) for the first
+    objective, as a table and a bar plot; nothing for an architecture space or with too few complete trials."""
+    space, every = s["space"], s["every"]
+    if space is None or len(every) < MIN_OBSERVATIONS:
+        return []
+    n_objectives = len(info.get("directions") or ["one"])
+    importances = trial_importances(space, every, n_objectives=n_objectives, seed=0)
+    image = os.path.join(img_dir, f"{stem}_importance.png")
+    plt = _pyplot()
+    names = list(importances)
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.45 * len(names) + 1.5), 3.2))
+    ax.bar(range(len(names)), [importances[n] for n in names], color="tab:green")
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names, rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("importance (sums to 1)", fontsize=8)
+    ax.set_title(f"parameter importance, {name}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(image, dpi=110)
+    plt.close(fig)
+    which = "" if n_objectives == 1 else " of the first objective"
+    text = (f"Each variable's share of the variation{which} that it explains on its own: the variance of its "
+            "main effect on the mean of a GP fitted to the complete trials (the model of COMBO on a discrete "
+            "space, of BO-FM on a mixed one, whichever method ran the study), over uniform draws from the space, "
+            "divided by the sum over the variables (`Study.param_importances()`, seed 0; docs/importance.md).")
+    return (["## Parameter importance", "", text, "", f"![parameter importance]({os.path.relpath(image, out_dir)})",
+             "", "| variable | importance |", "|---|---|"]
+            + [f"| {_cell(n)} | {importances[n]:.3f} |" for n in names] + [""])
 
 
 def _top_table(top: list[Any], names: list[str] | None) -> list[str]:

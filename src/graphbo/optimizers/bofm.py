@@ -151,8 +151,7 @@ class BOFM(Optimizer):
             return design
         X, y = self.X, self.y
         t0, c0 = time.perf_counter(), time.process_time()
-        train = self._training_indices(y)  # every observation up to max_train (its docstring)
-        self.model.fit(X[train], y[train], self.rng)
+        train = self._fit()
         pending = np.stack(list(self._pending.values())) if self._pending else None
         if pending is not None:
             # kriging believer (Surrogate.add_fantasies): pending rows join the data at their posterior
@@ -174,6 +173,20 @@ class BOFM(Optimizer):
         self.last_timing = {"fit": t1 - t0, "acquisition": time.perf_counter() - t1,
                             "fit_cpu": c1 - c0, "acquisition_cpu": time.process_time() - c1}
         return row
+
+    def _fit(self) -> np.ndarray:
+        """Fit :attr:`model` on the observations (up to ``max_train`` of them); returns the training indices."""
+        train = self._training_indices(self.y)  # every observation up to max_train (its docstring)
+        self.model.fit(self.X[train], self.y[train], self.rng)
+        return train
+
+    def fit_model(self) -> MixedGP:
+        """:attr:`model` fitted on the told observations as at a suggestion (no pending evaluations), from this
+        optimizer's generator; what :func:`graphbo.importance.param_importances` reads."""
+        if self.n_told < 2:
+            raise ValueError(f"fitting the model needs at least 2 told values, got {self.n_told}")
+        self._fit()
+        return self.model
 
     def _observe(self, row: np.ndarray, value: float) -> None:
         if self.trust_region is not None:

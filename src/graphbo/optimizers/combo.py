@@ -158,10 +158,8 @@ class COMBO(Optimizer):
             return design
         with torch.no_grad():
             t0 = time.perf_counter()
-            X, y = self.X, self.y
-            train = self._training_indices(y)  # every observation up to max_train (its docstring)
-            fit_y = transform_values(y, self.y_transform)  # over all observations: a subset sees the same map
-            self.model.fit(X[train], fit_y[train], self.rng)
+            X = self.X
+            train, fit_y = self._fit()
             pending = np.stack(list(self._pending.values())) if self._pending else None
             if pending is not None:
                 # kriging believer: pending rows at each posterior sample's mean (Surrogate.add_fantasies)
@@ -193,6 +191,24 @@ class COMBO(Optimizer):
         self.last_timing = {"fit": t1 - t0, "acquisition": time.perf_counter() - t1}
         self.last_acquisition_value = value
         return row
+
+    def _fit(self) -> tuple[np.ndarray, np.ndarray]:
+        """Fit :attr:`model` on the observations (up to ``max_train`` of them); returns the training indices
+        and the transformed values of every observation."""
+        y = self.y
+        train = self._training_indices(y)  # every observation up to max_train (its docstring)
+        fit_y = transform_values(y, self.y_transform)  # over all observations: a subset sees the same map
+        self.model.fit(self.X[train], fit_y[train], self.rng)
+        return train, fit_y
+
+    def fit_model(self) -> DiffusionGP:
+        """:attr:`model` fitted on the told observations as at a suggestion (no pending evaluations), from this
+        optimizer's generator; what :func:`graphbo.importance.param_importances` reads."""
+        if self.n_told < 2:
+            raise ValueError(f"fitting the model needs at least 2 told values, got {self.n_told}")
+        with torch.no_grad():
+            self._fit()
+        return self.model
 
     def _observe(self, row: np.ndarray, value: float) -> None:
         if self.trust_region is not None:
