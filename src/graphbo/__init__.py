@@ -59,6 +59,11 @@ _EXPORTS: dict[str, str] = {
     "MinimizeResult": "graphbo.loop",
     "Study": "graphbo.study",
     "Trial": "graphbo.storage.base",
+    "report": "graphbo.pruners",
+    "should_prune": "graphbo.pruners",
+    "TrialPruned": "graphbo.pruners",
+    "MedianPruner": "graphbo.pruners",
+    "SuccessiveHalvingPruner": "graphbo.pruners",
     # -- surrogate models -------------------------------------------------------------------------------
     "Surrogate": "graphbo.models.base",
     "Posterior": "graphbo.models.base",

@@ -27,6 +27,10 @@ from .optimizers import (
     RandomSearch as RandomSearch, RegularizedEvolution as RegularizedEvolution,
     SimulatedAnnealing as SimulatedAnnealing, SMAC as SMAC, TPE as TPE, TreeBO as TreeBO,
 )
+from .pruners import (
+    MedianPruner as MedianPruner, report as report, should_prune as should_prune,
+    SuccessiveHalvingPruner as SuccessiveHalvingPruner, TrialPruned as TrialPruned,
+)
 from .spaces import (
     Binary as Binary, Categorical as Categorical, Continuous as Continuous, GraphSpectrum as GraphSpectrum,
     GraphVariable as GraphVariable, Integer as Integer, IntegerRange as IntegerRange, load_space as load_space,

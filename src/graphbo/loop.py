@@ -32,6 +32,7 @@ from .evaluation import _describe_error, _evaluate
 from .outcomes import Outcome
 from .exceptions import ExecutorLostError
 from .progress import check_show_progress
+from .pruners import Pruner, check_pruner
 from .threads import DEFAULT_THREADS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -226,6 +227,7 @@ def minimize(
     n_constraints: int | None = None,
     show_progress: bool | None = None,
     stop_after_failures: int | None = 10,
+    pruner: Pruner | None = None,
     **options: Any,
 ) -> MinimizeResult:
     """Minimise (or, with ``direction="maximize"``, maximise) ``objective`` over ``space`` with ``budget``
@@ -330,6 +332,11 @@ def minimize(
         When that many evaluations have failed, all with the same error, and none has completed, the run
         stops with :class:`graphbo.exceptions.ObjectiveFailingError` naming the error (see
         :meth:`graphbo.Study.optimize`); ``None`` never stops.
+    pruner : graphbo.MedianPruner or graphbo.SuccessiveHalvingPruner, optional
+        Stops evaluations whose intermediate values, reported by the objective with
+        :func:`graphbo.report`, fall behind those of the finished trials; the objective asks
+        :func:`graphbo.should_prune` and raises :class:`graphbo.TrialPruned` (docs/pruning.md). With
+        ``n_workers=1`` and no executor only.
     **options
         Passed to the optimizer (for COMBO: ``n_initial``, ``n_random``, ...). Optuna's words are refused
         with graphbo's: ``n_trials`` (``budget``), ``n_jobs`` (``n_workers``), ``maximize`` (``direction``).
@@ -366,12 +373,15 @@ def minimize(
     timeout = check_timeout(timeout)
     failure_value = check_failure_value(failure_value)
     show_progress = check_show_progress(show_progress)
+    if check_pruner(pruner) is not None and (executor is not None or n_workers > 1):
+        raise ValueError("a pruner reads intermediate values in this process: give n_workers=1 and no executor "
+                         "(an objective's graphbo.report() does nothing in a worker process)")
     if executor is None and n_workers > 1:
         _check_picklable(objective)
     t_start = time.perf_counter()
     study = Study(space, method, storage=storage, seed=seed, n_threads=n_threads, max_retries=max_retries,
                   direction=direction, directions=directions, n_constraints=n_constraints, auto_budget=budget,
-                  **options)
+                  pruner=pruner, **options)
     try:
         n_initial = getattr(study.optimizer, "n_initial", None)
         if isinstance(n_initial, int) and budget <= n_initial and not study.trials and study.method not in ("rs",

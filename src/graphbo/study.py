@@ -75,6 +75,7 @@ from .storage.info import load_study_file, read_study_info
 from .storage.jsonio import plain
 from .threads import DEFAULT_THREADS, limit_threads
 from .evaluation import _evaluate
+from .pruners import Pruner, _evaluating, _Reporter, check_pruner, intermediate_of
 from .outcomes import Outcome, as_outcome, check_directions, check_reference_point, hypervolume, pareto_mask
 from .exceptions import ObjectiveFailingError, SpaceExhaustedError
 from .progress import ProgressBar, check_show_progress
@@ -313,6 +314,10 @@ class Study:
         How many times a trial found ``running`` after its process died (see the
         module docstring) is handed out again; after that it is recorded failed.
         Not stored: each opening decides.
+    pruner : graphbo.MedianPruner or graphbo.SuccessiveHalvingPruner, optional
+        Stops evaluations whose intermediate values (:func:`graphbo.report`, :meth:`report`) fall behind
+        those of the finished trials (:mod:`graphbo.pruners`, docs/pruning.md). One objective, no black-box
+        constraints. Not stored.
     auto_budget : int, optional
         The evaluations planned, for ``method="auto"`` only (:func:`graphbo.minimize` passes its budget);
         ``None``: not known. Not stored.
@@ -338,7 +343,8 @@ class Study:
                  directions: Sequence[str] | None = None, n_constraints: int | None = None,
                  user_attrs: Mapping[str, Any] | None = None,
                  runtime_options: Mapping[str, Any] | None = None, n_threads: int | None = DEFAULT_THREADS,
-                 max_retries: int = 1, auto_budget: int | None = None, **method_options: Any):
+                 max_retries: int = 1, auto_budget: int | None = None, pruner: Pruner | None = None,
+                 **method_options: Any):
         if not isinstance(space, _space_types()):
             raise TypeError(f"space must be a graphbo.Space or a graphbo.nas.ArchitectureSpace, "
                             f"got {type(space).__name__}")
@@ -354,6 +360,9 @@ class Study:
             if len(directions) == 1:
                 direction, directions = directions[0], None
         n_constraints = check_optional_int("n_constraints", n_constraints, minimum=0)
+        #: stops evaluations whose intermediate values fall behind (:mod:`graphbo.pruners`); not stored
+        self.pruner: Pruner | None = check_pruner(pruner)
+        self._reporters: dict[int, _Reporter] = {}
         self.n_threads = check_optional_int("n_threads", n_threads, minimum=1)
         self.max_retries = check_int("max_retries", max_retries, minimum=0)
         #: a run (:meth:`optimize`, :func:`graphbo.minimize`) stops when this many evaluations failed with one
@@ -398,6 +407,9 @@ class Study:
         self._new_optimizer()
         self._resume_queue: list[Trial] = []
         self._t_ask: dict[int, float] = {}
+        if self.pruner is not None and (len(self.directions) > 1 or self.n_constraints):
+            raise ValueError("a pruner compares one objective's intermediate values: it is for a study with one "
+                             "objective and no black-box constraints")
         if stored is not None:
             self._restore(stored)  # every check first: a damaged file is refused before anything is written
             self._storage.open()  # the writer lock: refused while another writer is alive
@@ -793,6 +805,10 @@ class Study:
         told; with ``value``, it is told that value instead (a penalty, in the
         user's sign like any value: for a maximising study, a low one).
         """
+        return self._fail(trial, error, value, seconds)
+
+    def _fail(self, trial: Trial | Mapping[str, Any] | int, error: str | BaseException, value: float | None,
+              seconds: float | None, attrs: Mapping[str, Any] | None = None) -> Trial:
         self._check_open()
         t = self._resolve(trial, "fail")
         if isinstance(error, BaseException):
@@ -811,11 +827,14 @@ class Study:
             self.optimizer.mark_failed(cfg, **fidelity)
         else:
             self.optimizer.tell(cfg, self._sign * penalty, **fidelity)
-        return self._finish(t, cfg, "failed", None, str(error), penalty, seconds)
+        return self._finish(t, cfg, "failed", None, str(error), penalty, seconds, attrs)
 
     def _finish(self, t: Trial | None, cfg: dict[str, Any], status: str, value: float | None, error: str | None,
                 penalty: float | None, seconds: float | None, attrs: Mapping[str, Any] | None = None) -> Trial:
         t_done = time.perf_counter()
+        reporter = self._reporters.pop(t.number, None) if t is not None else None
+        if reporter is not None and reporter.curve:
+            attrs = {**(attrs or {}), "intermediate": {str(k): v for k, v in reporter.curve.items()}}
         state = self.optimizer.get_state()
         stamp = now()
         new = t is None
@@ -841,6 +860,49 @@ class Study:
             logger.debug("graphbo: trial %d %s%s in %.3g s", t.number, status,
                          f", value {value!r}" if value is not None else f": {error}", float(seconds))
         return dataclasses.replace(updated)
+
+    # -- intermediate values and pruning ------------------------------------------------------
+    def _reporter(self, trial: Trial) -> _Reporter:
+        """The running ``trial``'s record of intermediate values, made at its first use against the curves
+        of the trials finished by then (complete or pruned, in the minimising sign)."""
+        if trial.number not in self._reporters:
+            others = [intermediate_of(t.attrs, self._sign) for t in self._trials
+                      if t.status in ("complete", "failed") and t.attrs.get("intermediate")]
+            self._reporters[trial.number] = _Reporter(self.pruner, others, self._sign)
+        return self._reporters[trial.number]
+
+    def _running(self, trial: Trial | int, what: str) -> Trial:
+        self._check_open()
+        t = self._resolve(trial, what)
+        if t is None:
+            raise ValueError(f"{what}: give a running trial (or its number), not a configuration")
+        return t
+
+    def report(self, trial: Trial | int, value: float, step: int) -> None:
+        """Record a running trial's intermediate ``value`` at ``step`` (an integer from 0), in the user's
+        sign; the first value of a step counts. Stored with the trial when it finishes. An objective run by
+        :meth:`optimize` or :func:`graphbo.minimize` calls :func:`graphbo.report` instead."""
+        self._reporter(self._running(trial, "report")).report(value, step)
+
+    def should_prune(self, trial: Trial | int) -> bool:
+        """Whether :attr:`pruner` would stop the running ``trial`` at its last reported step (``False``
+        without a pruner or a report)."""
+        return self._reporter(self._running(trial, "should_prune")).should_prune()
+
+    def prune(self, trial: Trial | int, *, seconds: float | None = None) -> Trial:
+        """Record a running trial as pruned: stored ``failed`` with ``error`` "pruned at step k",
+        ``attrs["pruned"] = k`` and its intermediate values; the model is told its last reported value (the
+        worst complete value so far if it reported none), and the configuration is not suggested again."""
+        t = self._running(trial, "prune")
+        reporter = self._reporter(t)
+        step = reporter.last_step
+        value = reporter.last_value()
+        if value is None:
+            value = self._worst_value()
+        done = self._fail(t, "pruned" if step is None else f"pruned at step {step}", value, seconds,
+                          {"pruned": step})
+        logger.info("graphbo: trial %d pruned at step %s", done.number, step)
+        return done
 
     # -- running ---------------------------------------------------------------------------
     def optimize(self, objective: Callable[[dict[str, Any]], Any], budget: int, *, timeout: float | None = None,
@@ -887,8 +949,12 @@ class Study:
                 trial = self._ask_within(budget)
                 if trial is None:
                     break
-                ok, value, error, seconds = _evaluate(objective, trial.config, timeout)
-                done = self._record_evaluation(trial, ok, value, error, seconds, penalty, callback)
+                reporter = self._reporter(trial)
+                ok, value, error, seconds = _evaluate(_evaluating(reporter, objective), trial.config, timeout)
+                if not ok and reporter.pruned:
+                    done = self.prune(trial, seconds=seconds)
+                else:
+                    done = self._record_evaluation(trial, ok, value, error, seconds, penalty, callback)
                 bar.finished(self._shown_value(done), done.suggest_seconds)
         return self
 
@@ -952,7 +1018,7 @@ class Study:
         n = self.stop_after_failures
         if n is None or any(t.status == "complete" for t in self._trials):
             return
-        errors = [t.error for t in self._trials if t.status == "failed"]
+        errors = [t.error for t in self._trials if t.status == "failed" and "pruned" not in t.attrs]
         if len(errors) >= n and len(set(errors[-n:])) == 1:
             raise ObjectiveFailingError(
                 f"the first {len(errors)} evaluations all failed with the same error, {errors[-1]} (a mistake in "
@@ -991,7 +1057,13 @@ class Study:
 
     @property
     def failed_trials(self) -> list[Trial]:
-        return self._by_status("failed")
+        """The failed trials (an error, a timeout, an unusable value); pruned ones are in :attr:`pruned_trials`."""
+        return [t for t in self._by_status("failed") if "pruned" not in t.attrs]
+
+    @property
+    def pruned_trials(self) -> list[Trial]:
+        """The trials stopped by the pruner (stored ``failed``, with the step in ``attrs["pruned"]``)."""
+        return [t for t in self._by_status("failed") if "pruned" in t.attrs]
 
     @property
     def running_trials(self) -> list[Trial]:

@@ -185,7 +185,9 @@ def write_study_report(path: str | os.PathLike, out: str | None = None, log: str
               f"| seed | {_cell(info.get('seed'))} |",
               (f"| directions | {', '.join(info['directions'])} |" if info.get("directions") else
                f"| direction | {info['direction']} |"),
-              f"| trials | {info['n_trials']}: {info['n_complete']} complete, {info['n_failed']} failed, "
+              f"| trials | {info['n_trials']}: {info['n_complete']} complete, "
+              f"{info['n_failed'] - info.get('n_pruned', 0)} failed, "
+              + (f"{info['n_pruned']} pruned, " if info.get("n_pruned") else "") +
               f"{info['n_running']} running |",
               f"| created | {_cell(info.get('created'))} (graphbo {_cell(info.get('graphbo_version'))}) |", ""]
     n_constraints = int(info.get("n_constraints") or 0)
@@ -211,7 +213,7 @@ def write_study_report(path: str | os.PathLike, out: str | None = None, log: str
                   "always, symmetric-log where values are not all positive).", "",
                   f"![best so far ({yscale})]({os.path.relpath(curve, out_dir)})", ""]
     if s["failed"]:
-        lines += ["## Failed trials", ""]
+        lines += ["## Failed trials", ""]  # pruned ones included, their error says "pruned at step k"
         lines += [f"- trial {t.number}: {_cell(t.error or 'no message', 200)}" for t in s["failed"][:5]]
         lines += ([f"- and {len(s['failed']) - 5} more"] if len(s["failed"]) > 5 else []) + [""]
     lines += _effects_section(s["effects"], img_dir, out_dir, stem, name)

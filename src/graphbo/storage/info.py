@@ -29,7 +29,7 @@ def load_study_file(path: str | os.PathLike) -> StoredStudy:
 def read_study_info(path: str | os.PathLike) -> dict[str, Any]:
     """What a study file holds, read-only: its meta (method, seed, options, space, user_attrs), its
     ``direction`` (``"minimize"`` for a study that stores none), trial counts (``n_trials``, ``n_running``,
-    ``n_complete``, ``n_failed``) and ``best_value`` (the lowest complete value, the highest for a maximising
+    ``n_complete``, ``n_failed``, and ``n_pruned`` among the failed ones) and ``best_value`` (the lowest complete value, the highest for a maximising
     study, of the feasible trials with black-box constraints; ``None`` if none completed, and with several
     objectives).
 
@@ -46,4 +46,5 @@ def read_study_info(path: str | os.PathLike) -> dict[str, Any]:
     best = (max if info["direction"] == "maximize" else min)(values) if values else None
     info["best_value"] = None if stored.meta.get("directions") else best  # several objectives: no single best
     info.update({f"n_{s}": sum(1 for t in trials if t.status == s) for s in STATUSES})
+    info["n_pruned"] = sum(1 for t in trials if t.status == "failed" and "pruned" in t.attrs)  # among n_failed
     return info
