@@ -63,3 +63,36 @@ def test_a_wrong_space_is_one_clear_error():
         GraphboSearchCV(SVC(), {"C": [0.1, 1.0]}, budget=3).fit(X, y)
     with pytest.raises((TypeError, ValueError), match="budget"):
         GraphboSearchCV(SVC(), SPACE, budget=2.5).fit(X, y)
+
+
+def test_fit_leaves_the_parameters_unchanged():
+    space = {"C": gb.Continuous(1e-2, 10.0, log=True)}
+    search = GraphboSearchCV(LogisticRegression(), space, budget=3, cv=2, seed=0)
+    X, y = load_iris(return_X_y=True)
+    search.fit(X, y)
+    assert space["C"].name is None  # a Space names its variables: the search names copies
+    search.fit(X, y)  # and the same parameters fit again
+    assert search.get_params()["param_space"] is space
+
+
+def test_data_no_candidate_can_fit_raises_scikit_learns_error():
+    X, y = load_iris(return_X_y=True)
+    search = GraphboSearchCV(LogisticRegression(), {"C": gb.Continuous(1e-2, 10.0, log=True)}, budget=3, cv=2,
+                             seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitFailedWarning)
+        with pytest.raises(ValueError, match="fits failed"):
+            search.fit(X, np.zeros_like(y))  # one class: every fit of every candidate fails
+
+
+@pytest.mark.slow
+def test_scikit_learns_estimator_checks_pass():
+    from sklearn.utils.estimator_checks import check_estimator
+
+    search = GraphboSearchCV(LogisticRegression(), {"C": gb.Continuous(1e-2, 10.0, log=True)}, budget=3, cv=2,
+                             seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = check_estimator(search, on_fail=None)
+    failed = [(r["check_name"], str(r["exception"])[:200]) for r in results if r["status"] == "failed"]
+    assert len(results) > 50 and not failed, failed

@@ -12,6 +12,7 @@ only is scored as scikit-learn scores it (``error_score``). Needs scikit-learn (
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any, Mapping
 
@@ -68,7 +69,9 @@ class GraphboSearchCV(_BaseSearchCV):
             if not isinstance(var, (Variable, Continuous)):
                 raise TypeError(f"param_space[{name!r}] must be a graphbo variable (gb.Categorical, gb.Ordinal, "
                                 f"gb.Integer, gb.Continuous, ...), got {type(var).__name__}")
-        return Space(dict(self.param_space))
+        # copies: a Space names its variables, and a search must not change its parameters (scikit-learn's
+        # check_estimators_overwrite_params)
+        return Space({name: copy.deepcopy(var) for name, var in self.param_space.items()})
 
     def _run_search(self, evaluate_candidates: Any) -> None:
         """Ask a candidate, score it by cross-validation (``evaluate_candidates``), tell the score, ``budget``
@@ -87,6 +90,8 @@ class GraphboSearchCV(_BaseSearchCV):
                 if "fits failed" not in str(exc):
                     raise
                 study.fail(trial, "every fit of this candidate failed", value=min(scores) if scores else None)
+                if not scores and len(study.trials) == budget:
+                    raise  # no candidate could be fitted at all: the data, as RandomizedSearchCV says it
                 continue
             score = float(results["mean_test_score"][-1])
             if math.isfinite(score):
