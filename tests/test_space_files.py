@@ -451,6 +451,8 @@ def test_cli_errors_are_one_line(tmp_path):
      "'gbt_cli_obj:OFFSET' is not callable (it is of type float)"),
     (["run", "--space", "space.yaml", "--objective", "gbt_cli_obj:objective", "--budget", "3", "--method", "combo"],
      "COMBO handles discrete variables only"),
+    (["run", "--space", "space.yaml", "--objective", "gbt_cli_obj:objective", "--budget", "3", "--method", "combo"],
+     "use method 'bofm' for a mixed space (graphbo.BOFM, --method bofm on the command line)"),
     (["run", "--space", "space.yaml", "--objective", "gbt_cli_obj:objective", "--budget", "0"], "--budget must be"),
 ])
 def test_cli_usage_errors(tmp_path, monkeypatch, capsys, argv, expected):
@@ -500,3 +502,14 @@ def test_cli_storage_of_another_problem_is_refused_and_kept(tmp_path, monkeypatc
     err = capsys.readouterr().err
     assert "cannot re-import its objective" in err and "'gbt_cli_obj2' not found" in err
     assert len(stored_trials(tmp_path / "s.db")[0]) == 5
+
+
+def test_combo_names_an_integer_range_for_what_it_is():
+    import graphbo as gb
+
+    space = gb.Space({"n": gb.Integer(1, 1000), "b": gb.Binary(), "x": gb.Continuous(0.0, 1.0)})
+    with pytest.raises(ValueError) as err:
+        gb.COMBO(space)
+    text = str(err.value)
+    assert "'n' is an integer range" in text and "'x' is continuous" in text and "'n' is continuous" not in text
+    assert "--method bofm" in text

@@ -25,7 +25,7 @@ from ..models.diffusion_gp import DiffusionGP, HyperSample
 from ..models.ordinal_warp import log_path_spectrum, log_warp_candidates
 from ..models.transforms import Y_TRANSFORMS, transform_values
 from ..spaces.space import Space
-from ..spaces.variables import Variable
+from ..spaces.variables import IntegerRange, Variable
 from .._validation import check_bool, check_choice, check_device, check_int
 from .base import DEFAULT_MAX_TRAIN, Configs, Optimizer, check_max_train
 
@@ -128,9 +128,11 @@ class COMBO(Optimizer):
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
         bad = [n for n in space.names if not isinstance(space[n], Variable)]
         if bad:
-            raise ValueError(
-                f"COMBO handles discrete variables only; {bad!r} are continuous. Use graphbo.BOFM for mixed spaces."
-            )
+            what = "; ".join(f"{n!r} is an integer range (a rounded real; gb.Ordinal(range(low, high + 1)) is "
+                             "discrete)" if isinstance(space[n], IntegerRange) else f"{n!r} is continuous"
+                             for n in bad)
+            raise ValueError(f"COMBO handles discrete variables only: {what}; use method 'bofm' for a mixed space "
+                             "(graphbo.BOFM, --method bofm on the command line)")
         kernel = GraphDiffusionKernel([v.spectrum for v in space.variables if isinstance(v, Variable)],
                                       device=device, unit_diagonal=False if paper_kernel else None)
         warps = {}
