@@ -52,3 +52,9 @@ def test_the_light_list_of_method_names_is_the_optimizers_own():
     assert sorted(METHOD_NAMES) == sorted(METHODS)
     with pytest.raises(ValueError, match="unknown method 'combp'"):
         gb.Study(gb.Space({"a": gb.Binary()}), "combp")
+
+
+def test_printed_configurations_round_floats_to_twelve_digits():
+    from graphbo.cli._common import config_text
+
+    assert config_text(None, {"x": -5 + 81 * 0.1, "y": "a", "z": [0.1 + 0.2, 2]}) == '{"x": 3.1, "y": "a", "z": [0.3, 2]}'

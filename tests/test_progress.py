@@ -202,3 +202,44 @@ def test_report_reading_has_a_bar_only_when_asked(capfd):
     assert "reading runs" in err and "/7" in err
     with pytest.raises(TypeError, match="show_progress"):
         progress_over(items, "x", show="yes")
+
+
+_FAILING_RUN = """
+import logging, sys
+import graphbo as gb
+if sys.argv[1] == "configured":
+    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+space = gb.Space({"x": gb.Ordinal([0, 1, 2, 3])})
+def f(config):
+    raise ValueError("boom")
+gb.minimize(f, space, budget=1, method="rs", seed=0)
+"""
+
+
+@pytest.mark.parametrize("logging_setup", ["none", "configured"])
+def test_a_log_line_names_graphbo_once(logging_setup):
+    from pathlib import Path
+
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    out = subprocess.run([sys.executable, "-c", _FAILING_RUN, logging_setup], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": src}, timeout=120)
+    lines = [line for line in out.stderr.splitlines() if "trial 0 failed" in line]
+    assert len(lines) == 1, out.stderr  # printed once: by graphbo's default handler or by the application's
+    if logging_setup == "none":  # Python's last-resort handler: the message alone
+        assert lines[0].startswith("trial 0 failed (ValueError: boom)"), lines
+    else:
+        assert lines[0].startswith("WARNING graphbo.study: trial 0 failed") and "graphbo: " not in lines[0], lines
+
+
+def test_the_command_line_prints_warnings_with_its_prefix(tmp_path):
+    (tmp_path / "space.yaml").write_text("variables:\n  x: {type: ordinal, values: [0, 1, 2, 3]}\n")
+    (tmp_path / "bad.py").write_text("def objective(config):\n    raise ValueError('boom')\n")
+    from pathlib import Path
+
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    out = subprocess.run([sys.executable, "-m", "graphbo", "run", "--space", "space.yaml", "--objective",
+                          "bad.py:objective", "--budget", "2", "--method", "rs", "--storage", "s.db"], cwd=tmp_path,
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": src}, timeout=120)
+    lines = [line for line in out.stderr.splitlines() if "trial 0 failed" in line]
+    assert lines == [line for line in lines if line.startswith("graphbo: trial 0 failed (ValueError: boom)")]
+    assert len(lines) == 1, out.stderr

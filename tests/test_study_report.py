@@ -162,3 +162,15 @@ def test_comparison_plot_draws_the_papers_value_and_takes_the_log_option(tmp_pat
     assert len(paper) == 1 and set(paper[0].get_ydata()) == {0.4659}
     text = Path(write_report(str(tmp_path), out=str(tmp_path / "r.md"), log="off")).read_text()
     assert "dotted line" in text and "--log off" in text and (tmp_path / "img" / "branin_convergence.png").is_file()
+
+
+def test_without_matplotlib_the_report_is_one_line_and_leaves_no_empty_folder(studies, tmp_path, monkeypatch):
+    from graphbo._lazy import MissingExtraError
+
+    folder, _, _ = studies
+    monkeypatch.setitem(__import__("sys").modules, "matplotlib", None)  # as if the extra were not installed
+    out = tmp_path / "r" / "report.md"
+    out.parent.mkdir()
+    with pytest.raises(MissingExtraError, match=r"graphbo\[report\]"):
+        write_study_report(folder / "rs.db", out=str(out))
+    assert not (out.parent / "img").exists() and not out.exists()

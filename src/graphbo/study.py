@@ -438,10 +438,10 @@ class Study:
                 meta["space_constraints"] = rules
             self._storage.create(meta)
         if stored is None:
-            logger.info("graphbo: created study %s (method %s, seed %d, %s)", self.path or "in memory", self.method,
+            logger.info("created study %s (method %s, seed %d, %s)", self.path or "in memory", self.method,
                         self.seed, self.direction)
         else:
-            logger.info("graphbo: resumed study %s (method %s, seed %d, %s): %d trials, %d finished, %d to resume",
+            logger.info("resumed study %s (method %s, seed %d, %s): %d trials, %d finished, %d to resume",
                         self._storage.name, self.method, self.seed, self.direction, len(self._trials),
                         self._n_finished, len(self._resume_queue))
 
@@ -644,11 +644,11 @@ class Study:
         for t in wedged:
             done = self.fail(t, f"its process died {t.crashes} times while evaluating it (killed, os._exit, a "
                                 f"segfault); not run again (max_retries={self.max_retries})", seconds=0.0)
-            logger.warning("graphbo: trial %d failed on resuming %s: %s", t.number, self._storage.name, done.error)
+            logger.warning("trial %d failed on resuming %s: %s", t.number, self._storage.name, done.error)
         for t in lost:
             done = self.fail(t, "interrupted, and not suggested again on resuming (a multi-fidelity method "
                                 "cannot take back an evaluation in flight)", seconds=0.0)
-            logger.warning("graphbo: trial %d failed on resuming %s: %s", t.number, self._storage.name, done.error)
+            logger.warning("trial %d failed on resuming %s: %s", t.number, self._storage.name, done.error)
         if extra:
             self._resume_queue.extend(self._add_new(lambda k: extra, len(extra)))
 
@@ -857,7 +857,7 @@ class Study:
         self._next_order += 1
         self._t_ask.pop(t.number, None)
         if logger.isEnabledFor(logging.DEBUG):
-            logger.debug("graphbo: trial %d %s%s in %.3g s", t.number, status,
+            logger.debug("trial %d %s%s in %.3g s", t.number, status,
                          f", value {value!r}" if value is not None else f": {error}", float(seconds))
         return dataclasses.replace(updated)
 
@@ -901,7 +901,7 @@ class Study:
             value = self._worst_value()
         done = self._fail(t, "pruned" if step is None else f"pruned at step {step}", value, seconds,
                           {"pruned": step})
-        logger.info("graphbo: trial %d pruned at step %s", done.number, step)
+        logger.info("trial %d pruned at step %s", done.number, step)
         return done
 
     # -- running ---------------------------------------------------------------------------
@@ -978,7 +978,7 @@ class Study:
         try:
             return self.ask()
         except SpaceExhaustedError as exc:
-            logger.warning("graphbo: the space is exhausted after %d trials, short of the budget %d (%s); the run "
+            logger.warning("the space is exhausted after %d trials, short of the budget %d (%s); the run "
                            "ends with what it found", len(self._trials), budget, exc)
             return None
 
@@ -1001,7 +1001,7 @@ class Study:
         penalty = self._worst_value() if failure_value == WORST else failure_value
         assert not isinstance(penalty, str), "failure_value is checked: a number, 'worst' or None"
         done = self.fail(trial, error, value=penalty, seconds=seconds)
-        logger.warning("graphbo: trial %d failed (%s) at %s", trial.number, error, trial.config)
+        logger.warning("trial %d failed (%s) at %s", trial.number, error, trial.config)
         self._stop_if_objective_fails()
         return done
 

@@ -264,11 +264,23 @@ def config_text(objective: Any, config: dict[str, Any]) -> str:
     the space's values after them."""
     from ..storage.jsonio import dumps
 
-    text = dumps(config)
+    text = dumps(_shown(config))
     native = getattr(objective, "native_config", None)
     if callable(native):
-        return f"{dumps(native(config))} (the space's values: {text})"
+        return f"{dumps(_shown(native(config)))} (the space's values: {text})"
     return text
+
+
+def _shown(value: Any) -> Any:
+    """``value`` with every float at 12 significant digits, for printing: a grid value computed as
+    ``-5 + 81 * 0.1`` shows as 3.1, not 3.1000000000000014 (the study stores the exact value)."""
+    if isinstance(value, float):
+        return float(f"{value:.12g}")
+    if isinstance(value, dict):
+        return {k: _shown(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_shown(v) for v in value]
+    return value
 
 
 def progress(quiet: bool, best: float | None = None, direction: str = "minimize") -> Callable[..., None]:

@@ -8,6 +8,7 @@ registers its options and sets ``func``, and ``run(args) -> int``.
 from __future__ import annotations
 
 import argparse
+import logging
 import re
 import sys
 from typing import NoReturn, Sequence
@@ -65,6 +66,7 @@ def run_command(args: argparse.Namespace) -> int:
     from .._lazy import missing_extra_message
 
     prog = f"graphbo {args.command}"
+    handler = _log_handler()
     try:
         return args.func(args)
     except KeyboardInterrupt:
@@ -81,3 +83,18 @@ def run_command(args: argparse.Namespace) -> int:
             line = f"{type(exc).__name__}: {text} (run `graphbo --debug {args.command} ...` for the traceback)"
         print(f"{prog}: {line}", file=sys.stderr)
         return 1
+    finally:
+        if handler is not None:
+            logging.getLogger("graphbo").removeHandler(handler)
+
+
+def _log_handler() -> logging.Handler | None:
+    """The command's printing of graphbo's warnings, ``graphbo: MESSAGE`` on standard error (the library adds
+    no handler of its own); none where the process has configured logging itself (its root logger has a handler)."""
+    if logging.getLogger().handlers:
+        return None
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("graphbo: %(message)s"))
+    logging.getLogger("graphbo").addHandler(handler)
+    return handler

@@ -22,7 +22,7 @@ from .._lazy import require
 from ..importance import MIN_OBSERVATIONS, trial_importances
 from ..storage.info import load_study_file, read_study_info
 from ..study import space_from_description
-from .report import _plot_beta, _stored_beta, apply_scale, check_log, value_scale
+from .report import _plot_beta, _stored_beta, apply_scale, check_log, make_img_dir, value_scale
 
 __all__ = ["study_summary", "variable_effects", "plot_best_so_far", "plot_relevance", "write_study_report",
            "TOP"]
@@ -171,7 +171,7 @@ def write_study_report(path: str | os.PathLike, out: str | None = None, log: str
     out = out or os.path.splitext(path)[0] + ".md"
     out_dir = os.path.dirname(out) or "."
     img_dir = os.path.join(out_dir, "img")
-    os.makedirs(img_dir, exist_ok=True)
+    make_img_dir(img_dir)
     stem = os.path.splitext(os.path.basename(out))[0]
     name = os.path.splitext(os.path.basename(path))[0]
     options = info.get("method_options") or {}
