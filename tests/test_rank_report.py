@@ -210,3 +210,24 @@ def test_combine_auto_moves_the_chosen_runs_and_names_the_problems_it_cannot_com
     assert "combo, combo-tr" in skipped["labs-mixed-budgets"]
     assert "no runs of combo-tr" in skipped["labs-without-its-choice"]
     assert set(data["labs-without-its-choice"]) == {"combo", "rs"}  # left as stored
+
+
+def test_a_problem_without_a_finished_run_gets_a_sentence_not_an_empty_plot(suite, tmp_path):
+    import shutil
+
+    runs = tmp_path / "runs"
+    for problem in PROBLEMS:
+        shutil.copytree(suite / "runs" / problem, runs / problem, ignore=shutil.ignore_patterns("*.lock"))
+    for db in (runs / "branin").glob("*/seed*.db"):  # every branin run cut to 4 of 6 evaluations
+        with sqlite3.connect(db) as con:
+            con.execute("DELETE FROM trials WHERE number >= 4")
+    out = tmp_path / "s.md"
+    graphbo("report", str(runs), "--suite", "--out", str(out), cwd=tmp_path)
+    text = out.read_text()
+    assert "### branin" not in text and "branin rs (2)" in text  # left out, and named
+    pngs = sorted(p.name for p in (tmp_path / "img").iterdir())
+    assert pngs == ["s_int_rosenbrock_curves.png"], pngs
+    graphbo("report", str(runs / "branin"), "--out", str(tmp_path / "c" / "report.md"), cwd=tmp_path)
+    text = (tmp_path / "c" / "report.md").read_text()
+    assert "No run of this benchmark has finished yet: no curve is drawn." in text
+    assert not list((tmp_path / "c" / "img").glob("*convergence*"))

@@ -227,6 +227,11 @@ def paper_lines(bench: str, runs: dict[str, list[dict]]) -> dict[str, float]:
     return out
 
 
+def _any_finished(runs: dict[str, list[dict]]) -> bool:
+    """Whether any method has a finished run (the plots draw finished runs only)."""
+    return any(r["finished"] for rs in runs.values() for r in rs)
+
+
 def _plot_convergence(bench: str, runs: dict[str, list[dict]], path: str, log: str = "auto",
                       paper: dict[str, float] | None = None) -> Any:
     """Best so far against evaluations, mean +/- s.e. over the finished runs of each method, with the
@@ -363,6 +368,9 @@ def write_report(root: str | Sequence[str], out: str | None = None, title: str =
             seeds = f"{len(done)}" + (f" (+{unfinished} unfinished)" if unfinished else "")
             lines.append(f"| {method} | {ours} | {seeds} | {paper} | {versus} | {secs} |")
         slug = "".join(c if c.isalnum() else "_" for c in bench)
+        if not _any_finished(runs):
+            lines += ["", "No run of this benchmark has finished yet: no curve is drawn.", ""]
+            continue
         conv = os.path.join(img_dir, f"{slug}_convergence.png")
         _plot_convergence(bench, runs, conv, log=log, paper=paper_lines(bench, runs))
         lines += ["", f"![convergence on {bench}]({os.path.relpath(conv, os.path.dirname(out) or '.')})", ""]
@@ -607,7 +615,7 @@ def write_suite_report(root: str | Sequence[str], out: str | None = None, title:
             text = f"{_fmt(c['mean'], c['se'], d)} ({c['rank']:g})"
             row.append(f"**{text}**" if c["rank"] == c["top_rank"] else (f"≈ {text}" if c["near_first"] else text))
         lines.append("| " + " | ".join(row) + " |")
-    unfinished = [f"{b} {m} ({n})" for b in problems for m, rs in sorted(data[b].items())
+    unfinished = [f"{b} {m} ({n})" for b in sorted(data) for m, rs in sorted(data[b].items())
                   if (n := sum(not r["finished"] for r in rs))]
     if unfinished:
         lines += ["", "Unfinished runs (problem, method, how many), left out: " + ", ".join(unfinished) + "."]
