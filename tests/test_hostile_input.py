@@ -337,3 +337,22 @@ def test_a_variable_name_that_is_not_valid_text_is_refused_where_it_is_given(tmp
         load_space(str(path))
     with pytest.raises(ValueError, match="lone surrogate"):
         gb.Space({"x\ud800": gb.Binary()})
+
+
+def test_a_garbage_rollback_journal_is_named_and_a_writer_recovers_it(tmp_path):
+    import graphbo as gb
+    from graphbo.storage.base import HotJournalError
+    from graphbo.storage.info import read_study_info
+
+    space = gb.Space({"a": gb.Ordinal([0, 1, 2])})
+    path = tmp_path / "s.db"
+    with gb.Study(space, "rs", storage=path, seed=0) as study:
+        study.tell(study.ask(), 1.5)
+    journal = tmp_path / "s.db-journal"
+    journal.write_bytes(b"\xa5" * 4096)  # not a journal SQLite wrote (a first byte of 0 would not count as hot)
+    with pytest.raises(HotJournalError, match=r"s\.db-journal.*graphbo resume"):
+        read_study_info(path)  # a reader cannot roll it back, and says so (not "read-only")
+    assert journal.exists()
+    with gb.Study(space, storage=path) as study:  # a writer lets SQLite recover it
+        assert [t.value for t in study.trials] == [1.5]
+    assert not journal.exists() and read_study_info(path)["n_complete"] == 1

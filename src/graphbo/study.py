@@ -69,8 +69,8 @@ from .optimizers.base import Observation, Optimizer
 from .spaces.space import Space
 from .spaces.variables import Variable
 from .storage import Storage, as_storage
-from .storage.base import (DIRECTIONS, FORMAT_VERSION, STATUSES, CorruptStudyError, StorageError, StoredStudy, Trial,
-                           now, stored_direction)
+from .storage.base import (DIRECTIONS, FORMAT_VERSION, STATUSES, CorruptStudyError, HotJournalError, StorageError,
+                           StoredStudy, Trial, now, stored_direction)
 from .storage.info import load_study_file, read_study_info
 from .storage.jsonio import plain
 from .threads import DEFAULT_THREADS, limit_threads
@@ -377,7 +377,14 @@ class Study:
         options = _strict_options(method_options, where) if self.path else dict(method_options)
         self.method_options = options
         space_desc = describe_space(space)
-        stored = self._storage.load()
+        try:
+            stored = self._storage.load()
+        except HotJournalError:  # a writer crashed mid-write: SQLite rolls back when the file is opened to write
+            recover = getattr(self._storage, "recover_journal", None)
+            if recover is None:
+                raise
+            recover()
+            stored = self._storage.load()
         if method.lower() == AUTO:  # the stored study's own method, else the rule's choice (docs/auto.md)
             kept = stored.meta.get("method") if stored is not None else None
             several = bool((directions and len(directions) > 1) or n_constraints)

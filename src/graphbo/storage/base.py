@@ -36,7 +36,7 @@ from typing import Any, Mapping, NamedTuple, Sequence
 
 __all__ = ["Storage", "StoredStudy", "Trial", "StorageError", "TrialNotRunningError", "TraceError",
            "StudyLockedError", "NotAStudyError", "CorruptStudyError", "NewerFormatError", "StudyAccessError",
-           "StorageFullError", "FORMAT_VERSION", "STATUSES", "APPLICATION", "DIRECTIONS", "now", "stored_direction"]
+           "HotJournalError", "StorageFullError", "FORMAT_VERSION", "STATUSES", "APPLICATION", "DIRECTIONS", "now", "stored_direction"]
 
 #: the newest storage format this graphbo reads; a store with a larger one is refused. Format 2 adds the
 #: ``direction`` meta key: a maximising study is written as format 2, so that a graphbo that reads only format 1
@@ -80,6 +80,11 @@ class NewerFormatError(StorageError):
 
 class StudyAccessError(StorageError):
     """The study cannot be read or written: permissions of the file or its folder."""
+
+
+class HotJournalError(StorageError):
+    """A rollback journal lies beside the study, which a read-only open cannot roll back; opening the study for
+    writing (:class:`graphbo.Study`, ``graphbo resume``) lets SQLite recover it."""
 
 
 class StorageFullError(StudyAccessError):

@@ -58,8 +58,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from .base import (APPLICATION, DIRECTIONS, FORMAT_VERSION, STATUSES, CorruptStudyError, NewerFormatError,
-                   NotAStudyError, Storage, StorageError, StorageFullError, StoredStudy, StudyAccessError,
+from .base import (APPLICATION, DIRECTIONS, FORMAT_VERSION, STATUSES, CorruptStudyError, HotJournalError,
+                   NewerFormatError, NotAStudyError, Storage, StorageError, StorageFullError, StoredStudy, StudyAccessError,
                    StudyLockedError, Trial, graphbo_version, stored_direction)
 from .checks import row_checksum, study_problem
 from .jsonio import dumps
@@ -180,6 +180,19 @@ class SQLiteStorage(Storage):
             raise self._checksum_error(bad_row)
         return StoredStudy(meta, trials)
 
+    def recover_journal(self) -> None:
+        """Let SQLite recover a rollback journal beside the file (:class:`HotJournalError`): one connection that
+        may write reads the schema, which rolls a hot journal back (or drops one that is not SQLite's) as
+        SQLite does at any writer's first read; nothing else is written."""
+        try:
+            conn = sqlite3.connect(Path(self.path).resolve().as_uri() + "?mode=rw", uri=True)
+            try:
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            raise sqlite_error(self.path, exc, "recovering its rollback journal") from None
+
     def _refuse_foreign_schema(self) -> None:
         """Refuse, before anything is written (even the journal mode), a file holding SQL graphbo did not make."""
         if not os.path.exists(self.path) or os.path.getsize(self.path) == 0:
@@ -228,8 +241,7 @@ class SQLiteStorage(Storage):
         """How the file is shorter than its header says, if it is (and no ``-wal`` file, whose pages may stand
         for the missing ones, is beside it). The header's page count is read through SQLite with
         ``writable_schema`` on, which skips SQLite's own refusal of a short file."""
-        wal = self.path + "-wal"
-        if os.path.exists(wal) and os.path.getsize(wal) > 0:
+        if _size(self.path + "-wal"):  # a writer's pages may stand for the missing ones
             return None
         try:
             conn = sqlite3.connect(Path(self.path).resolve().as_uri() + "?mode=ro", uri=True)
@@ -243,8 +255,8 @@ class SQLiteStorage(Storage):
             return None
         finally:
             conn.close()
-        size = os.path.getsize(self.path)
-        if n_pages and size < n_pages * page:
+        size = _size(self.path)
+        if size is not None and n_pages and size < n_pages * page:
             return f"{size} bytes; its header says {n_pages} pages of {page}"
         return None
 
@@ -774,6 +786,8 @@ def _meta_mismatch(conn: sqlite3.Connection) -> str | None:
 
 #: SQLite result codes (``sqlite3.Error.sqlite_errorcode``, Python 3.11+; the message otherwise)
 _FULL, _READONLY, _CANTOPEN, _CORRUPT, _NOTADB, _PERM, _BUSY, _IOERR = 13, 8, 14, 11, 26, 3, 5, 10
+#: SQLITE_READONLY_ROLLBACK: a hot journal that a read-only connection cannot roll back
+_READONLY_ROLLBACK = 776
 
 
 def _out_of_space(path: str) -> bool:
@@ -795,8 +809,17 @@ def _out_of_space(path: str) -> bool:
         return False
     if soft == resource.RLIM_INFINITY:
         return False
-    sizes = [os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p)]
+    sizes = [n for n in (_size(path), _size(path + "-wal")) if n is not None]
     return bool(sizes) and max(sizes) + (64 << 10) >= soft
+
+
+def _size(path: str) -> int | None:
+    """The size of ``path``, or ``None`` if it is not there: another process's checkpoint may delete a
+    ``-wal`` between a check that it exists and a look at its size."""
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return None
 
 
 def sqlite_error(path: str, exc: sqlite3.Error, doing: str) -> StorageError:
@@ -810,6 +833,11 @@ def sqlite_error(path: str, exc: sqlite3.Error, doing: str) -> StorageError:
         return StorageFullError(f"{path}: {doing}: no space left (a full disk, or the process's file-size limit); "
                                 "nothing of this write was stored and every trial told before it is kept; free "
                                 "space and resume the study")
+    if code == _READONLY_ROLLBACK:
+        return HotJournalError(f"{path}: {doing}: a rollback journal lies beside it ({path}-journal: a writer "
+                               "crashed mid-write, or the file is not SQLite's), which a read-only open cannot roll "
+                               "back; open the study for writing once (graphbo resume, graphbo.Study) and SQLite "
+                               "recovers it")
     if primary in (_READONLY, _PERM) or "readonly" in text or "read-only" in text:
         return StudyAccessError(f"{path}: {doing}: the file or its folder is read-only; make both writable "
                                 "to continue the study, or copy it elsewhere")
