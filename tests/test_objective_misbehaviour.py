@@ -125,3 +125,54 @@ def test_an_objective_that_silences_the_alarm_is_still_timed_out(tmp_path):
     result = gb.minimize(deaf, SPACE, method="rs", budget=2, seed=0, timeout=0.2, stop_after_failures=None)
     assert [t.status for t in result.trials] == ["failed", "failed"]
     assert all(t.error.startswith("timed out after 0.2 s") for t in result.trials)
+
+
+_CLOSES_DESCRIPTORS = """
+import os, sys
+import graphbo as gb
+
+keep = []
+space = gb.Space({"x": gb.Ordinal(list(range(10)))})
+
+
+def objective(config):
+    if config["x"] % 3 == 0:
+        os.closerange(3, 1024)  # every descriptor of the process, the study's included
+        handle = open("user.txt", "a")  # takes a freed number
+        handle.write("user data\\n")
+        if sys.argv[1] == "keeps":
+            keep.append(handle)  # still open on that number when the objective returns
+        else:
+            handle.close()
+    return float(config["x"])
+
+
+try:
+    gb.minimize(objective, space, method="rs", budget=8, seed=0, storage="s.db")
+except gb.StorageError as exc:
+    print("StorageError:", exc)
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="descriptors are named in /proc/self/fd on Linux")
+@pytest.mark.parametrize("handle", ["closes", "keeps"])
+def test_an_objective_that_closes_every_descriptor_loses_no_value(tmp_path, handle):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    (tmp_path / "run.py").write_text(_CLOSES_DESCRIPTORS)
+    out = subprocess.run([sys.executable, "run.py", handle], cwd=tmp_path, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": src}, timeout=120)
+    assert out.returncode == 0, out.stderr
+    with sqlite3.connect(tmp_path / "s.db") as con:
+        assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        done = con.execute("SELECT COUNT(*) FROM trials WHERE status = 'complete'").fetchone()[0]
+    assert set((tmp_path / "user.txt").read_text().splitlines()) == {"user data"}  # nothing of graphbo's in it
+    if handle == "closes":  # the descriptors are put back: every value stored
+        assert done == 8 and "reopened them" in out.stderr
+    else:  # a number now the user's own file: graphbo stops writing, one line, what was told before is stored
+        assert "StorageError:" in out.stdout and "stops writing" in out.stdout
+        info = read_study_info(tmp_path / "s.db")
+        assert info["n_complete"] == done and info["n_running"] == 1  # that trial is evaluated again on resume

@@ -958,6 +958,9 @@ class Study:
                     break
                 reporter = self._reporter(trial)
                 ok, value, error, seconds = _evaluate(_evaluating(reporter, objective), trial.config, timeout)
+                if self._storage.repair_after_evaluation():
+                    logger.warning("the objective closed the open files of study %s (trial %d); graphbo "
+                                   "reopened them", self._storage.name, trial.number)
                 if not ok and reporter.pruned:
                     done = self.prune(trial, seconds=seconds)
                 else:

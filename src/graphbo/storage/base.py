@@ -222,6 +222,12 @@ class Storage(abc.ABC):
     def close(self) -> None:
         """Stop writing; the record stays (and can be loaded and opened again). Idempotent."""
 
+    def repair_after_evaluation(self) -> bool:
+        """After code of the user ran in this process (an objective): make sure the store still writes where it
+        should, reconnecting if that code closed or replaced the store's open files; returns whether it had to.
+        This default has nothing to check."""
+        return False
+
     @property
     @abc.abstractmethod
     def is_open(self) -> bool:

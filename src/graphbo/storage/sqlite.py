@@ -52,6 +52,7 @@ that writer had handed out gets one more ``crashes``; :meth:`~SQLiteStorage.unlo
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import sqlite3
@@ -132,6 +133,8 @@ class SQLiteStorage(Storage):
         self.keep_wal = keep_wal
         self._conn: sqlite3.Connection | None = None
         self._writer: dict[str, Any] | None = None
+        #: descriptors of the study's files at opening, to see that an objective left them alone
+        self._descriptors: dict[int, tuple[int, int]] = {}
         #: the lock taken over when this store was opened (a writer that died), else None
         self.taken_over: dict[str, Any] | None = None
 
@@ -466,6 +469,7 @@ class SQLiteStorage(Storage):
             conn.close()
             raise self._error(exc, "cannot create the study") from None
         self._conn, self._writer = conn, writer
+        self._descriptors = _descriptors_of(self.path)
 
     def open(self) -> None:
         if self._conn is not None:
@@ -499,6 +503,54 @@ class SQLiteStorage(Storage):
             conn.close()
             raise self._error(exc, "cannot be opened for writing") from None
         self._conn, self._writer = conn, writer
+        self._descriptors = _descriptors_of(self.path)
+
+    def repair_after_evaluation(self) -> bool:
+        """Put back the descriptors of the study's files that an objective closed (on Linux, where
+        ``/proc/self/fd`` names them): each is reopened on its file and moved back to its number, so that
+        SQLite's connection writes where it did; returns whether any was. A number the objective reused for
+        another file cannot be given back without taking that file from it: :class:`StorageError`, and nothing
+        more is written (the trials told before are stored)."""
+        if self._conn is None or not self._descriptors:
+            return False
+        repaired = False
+        for fd, identity in self._descriptors.items():
+            try:
+                st = os.fstat(fd)
+            except OSError:  # closed: reopened on the same file, under the same number
+                path = next((p for p in (self.path + s for s in ("", "-wal", "-shm"))
+                             if _identity(p) == identity), None)
+                if path is None:
+                    raise StorageError(f"{self.path}: the objective closed the study's open files, and one of "
+                                       "them is no longer there; graphbo stops writing it") from None
+                new = os.open(path, os.O_RDWR)
+                os.dup2(new, fd)
+                os.close(new)
+                repaired = True
+                continue
+            if (st.st_dev, st.st_ino) != identity:
+                # never used nor closed again: closing it would close (and a checkpoint write into) a file that is
+                # now the objective's; kept from finalisation for the life of the process
+                ctypes.pythonapi.Py_IncRef(ctypes.py_object(self._conn))
+                self._conn = None
+                raise StorageError(f"{self.path}: the objective closed the study's open files and opened others "
+                                   f"under their numbers (descriptor {fd}); graphbo stops writing rather than "
+                                   "write into another file (the trials told before are stored; resume the study)")
+        if repaired:
+            # closing a descriptor dropped this process's locks on the file (POSIX), SQLite's included: the
+            # connection, writing through its own files again, is closed and opened anew to hold them again
+            self._conn.close()
+            self._conn = None
+            conn = self._connect()
+            row = conn.execute("SELECT value FROM meta WHERE key = 'writer'").fetchone()
+            if row is None or _json_or_none(row[0]) != self._writer:
+                conn.close()
+                self._writer = None
+                raise StudyLockedError(f"{self.path}: the objective closed the study's open files, and meanwhile "
+                                       "another process took the study; this one stops writing it")
+            self._conn = conn
+            self._descriptors = _descriptors_of(self.path)
+        return repaired
 
     def unchanged_since(self, stored: StoredStudy) -> bool:
         conn = self._open_connection()
@@ -811,6 +863,35 @@ def _out_of_space(path: str) -> bool:
         return False
     sizes = [n for n in (_size(path), _size(path + "-wal")) if n is not None]
     return bool(sizes) and max(sizes) + (64 << 10) >= soft
+
+
+def _descriptors_of(path: str) -> dict[int, tuple[int, int]]:
+    """This process's open descriptors of the study file and its ``-wal`` and ``-shm``, with each file's device
+    and inode (Linux's ``/proc/self/fd``; empty elsewhere)."""
+    names = {os.path.realpath(path + suffix) for suffix in ("", "-wal", "-shm")}
+    out: dict[int, tuple[int, int]] = {}
+    try:
+        entries = os.listdir("/proc/self/fd")
+    except OSError:
+        return out
+    for entry in entries:
+        try:
+            fd = int(entry)
+            if os.readlink(f"/proc/self/fd/{fd}") in names:
+                st = os.fstat(fd)
+                out[fd] = (st.st_dev, st.st_ino)
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """The device and inode of ``path``, or ``None`` if it is not there."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _size(path: str) -> int | None:
