@@ -505,6 +505,19 @@ class Optimizer:
     def _load_method_state(self, state: Mapping[str, Any]) -> None:
         pass
 
+    def _fit(self) -> Any:
+        """Fit the method's surrogate ``self.model`` on the told observations (a model-based method's)."""
+        raise NotImplementedError(f"{type(self).__name__} fits no single surrogate")
+
+    def fit_model(self) -> Any:
+        """The method's surrogate fitted on the told observations as at a suggestion (no pending evaluations),
+        from this optimizer's generator; what :func:`graphbo.importance.param_importances` reads. COMBO and
+        BO-FM have one; ``NotImplementedError`` for the others."""
+        if self.n_told < 2:
+            raise ValueError(f"fitting the model needs at least 2 told values, got {self.n_told}")
+        self._fit()
+        return getattr(self, "model")
+
     def _training_indices(self, y: np.ndarray) -> np.ndarray:
         """The observations (indices into ``y``) the model is fitted on: :func:`training_subset` under
         ``max_train``, seeded by the optimizer's seed; kept in :attr:`last_training_indices`."""

@@ -180,14 +180,6 @@ class BOFM(Optimizer):
         self.model.fit(self.X[train], self.y[train], self.rng)
         return train
 
-    def fit_model(self) -> MixedGP:
-        """:attr:`model` fitted on the told observations as at a suggestion (no pending evaluations), from this
-        optimizer's generator; what :func:`graphbo.importance.param_importances` reads."""
-        if self.n_told < 2:
-            raise ValueError(f"fitting the model needs at least 2 told values, got {self.n_told}")
-        self._fit()
-        return self.model
-
     def _observe(self, row: np.ndarray, value: float) -> None:
         if self.trust_region is not None:
             self.trust_region.observe(row, value)

@@ -200,17 +200,9 @@ class COMBO(Optimizer):
         y = self.y
         train = self._training_indices(y)  # every observation up to max_train (its docstring)
         fit_y = transform_values(y, self.y_transform)  # over all observations: a subset sees the same map
-        self.model.fit(self.X[train], fit_y[train], self.rng)
-        return train, fit_y
-
-    def fit_model(self) -> DiffusionGP:
-        """:attr:`model` fitted on the told observations as at a suggestion (no pending evaluations), from this
-        optimizer's generator; what :func:`graphbo.importance.param_importances` reads."""
-        if self.n_told < 2:
-            raise ValueError(f"fitting the model needs at least 2 told values, got {self.n_told}")
         with torch.no_grad():
-            self._fit()
-        return self.model
+            self.model.fit(self.X[train], fit_y[train], self.rng)
+        return train, fit_y
 
     def _observe(self, row: np.ndarray, value: float) -> None:
         if self.trust_region is not None:

@@ -42,7 +42,6 @@ pending networks.
 
 from __future__ import annotations
 
-import time
 from typing import AbstractSet, Any, Callable, Mapping, Sequence
 
 import numpy as np

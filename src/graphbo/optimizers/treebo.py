@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import AbstractSet, Any, Sequence
+from typing import AbstractSet, Sequence
 
 import numpy as np
 import torch

@@ -464,12 +464,8 @@ class SQLiteStorage(Storage):
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            conn.close()
-            raise self._error(exc, "cannot create the study") from None
-        self._conn, self._writer = conn, writer
-        self._descriptors = _descriptors_of(self.path)
+            raise self._abandon(conn, exc, "cannot create the study") from None
+        self._start_writing(conn, writer)
 
     def open(self) -> None:
         if self._conn is not None:
@@ -498,10 +494,19 @@ class SQLiteStorage(Storage):
             self._put_meta(conn, "writer", writer)
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            conn.close()
-            raise self._error(exc, "cannot be opened for writing") from None
+            raise self._abandon(conn, exc, "cannot be opened for writing") from None
+        self._start_writing(conn, writer)
+
+    def _abandon(self, conn: sqlite3.Connection, exc: sqlite3.Error, doing: str) -> StorageError:
+        """Roll back and close a connection whose opening write failed; the error to raise."""
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        conn.close()
+        return self._error(exc, doing)
+
+    def _start_writing(self, conn: sqlite3.Connection, writer: dict[str, Any]) -> None:
+        """The store writes through ``conn`` as ``writer``; the descriptors of its files are noted
+        (:meth:`repair_after_evaluation`)."""
         self._conn, self._writer = conn, writer
         self._descriptors = _descriptors_of(self.path)
 
