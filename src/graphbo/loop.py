@@ -341,6 +341,8 @@ def minimize(
         Passed to the optimizer (for COMBO: ``n_initial``, ``n_random``, ...). Optuna's words are refused
         with graphbo's: ``n_trials`` (``budget``), ``n_jobs`` (``n_workers``), ``maximize`` (``direction``).
 
+    Notes
+    -----
     Whatever the objective does wrong is a failed trial with its reason: any
     ``Exception`` or ``SystemExit``; a value that is not a real number (``None``,
     a string, a bool, a complex number, an array or tensor of several numbers,

@@ -119,6 +119,8 @@ class MixedGP(Surrogate):
         gradient come back (``.cpu()``); rows given as NumPy arrays or CPU tensors are moved in
         :meth:`split`, and :meth:`posterior` answers on the device.
 
+    Notes
+    -----
     After :meth:`fit`, ``fit_info`` says whether the fit was warm, how many restarts ran
     and failed, and which fallback (``None``, ``"previous"``, ``"default"``,
     ``"default-unit-noise"``) was used.
