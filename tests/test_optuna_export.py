@@ -89,3 +89,34 @@ def test_an_export_left_unfinished_is_replaced_and_if_exists_chooses_for_a_finis
     assert len(optuna.get_all_study_names(url)) == 1
     assert len(optuna.load_study(study_name="study", storage=url).trials) == len(res.trials)
 
+
+
+def test_conditional_multi_objective_constrained_and_pruned_studies_export_as_optuna_has_them(tmp_path):
+    from graphbo.experiments.optuna_export import export_to_optuna
+
+    url = f"sqlite:///{tmp_path / 'optuna.db'}"
+    # a conditional variable: an inactive one has no parameter (Optuna's define-by-run trials alike)
+    space = gb.Space({"k": gb.Categorical(["rbf", "lin"]), "g": gb.Ordinal([1, 2, 3])},
+                     conditions={"g": {"k": ["rbf"]}})
+    gb.minimize(lambda c: c.get("g", 0) + (c["k"] == "lin"), space, method="rs", budget=4, seed=0,
+                storage=tmp_path / "c.db")
+    exported = export_to_optuna(tmp_path / "c.db", url, "c")
+    assert sorted(map(str, (t.params for t in exported.trials))) == sorted(
+        ["{'k': 'lin'}", "{'k': 'rbf', 'g': 1}", "{'k': 'rbf', 'g': 2}", "{'k': 'rbf', 'g': 3}"])
+    # several objectives and constraints: Optuna's directions, values and "constraints" system attribute
+    flat = gb.Space({"a": gb.Ordinal([1, 2, 3, 4])})
+    gb.minimize(lambda c: {"values": [c["a"], -c["a"]], "constraints": [c["a"] - 2.5]}, flat, method="rs",
+                budget=4, seed=0, storage=tmp_path / "m.db", directions=["minimize", "maximize"], n_constraints=1)
+    exported = export_to_optuna(tmp_path / "m.db", url, "m")
+    assert exported.directions == [optuna.study.StudyDirection.MINIMIZE, optuna.study.StudyDirection.MAXIMIZE]
+    for t in exported.trials:
+        assert t.values == [t.params["a"], -t.params["a"]]
+        assert t.system_attrs["constraints"] == [t.params["a"] - 2.5]
+    # a pruned trial is Optuna's PRUNED, with its intermediate values
+    study = gb.Study(flat, "rs", storage=tmp_path / "p.db", seed=0)
+    first = study.ask()
+    study.report(first, 3.0, 1)
+    study.prune(first)
+    study.close()
+    (trial,) = export_to_optuna(tmp_path / "p.db", url, "p").trials
+    assert trial.state == optuna.trial.TrialState.PRUNED and trial.intermediate_values == {1: 3.0}

@@ -120,7 +120,11 @@ def export_to_optuna(path: str | os.PathLike, optuna_storage: str, study_name: s
             else:
                 raise StorageError(f"{optuna_storage}: has an Optuna study named {name!r} already; give another "
                                    "--study-name, or --if-exists replace (or skip)")
-        study = optuna.create_study(storage=optuna_storage, study_name=name, direction=direction)
+        directions = stored.meta.get("directions")
+        if isinstance(directions, list) and len(directions) > 1:  # several objectives: one direction each
+            study = optuna.create_study(storage=optuna_storage, study_name=name, directions=directions)
+        else:
+            study = optuna.create_study(storage=optuna_storage, study_name=name, direction=direction)
     try:
         study.set_user_attr(EXPORT_DONE, False)
         _write_trials(optuna, study, stored, per_variable, distributions)
@@ -145,19 +149,27 @@ def _write_trials(optuna: Any, study: Any, stored: Any, per_variable: bool, dist
     study.set_user_attr("graphbo_method", stored.meta.get("method"))
     study.set_user_attr("graphbo_seed", stored.meta.get("seed"))
     state = optuna.trial.TrialState
-    states = {"complete": state.COMPLETE, "failed": state.FAIL, "running": state.RUNNING}
+    states = {"complete": state.COMPLETE, "failed": state.FAIL, "running": state.RUNNING, "pruned": state.PRUNED}
     frozen = []
     for t in sorted(stored.trials, key=lambda t: t.number):
         attrs: dict[str, Any] = {"graphbo_number": t.number, **{k: _choice(v) for k, v in t.attrs.items()}}
         if t.error is not None:
             attrs["error"] = t.error
-        if per_variable:
-            params = {k: _choice(t.config[k]) for k in distributions}
+        if per_variable:  # the trial's active variables (a conditional one that is inactive has no value)
+            params = {k: _choice(t.config[k]) for k in distributions if k in t.config}
         else:
             params, attrs["config"] = {}, str(t.config)
+        complete = t.status == "complete"
+        several = "values" in t.attrs
+        system = {"constraints": list(t.attrs["constraints"])} if "constraints" in t.attrs else {}  # Optuna's key
+        status = "pruned" if t.status == "failed" and "pruned" in t.attrs else t.status
+        curve = {int(k): float(v) for k, v in (t.attrs.get("intermediate") or {}).items()}
         trial = optuna.trial.create_trial(
-            state=states[t.status], value=t.value if t.status == "complete" else None,
-            params=params, distributions=dict(distributions) if per_variable else {}, user_attrs=attrs)
+            state=states[status], value=t.value if complete and not several else None,
+            intermediate_values=curve or None,
+            values=list(t.attrs["values"]) if complete and several else None,
+            params=params, distributions={k: distributions[k] for k in params} if per_variable else {},
+            user_attrs=attrs, system_attrs=system)
         trial.datetime_start = _time(t.started)
         if t.status != "running":
             trial.datetime_complete = _time(t.finished)
