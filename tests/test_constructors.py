@@ -140,6 +140,12 @@ CASES = [
     ("OTMANNGP", lambda: OTMANNGP("mlp", beta_bar_bounds=(0.1, 1.0, 10.0)), ValueError,
      r"beta_bar_bounds must be a pair"),
     ("OTMANNGP", lambda: OTMANNGP("mlp", beta_bar_bounds="wide"), TypeError, "beta_bar_bounds must be a sequence"),
+    # -- pruners -----------------------------------------------------------------------------------------
+    ("MedianPruner", lambda: gb.MedianPruner(n_startup_trials=-1), ValueError, "n_startup_trials"),
+    ("MedianPruner", lambda: gb.MedianPruner(interval_steps=0), ValueError, "interval_steps"),
+    ("SuccessiveHalvingPruner", lambda: gb.SuccessiveHalvingPruner(min_resource=0), ValueError, "min_resource"),
+    ("SuccessiveHalvingPruner", lambda: gb.SuccessiveHalvingPruner(reduction_factor=1.5), TypeError,
+     "reduction_factor"),
 ]
 
 
@@ -161,7 +167,7 @@ NOT_HERE = {"Binary", "Optimizer", "Observation", "COMBO", "BOFM", "NASBOT", "Ra
             "RegularizedEvolution", "BOCS", "BOCSSDP", "TPE", "SMAC", "BOHB", "CoCaBO", "NASRandom", "NASEvolution", "TreeBO",
             "SpaceExhaustedError", "SpaceFileError", "StorageError", "InvalidArchitectureError",
             "Surrogate", "AcquisitionFunction", "Posterior", "MinimizeResult", "Trial", "Study", "Variable",
-            "GraphSpectrum", "LogExpectedImprovement", "NegativeLowerConfidenceBound"}
+            "GraphSpectrum", "LogExpectedImprovement", "NegativeLowerConfidenceBound", "TrialPruned"}
 
 
 def test_every_public_constructor_has_a_case():

@@ -381,7 +381,8 @@ def test_cli_run_optimizes_a_module_function_over_a_yaml_space(tmp_path):
         assert value == f(config)
     assert len({json.dumps(c, sort_keys=True) for _, c, _, _ in trials}) == 6
     best = min(trials, key=lambda t: t[3])
-    assert f"best value {best[3]:.6g} at {json.dumps(best[1])}" in out.stdout
+    shown = {k: float(f"{v:.12g}") if isinstance(v, float) else v for k, v in best[1].items()}  # 12 digits
+    assert f"best value {best[3]:.6g} at {json.dumps(shown)}" in out.stdout
     numbers = [int(words[0]) for words in map(str.split, out.stdout.splitlines()) if words and words[0].isdigit()]
     assert numbers == [t[0] for t in trials]  # progress lines, as for benchmarks, numbered as the study file
     assert attrs["objective"] == "gbt_user_objective:objective" and attrs["budget"] == 6

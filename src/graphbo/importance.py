@@ -31,6 +31,7 @@ import torch
 
 from ._validation import check_int
 from .spaces.space import Space
+from .spaces.variables import Continuous, Variable
 
 __all__ = ["param_importances", "trial_importances", "main_effects", "MIN_OBSERVATIONS"]
 
@@ -47,10 +48,12 @@ def _levels(space: Space, j: int, max_levels: int) -> np.ndarray:
     """The values of row column ``j`` whose main effect is averaged: every value (its active ones for a
     conditional variable), at most ``max_levels`` evenly spread; a continuous variable's unit grid."""
     var = space.variables[j]
-    if j in set(space.continuous_indices.tolist()):
+    if isinstance(var, Continuous):
         grid = (np.arange(max_levels) + 0.5) / max_levels
         return np.unique(var.snap(grid))
-    k = len(space.declared_variables[j].values)  # without a conditional variable's inactive vertex
+    declared = space.declared_variables[j]
+    assert isinstance(declared, Variable)  # a discrete column
+    k = len(declared.values)  # without a conditional variable's inactive vertex
     if k <= max_levels:
         return np.arange(k)
     return np.unique(np.round(np.linspace(0, k - 1, max_levels)).astype(np.int64))
