@@ -147,15 +147,25 @@ def objective(config):
     return float(config["x"])
 
 
+if sys.argv[1] == "link":  # the study reached through a symbolic link: SQLite names its -wal after the target
+    os.makedirs("real", exist_ok=True)
+    open("real/s.db", "w").close()
+    os.symlink("real/s.db", "s.db")
 try:
-    gb.minimize(objective, space, method="rs", budget=8, seed=0, storage="s.db")
+    study = gb.Study(space, "rs", storage="s.db", seed=0)
+    study.optimize(objective, 8)
+    # every descriptor the store noted is open again, on its own file
+    store = study._storage
+    print("descriptors", len(store._descriptors), all(
+        (os.fstat(fd).st_dev, os.fstat(fd).st_ino) == ident for fd, ident in store._descriptors.items()))
+    study.close()
 except gb.StorageError as exc:
     print("StorageError:", exc)
 """
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="descriptors are named in /proc/self/fd on Linux")
-@pytest.mark.parametrize("handle", ["closes", "keeps"])
+@pytest.mark.parametrize("handle", ["closes", "keeps", "link"])
 def test_an_objective_that_closes_every_descriptor_loses_no_value(tmp_path, handle):
     import subprocess
     import sys
@@ -170,8 +180,9 @@ def test_an_objective_that_closes_every_descriptor_loses_no_value(tmp_path, hand
         assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         done = con.execute("SELECT COUNT(*) FROM trials WHERE status = 'complete'").fetchone()[0]
     assert set((tmp_path / "user.txt").read_text().splitlines()) == {"user data"}  # nothing of graphbo's in it
-    if handle == "closes":  # the descriptors are put back: every value stored
+    if handle in ("closes", "link"):  # the descriptors are put back: every value stored
         assert done == 8 and "reopened them" in out.stderr
+        assert "descriptors 3 True" in out.stdout, out.stdout  # the file, its -wal and its -shm
     else:  # a number now the user's own file: graphbo stops writing, one line, what was told before is stored
         assert "StorageError:" in out.stdout and "stops writing" in out.stdout
         info = read_study_info(tmp_path / "s.db")

@@ -29,17 +29,17 @@ def curve_objective(steps_used):
 def test_the_median_rule():
     others = [{1: 1.0, 2: 0.5}, {1: 2.0, 2: 1.0}, {1: 3.0}]
     pruner = MedianPruner(n_startup_trials=3)
-    assert pruner.prune({1: 2.5}, others, 1)  # 2.5 > median(1, 2, 3) = 2
-    assert not pruner.prune({1: 1.5}, others, 1)
-    assert not pruner.prune({1: 2.0}, others, 1)  # equal to the median: kept
+    assert pruner.prune({1: 2.5}, others, [], 1)  # 2.5 > median(1, 2, 3) = 2
+    assert not pruner.prune({1: 1.5}, others, [], 1)
+    assert not pruner.prune({1: 2.0}, others, [], 1)  # equal to the median: kept
     # at step 2 the median is 0.75; the trial's best value so far counts, not its value at the step
-    assert not pruner.prune({1: 0.6, 2: 0.9}, others, 2)
-    assert pruner.prune({1: 1.6, 2: 0.9}, others, 2)
-    assert not pruner.prune({1: 9.0, 5: 9.0}, others, 5)  # no finished trial reported at step 5
-    assert not MedianPruner(n_startup_trials=4).prune({1: 2.5}, others, 1)  # fewer finished trials than startup
-    assert not MedianPruner(n_startup_trials=0, n_warmup_steps=2).prune({1: 2.5}, others, 1)
+    assert not pruner.prune({1: 0.6, 2: 0.9}, others, [], 2)
+    assert pruner.prune({1: 1.6, 2: 0.9}, others, [], 2)
+    assert not pruner.prune({1: 9.0, 5: 9.0}, others, [], 5)  # no finished trial reported at step 5
+    assert not MedianPruner(n_startup_trials=4).prune({1: 2.5}, others, [], 1)  # fewer complete trials than that
+    assert not MedianPruner(n_startup_trials=0, n_warmup_steps=2).prune({1: 2.5}, others, [], 1)
     every_other = MedianPruner(n_startup_trials=0, interval_steps=2)
-    assert not every_other.prune({1: 2.5}, others, 1) and every_other.prune({1: 2.5, 2: 2.5}, others, 2)
+    assert not every_other.prune({1: 2.5}, others, [], 1) and every_other.prune({1: 2.5, 2: 2.5}, others, [], 2)
 
 
 def test_asynchronous_successive_halving():
@@ -47,12 +47,15 @@ def test_asynchronous_successive_halving():
     assert pruner.rungs(10) == [1, 3, 9]
     others = [{1: v} for v in (1.0, 2.0, 3.0, 4.0, 5.0)]
     # six values at rung 1 (its own included): the best 6 // 3 = 2 go on
-    assert not pruner.prune({1: 1.5}, others, 1)
-    assert pruner.prune({1: 2.5}, others, 1)
-    assert not pruner.prune({1: 2.5, 2: 0.1}, others, 2)  # step 2 is no rung: nothing decided
-    assert not pruner.prune({1: 0.5}, [], 1)  # alone at a rung: the best of one goes on
+    assert not pruner.prune({1: 1.5}, others, [], 1)
+    assert pruner.prune({1: 2.5}, others, [], 1)
+    assert not pruner.prune({1: 2.5, 2: 0.1}, others, [], 2)  # step 2 is no rung: nothing decided
+    assert not pruner.prune({1: 0.5}, [], [], 1)  # alone at a rung: the best of one goes on
     # rung 3 (step 3), decided on the best value up to it
-    assert pruner.prune({1: 1.5, 3: 1.4}, [{1: 1.0, 3: 0.5}, {1: 1.2, 3: 0.6}, {1: 1.1, 3: 0.7}], 3)
+    assert pruner.prune({1: 1.5, 3: 1.4}, [{1: 1.0, 3: 0.5}, {1: 1.2, 3: 0.6}], [{1: 1.1, 3: 0.7}], 3)
+    # pruned trials' values count at a rung (ASHA), but not in the median rule (as Optuna)
+    assert pruner.prune({1: 2.5}, [], [{1: v} for v in (1.0, 2.0, 3.0, 4.0, 5.0)], 1)
+    assert not MedianPruner(n_startup_trials=0).prune({1: 2.5}, [], [{1: 1.0}, {1: 2.0}], 1)
 
 
 def test_a_run_with_a_pruner_stops_bad_curves_and_keeps_the_best(tmp_path):
@@ -135,7 +138,7 @@ def test_pruner_arguments_are_checked():
 
 def test_a_real_training_run_is_pruned_by_its_validation_curve():
     """SGD on scikit-learn's digits, one epoch per step: the pruner stops some runs and the best survives."""
-    sklearn = pytest.importorskip("sklearn")
+    pytest.importorskip("sklearn")
     from sklearn.datasets import load_digits
     from sklearn.linear_model import SGDClassifier
     from sklearn.model_selection import train_test_split
@@ -161,5 +164,33 @@ def test_a_real_training_run_is_pruned_by_its_validation_curve():
     result = gb.minimize(objective, space, budget=14, seed=0, method="rs",
                          pruner=gb.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3))
     stopped = [t for t in result.trials if "pruned" in t.attrs]
-    assert stopped and sum(epochs) < 14 * 10
-    assert result.best_value < 0.1 and sklearn is not None
+    assert stopped and all(t.attrs["pruned"] < 10 for t in stopped)
+    assert sorted(epochs) == sorted([10] * (14 - len(stopped)) + [t.attrs["pruned"] for t in stopped])
+    complete = [t.value for t in result.trials if t.status == "complete"]
+    assert result.best_value == min(complete) < 0.1  # a good model among those trained to the end
+
+
+def test_a_maximising_study_prunes_the_low_curves_and_ignores_failed_ones():
+    with gb.Study(SPACE, "rs", seed=0, direction="maximize", pruner=gb.MedianPruner(n_startup_trials=5)) as study:
+        for k in range(5):  # accuracies 0.5 .. 0.9 at step 1
+            t = study.ask()
+            study.report(t, 0.5 + 0.1 * k, 1)
+            study.tell(t, 0.5 + 0.1 * k)
+        crashed = study.ask()
+        study.report(crashed, 0.99, 1)
+        study.fail(crashed, "boom")  # a crash keeps its curve but is not compared against
+        low, high = study.ask(), study.ask()
+        study.report(low, 0.6, 1)
+        study.report(high, 0.8, 1)
+        assert study.should_prune(low) and not study.should_prune(high)  # the median accuracy is 0.7
+    with gb.Study(SPACE, "rs", seed=0, pruner=gb.MedianPruner(n_startup_trials=6)) as study:
+        for k in range(5):
+            t = study.ask()
+            study.report(t, float(k), 1)
+            study.tell(t, float(k))
+        crashed = study.ask()
+        study.report(crashed, 0.0, 1)
+        study.fail(crashed, "boom")
+        t = study.ask()
+        study.report(t, 10.0, 1)
+        assert not study.should_prune(t)  # five complete trials: fewer than the six to start with

@@ -16,7 +16,9 @@ Two pruners decide, from the trial's own curve and the curves of the finished tr
 
 Values are compared in the study's direction (lower is better when minimising). Outside a study's
 evaluation (the objective called directly, or in a worker process of a parallel run) :func:`report` does
-nothing and :func:`should_prune` is ``False``, so the same objective runs everywhere.
+nothing and :func:`should_prune` is ``False``, so the same objective runs everywhere. The current trial is a
+context variable: a thread the objective starts itself sees it only when started in a copy of the context
+(``contextvars.copy_context().run``).
 """
 
 from __future__ import annotations
@@ -44,21 +46,23 @@ class Pruner:
     """Decides whether a trial's curve so far is worth continuing.
 
     :meth:`prune` gets the trial's curve (``{step: value}``, values in the minimising sign), the curves of
-    the finished trials, and the step just reported.
+    the complete trials and of the pruned ones, and the step just reported. (Trials that failed otherwise,
+    an error or a timeout, are not compared against.)
     """
 
-    def prune(self, curve: Curve, others: Sequence[Curve], step: int) -> bool:  # pragma: no cover - abstract
+    def prune(self, curve: Curve, complete: Sequence[Curve], pruned: Sequence[Curve],
+              step: int) -> bool:  # pragma: no cover - abstract
         raise NotImplementedError
 
 
 class MedianPruner(Pruner):
-    """Prune when the trial's best value so far is worse than the median of the finished trials' values at
-    the same step.
+    """Prune when the trial's best value so far is worse than the median of the complete trials' values at
+    the same step (pruned trials are not counted, as in Optuna's ``MedianPruner``).
 
     Parameters
     ----------
     n_startup_trials : int, default 5
-        Never prune before this many trials have finished with a curve.
+        Never prune before this many trials have completed with a curve.
     n_warmup_steps : int, default 0
         Never prune at a step below this.
     interval_steps : int, default 1
@@ -70,12 +74,12 @@ class MedianPruner(Pruner):
         self.n_warmup_steps = check_int("n_warmup_steps", n_warmup_steps, minimum=0)
         self.interval_steps = check_int("interval_steps", interval_steps, minimum=1)
 
-    def prune(self, curve: Curve, others: Sequence[Curve], step: int) -> bool:
-        if len(others) < self.n_startup_trials or step < self.n_warmup_steps:
+    def prune(self, curve: Curve, complete: Sequence[Curve], pruned: Sequence[Curve], step: int) -> bool:
+        if len(complete) < self.n_startup_trials or step < self.n_warmup_steps:
             return False
         if (step - self.n_warmup_steps) % self.interval_steps:
             return False
-        at_step = [c[step] for c in others if step in c]
+        at_step = [c[step] for c in complete if step in c]
         if not at_step:
             return False
         best = min(v for s, v in curve.items() if s <= step)
@@ -118,7 +122,8 @@ class SuccessiveHalvingPruner(Pruner):
             return None
         return min(v for s, v in curve.items() if s <= rung) if any(s <= rung for s in curve) else None
 
-    def prune(self, curve: Curve, others: Sequence[Curve], step: int) -> bool:
+    def prune(self, curve: Curve, complete: Sequence[Curve], pruned: Sequence[Curve], step: int) -> bool:
+        others = [*complete, *pruned]  # every value recorded at a rung, as ASHA keeps them
         rungs = self.rungs(step)
         if not rungs or rungs[-1] > step or max((s for s in curve if s < step), default=-1) >= rungs[-1]:
             return False  # no rung reached at this step (or this rung was decided at an earlier report)
@@ -152,13 +157,13 @@ def intermediate_of(attrs: Mapping[str, Any], sign: float = 1.0) -> dict[int, fl
 class _Reporter:
     """The trial being evaluated: where :func:`report` writes and what :func:`should_prune` reads."""
 
-    def __init__(self, pruner: Pruner | None, others: Sequence[Curve], sign: float,
-                 on_report: Callable[[int, float], None] | None = None):
-        self.pruner, self.others, self.sign = pruner, list(others), sign
+    def __init__(self, pruner: Pruner | None, complete: Sequence[Curve], pruned: Sequence[Curve], sign: float):
+        self.pruner, self.sign = pruner, sign
+        self.complete_curves, self.pruned_curves = list(complete), list(pruned)
         self.curve: dict[int, float] = {}  # user's sign
         self.last_step: int | None = None
+        #: whether the objective raised TrialPruned
         self.pruned = False
-        self.on_report = on_report
 
     def report(self, value: Any, step: Any) -> None:
         step = check_int("step", step, minimum=0)
@@ -172,14 +177,12 @@ class _Reporter:
             return  # as Optuna: the first value reported at a step is kept
         self.curve[step] = v
         self.last_step = step
-        if self.on_report is not None:
-            self.on_report(step, v)
 
     def should_prune(self) -> bool:
         if self.pruner is None or self.last_step is None:
             return False
         mine = {s: self.sign * v for s, v in self.curve.items()}
-        return self.pruner.prune(mine, self.others, self.last_step)
+        return self.pruner.prune(mine, self.complete_curves, self.pruned_curves, self.last_step)
 
     def last_value(self) -> float | None:
         return None if self.last_step is None else self.curve[self.last_step]

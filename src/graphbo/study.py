@@ -871,11 +871,13 @@ class Study:
     # -- intermediate values and pruning ------------------------------------------------------
     def _reporter(self, trial: Trial) -> _Reporter:
         """The running ``trial``'s record of intermediate values, made at its first use against the curves
-        of the trials finished by then (complete or pruned, in the minimising sign)."""
+        of the trials complete or pruned by then (in the minimising sign)."""
         if trial.number not in self._reporters:
-            others = [intermediate_of(t.attrs, self._sign) for t in self._trials
-                      if t.status in ("complete", "failed") and t.attrs.get("intermediate")]
-            self._reporters[trial.number] = _Reporter(self.pruner, others, self._sign)
+            curves = [t for t in self._trials if t.attrs.get("intermediate")]
+            complete = [intermediate_of(t.attrs, self._sign) for t in curves if t.status == "complete"]
+            pruned = [intermediate_of(t.attrs, self._sign) for t in curves
+                      if t.status == "failed" and "pruned" in t.attrs]  # not a crash or a timeout
+            self._reporters[trial.number] = _Reporter(self.pruner, complete, pruned, self._sign)
         return self._reporters[trial.number]
 
     def _running(self, trial: Trial | int, what: str) -> Trial:

@@ -523,21 +523,20 @@ class SQLiteStorage(Storage):
             try:
                 st = os.fstat(fd)
             except OSError:  # closed: reopened on the same file, under the same number
-                path = next((p for p in (self.path + s for s in ("", "-wal", "-shm"))
-                             if _identity(p) == identity), None)
+                real = os.path.realpath(self.path)  # SQLite names -wal and -shm after the link's target
+                path = next((p for p in (real + s for s in ("", "-wal", "-shm")) if _identity(p) == identity), None)
                 if path is None:
+                    self._retire_connection()
                     raise StorageError(f"{self.path}: the objective closed the study's open files, and one of "
                                        "them is no longer there; graphbo stops writing it") from None
                 new = os.open(path, os.O_RDWR)
-                os.dup2(new, fd)
-                os.close(new)
+                if new != fd:  # the lowest free number may be the one to fill: then it is already in place
+                    os.dup2(new, fd)
+                    os.close(new)
                 repaired = True
                 continue
             if (st.st_dev, st.st_ino) != identity:
-                # never used nor closed again: closing it would close (and a checkpoint write into) a file that is
-                # now the objective's; kept from finalisation for the life of the process
-                ctypes.pythonapi.Py_IncRef(ctypes.py_object(self._conn))
-                self._conn = None
+                self._retire_connection()
                 raise StorageError(f"{self.path}: the objective closed the study's open files and opened others "
                                    f"under their numbers (descriptor {fd}); graphbo stops writing rather than "
                                    "write into another file (the trials told before are stored; resume the study)")
@@ -556,6 +555,13 @@ class SQLiteStorage(Storage):
             self._conn = conn
             self._descriptors = _descriptors_of(self.path)
         return repaired
+
+    def _retire_connection(self) -> None:
+        """Never use nor close the connection again: closing it would close (and a checkpoint write into) files
+        that may now be the objective's; it is kept from finalisation for the life of the process."""
+        if self._conn is not None:
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(self._conn))
+            self._conn = None
 
     def unchanged_since(self, stored: StoredStudy) -> bool:
         conn = self._open_connection()
@@ -873,7 +879,8 @@ def _out_of_space(path: str) -> bool:
 def _descriptors_of(path: str) -> dict[int, tuple[int, int]]:
     """This process's open descriptors of the study file and its ``-wal`` and ``-shm``, with each file's device
     and inode (Linux's ``/proc/self/fd``; empty elsewhere)."""
-    names = {os.path.realpath(path + suffix) for suffix in ("", "-wal", "-shm")}
+    real = os.path.realpath(path)  # SQLite opens the -wal and -shm beside the link's target
+    names = {real + suffix for suffix in ("", "-wal", "-shm")}
     out: dict[int, tuple[int, int]] = {}
     try:
         entries = os.listdir("/proc/self/fd")
@@ -919,7 +926,8 @@ def sqlite_error(path: str, exc: sqlite3.Error, doing: str) -> StorageError:
         return StorageFullError(f"{path}: {doing}: no space left (a full disk, or the process's file-size limit); "
                                 "nothing of this write was stored and every trial told before it is kept; free "
                                 "space and resume the study")
-    if code == _READONLY_ROLLBACK:
+    if code == _READONLY_ROLLBACK or (code is None and "readonly" in text and os.path.exists(path + "-journal")):
+        # (Python before 3.11 gives no error code: a read-only error with a journal beside the file)
         return HotJournalError(f"{path}: {doing}: a rollback journal lies beside it ({path}-journal: a writer "
                                "crashed mid-write, or the file is not SQLite's), which a read-only open cannot roll "
                                "back; open the study for writing once (graphbo resume, graphbo.Study) and SQLite "
