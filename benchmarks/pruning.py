@@ -12,15 +12,14 @@ question is what it costs in best error. Resumable: finished runs are lines of `
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
 import time
 
 import numpy as np
 
 import graphbo as gb
+
+import jsonl_runs
 
 EPOCHS = 20
 BUDGET = 30
@@ -104,59 +103,7 @@ def run_one(task: str, pruner: str, seed: int) -> dict:
             "method": result.method, "budget": BUDGET, "max_epochs": EPOCHS}
 
 
-def _read(path: str) -> list[dict]:
-    """The runs of a run folder (``runs.jsonl``) or of a packed ``.jsonl.xz`` file."""
-    import lzma
-
-    if os.path.isdir(path):
-        path = os.path.join(path, "runs.jsonl")
-    with (lzma.open(path, "rt") if path.endswith(".xz") else open(path)) as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
-def _seeds(text: str) -> list[int]:
-    a, _, b = text.partition("-")
-    return list(range(int(a), int(b or a) + 1))
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run")
-    r.add_argument("--seeds", default="0-4")
-    r.add_argument("--out", required=True)
-    k = sub.add_parser("pack")
-    k.add_argument("out")
-    k.add_argument("--to", default="data/pruning.jsonl.xz")
-    p = sub.add_parser("report")
-    p.add_argument("runs", help="a folder of a run (its runs.jsonl) or a packed .jsonl.xz")
-    args = parser.parse_args(argv)
-    if args.command == "pack":
-        import lzma
-
-        with open(os.path.join(args.out, "runs.jsonl"), "rb") as src, lzma.open(args.to, "wb") as dst:
-            dst.write(src.read())
-        return 0
-    if args.command == "report":
-        rows = _read(args.runs)
-    path = os.path.join(getattr(args, "out", ""), "runs.jsonl")
-    if args.command == "run":
-        os.makedirs(args.out, exist_ok=True)
-        done = set()
-        if os.path.exists(path):
-            with open(path) as fh:
-                done = {(d["task"], d["pruner"], d["seed"]) for d in map(json.loads, fh)}
-        for seed in _seeds(args.seeds):
-            for task in TASKS:
-                for pruner in PRUNERS:
-                    if (task, pruner, seed) in done:
-                        continue
-                    row = run_one(task, pruner, seed)
-                    with open(path, "a") as fh:
-                        fh.write(json.dumps(row) + "\n")
-                    print(f"[{time.strftime('%H:%M:%S')}] {task} {pruner} seed {seed}: best {row['best']:.4f}, "
-                          f"{row['epochs']} epochs, {row['pruned']} pruned, {row['seconds']:.0f} s", flush=True)
-        return 0
+def report(rows: list[dict]) -> None:
     print(f"| task | pruner | seeds | best validation error (mean ± s.e.) | epochs used (of {BUDGET * EPOCHS}) | "
           "pruned trials |")
     print("|---|---|---|---|---|---|")
@@ -169,7 +116,17 @@ def main(argv: list[str] | None = None) -> int:
             se = best.std(ddof=1) / np.sqrt(best.size) if best.size > 1 else float("nan")
             print(f"| {task} | {pruner} | {len(sel)} | {best.mean():.4f} ± {se:.4f} | "
                   f"{np.mean([d['epochs'] for d in sel]):.0f} | {np.mean([d['pruned'] for d in sel]):.1f} |")
-    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return jsonl_runs.main(
+        argv, __doc__.splitlines()[0], "data/pruning.jsonl.xz", ("task", "pruner", "seed"),
+        lambda args: [(task, pruner, seed) for seed in jsonl_runs.seeds(args.seeds) for task in TASKS
+                      for pruner in PRUNERS],
+        run_one,
+        lambda row: (f"{row['task']} {row['pruner']} seed {row['seed']}: best {row['best']:.4f}, {row['epochs']} "
+                     f"epochs, {row['pruned']} pruned, {row['seconds']:.0f} s"),
+        report)
 
 
 if __name__ == "__main__":

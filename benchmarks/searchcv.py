@@ -13,14 +13,13 @@ cross-validation and each library's defaults. The score is the best mean cross-v
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
 import time
 import warnings
 
 import numpy as np
+
+import jsonl_runs
 
 BUDGET = 30
 CV = 3
@@ -113,60 +112,7 @@ def run_one(task: str, search: str, seed: int) -> dict:
             "seconds": time.perf_counter() - t0, "budget": BUDGET, "cv": CV}
 
 
-def _read(path: str) -> list[dict]:
-    """The runs of a run folder (``runs.jsonl``) or of a packed ``.jsonl.xz`` file."""
-    import lzma
-
-    if os.path.isdir(path):
-        path = os.path.join(path, "runs.jsonl")
-    with (lzma.open(path, "rt") if path.endswith(".xz") else open(path)) as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
-def _seeds(text: str) -> list[int]:
-    a, _, b = text.partition("-")
-    return list(range(int(a), int(b or a) + 1))
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run")
-    r.add_argument("--seeds", default="0-4")
-    r.add_argument("--searches", default=",".join(SEARCHES))
-    r.add_argument("--out", required=True)
-    k = sub.add_parser("pack")
-    k.add_argument("out")
-    k.add_argument("--to", default="data/searchcv.jsonl.xz")
-    p = sub.add_parser("report")
-    p.add_argument("runs", help="a folder of a run (its runs.jsonl) or a packed .jsonl.xz")
-    args = parser.parse_args(argv)
-    if args.command == "pack":
-        import lzma
-
-        with open(os.path.join(args.out, "runs.jsonl"), "rb") as src, lzma.open(args.to, "wb") as dst:
-            dst.write(src.read())
-        return 0
-    if args.command == "report":
-        rows = _read(args.runs)
-    path = os.path.join(getattr(args, "out", ""), "runs.jsonl")
-    if args.command == "run":
-        os.makedirs(args.out, exist_ok=True)
-        done = set()
-        if os.path.exists(path):
-            with open(path) as fh:
-                done = {(d["task"], d["search"], d["seed"]) for d in map(json.loads, fh)}
-        for seed in _seeds(args.seeds):
-            for task in TASKS:
-                for search in args.searches.split(","):
-                    if (task, search, seed) in done:
-                        continue
-                    row = run_one(task, search, seed)
-                    with open(path, "a") as fh:
-                        fh.write(json.dumps(row) + "\n")
-                    print(f"[{time.strftime('%H:%M:%S')}] {task} {search} seed {seed}: best CV accuracy "
-                          f"{row['best_score']:.4f} in {row['seconds']:.0f} s", flush=True)
-        return 0
+def report(rows: list[dict]) -> None:
     searches = [s for s in SEARCHES if any(d["search"] == s for d in rows)]
     print("| task | " + " | ".join(searches) + " |")
     print("|---" * (len(searches) + 1) + "|")
@@ -188,7 +134,18 @@ def main(argv: list[str] | None = None) -> int:
                 ranks[s].append(float(v))
     print("| mean rank (per task and seed) | " + " | ".join(f"{np.mean(ranks[s]):.2f}" if ranks[s] else "-"
                                                           for s in searches) + " |")
-    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return jsonl_runs.main(
+        argv, __doc__.splitlines()[0], "data/searchcv.jsonl.xz", ("task", "search", "seed"),
+        lambda args: [(task, search, seed) for seed in jsonl_runs.seeds(args.seeds) for task in TASKS
+                      for search in args.searches.split(",")],
+        run_one,
+        lambda row: (f"{row['task']} {row['search']} seed {row['seed']}: best CV accuracy {row['best_score']:.4f} "
+                     f"in {row['seconds']:.0f} s"),
+        report,
+        add_run_arguments=lambda r: r.add_argument("--searches", default=",".join(SEARCHES)))
 
 
 if __name__ == "__main__":
