@@ -1,4 +1,4 @@
-"""``method="auto"`` (issue 18.2): the rule of graphbo.optimizers.auto and its docs/auto.md table,
+"""``method="auto"``: the rule of graphbo.optimizers.auto and its docs/auto.md table,
 ``resolve_method``, and ``graphbo compare --methods auto``."""
 
 from __future__ import annotations

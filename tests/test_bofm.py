@@ -60,7 +60,7 @@ def test_log_y_fits_on_the_log_scale():
         (np.log(y.min() - opt.model._shift) - opt.model._mu) / opt.model._sd)
 
 
-# -- kriging believer (issue 6): ask(n) with pending points ----------------------------------------------
+# -- kriging believer: ask(n) with pending points ----------------------------------------------
 
 BELIEVER = dict(n_restarts=3, n_random=3000, n_spray=20, n_starts=10, acq_optimizer="batched")  # the believer, not the inner optimiser, is tested
 

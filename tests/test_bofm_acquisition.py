@@ -1,4 +1,4 @@
-"""BO-FM supplement D.1's acquisition optimisation (``method="supplement"``, issue 16.7b), and its
+"""BO-FM supplement D.1's acquisition optimisation (``method="supplement"``), and its
 ``"typewise"`` variant (a start whose hill-climbing step stays is polished at once)."""
 
 import numpy as np

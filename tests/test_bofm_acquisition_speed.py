@@ -1,4 +1,4 @@
-"""BO-FM's pool scoring by branch and bound (issue 17.2): the mean bound holds, choices are unchanged."""
+"""BO-FM's pool scoring by branch and bound: the mean bound holds, choices are unchanged."""
 
 from __future__ import annotations
 

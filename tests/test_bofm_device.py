@@ -1,4 +1,4 @@
-"""BO-FM on a torch device (issue 17.4): ``device=`` on BOFM and MixedGP.
+"""BO-FM on a torch device: ``device=`` on BOFM and MixedGP.
 
 The CUDA comparison runs only where a GPU is present (it passed on an H200 through
 benchmarks/gpu_crossover.sh, docs/measurements.md "GPU"); the CPU checks show that an

@@ -1,4 +1,4 @@
-"""BO-FM's hill-climbing step scores graph neighbours by replacing one factor of Eq. 5 (issue 17.2):
+"""BO-FM's hill-climbing step scores graph neighbours by replacing one factor of Eq. 5:
 the neighbours' Gram rows, posterior moments and log-EI equal scoring the rows afresh, for every kernel of
 the FM family, with graph, ordinal, categorical and binary variables, with and without continuous ones."""
 

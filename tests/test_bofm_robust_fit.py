@@ -1,4 +1,4 @@
-"""BO-FM's ML-II fit (MixedGP) on data that stalls restarts: it never keeps a penalty state (issue 16.7a)."""
+"""BO-FM's ML-II fit (MixedGP) on data that stalls restarts: it never keeps a penalty state."""
 
 import logging
 import math

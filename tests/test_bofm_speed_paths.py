@@ -1,4 +1,4 @@
-"""BO-FM's fast paths compute the same model as the plain ones (issue 17.2).
+"""BO-FM's fast paths compute the same model as the plain ones.
 
 * warm-started ML-II fits (``restart_every > 1``) reach the cold fit's optimum, follow their
   schedule, fall back to the full restarts when the warm start ends worse than the default

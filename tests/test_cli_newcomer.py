@@ -1,4 +1,4 @@
-"""The command line as a newcomer meets it (issue 19): --version, python -m graphbo, help built from the
+"""The command line as a newcomer meets it: --version, python -m graphbo, help built from the
 method registry, argument validation, one-line errors (a missing extra included), the benchmark's
 natural method, resumable default runs with Ctrl-C, and what `compare` prints in parallel.
 

@@ -1,4 +1,4 @@
-"""COMBO on a torch device (issue 17.4): ``COMBO(device=...)``.
+"""COMBO on a torch device: ``COMBO(device=...)``.
 
 The slice sampler works on NumPy tables on the CPU whatever the device; the posterior over the
 acquisition's candidates (the Gram matrices, their factors and the predictions) runs on the

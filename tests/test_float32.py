@@ -1,4 +1,4 @@
-"""Kernels and log-EI in float32 and float64 (issue 16, item 1).
+"""Kernels and log-EI in float32 and float64.
 
 Before the fix the diffusion kernel's table floor (1e-300) rounded to 0 in float32, so
 ``log 0 = -inf`` met a one-hot zero and the Gram matrix had NaNs; log-EI floored the

@@ -1,4 +1,4 @@
-"""FMKernel pieces that mutation testing (mutmut over graphbo.kernels) found unchecked (issue 16, item 10).
+"""FMKernel pieces that mutation testing (mutmut over graphbo.kernels) found unchecked.
 
 The comparison kernels of BO-FM supplement E (an RBF kernel on the continuous part with a graph
 kernel on the discrete part, as a product or a mixture), the RBF fall-back of a space without

@@ -1,4 +1,4 @@
-"""Defects that GPyTorch's kernel test case found in graphbo's GPyTorch kernels (issue 16, items 1 and 2).
+"""Defects that GPyTorch's kernel test case found in graphbo's GPyTorch kernels.
 
 * Batched kernels could not be indexed: the per-variable column vectors were buffers, and
   GPyTorch indexes every buffer by the batch index (``kernel[0]`` read column 0 only, or

@@ -1,4 +1,4 @@
-"""graphbo's GPyTorch kernels against GPyTorch's own kernel test case (issue 16, items 1 and 2).
+"""graphbo's GPyTorch kernels against GPyTorch's own kernel test case.
 
 ``gpytorch.test.base_kernel_test_case.BaseKernelTestCase`` is the suite GPyTorch runs on
 its own kernels: batched inputs against separate calls, ``diag=True``, ``active_dims``,
@@ -15,7 +15,7 @@ How the suite is fed:
   tests (the plain kernel of those tests reads the same columns after the test selects them),
   both columns otherwise.
 * Precision. The data come in torch's default dtype, float32, so every case checks the
-  float32 kernels (issue 16, item 1) against GPyTorch's tolerances.
+  float32 kernels against GPyTorch's tolerances.
 * ARD. graphbo's kernels always have one hyper-parameter per variable (there is no shared
   "no ARD" form), so both factories build the same kernel; ``create_kernel_ard`` checks that
   ``num_dims`` is the number of variables it was asked for.

@@ -1,4 +1,4 @@
-"""Space definitions from someone else (issue 20, item 7): every hostile input ends in one clear error,
+"""Space definitions from someone else: every hostile input ends in one clear error,
 in bounded time and memory, and runs nothing.
 
 The caps are those of :mod:`graphbo.spaces.limits` (documented in docs/spaces.md, "Limits and untrusted

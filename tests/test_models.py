@@ -136,7 +136,7 @@ def test_expected_improvement_orders_candidates():
 
 
 def test_signal_variance_restart_lands_at_the_data_scale():
-    """Issue 16.4: when the chain's signal variance falls outside Eq. (10)'s support, the sweep
+    """When the chain's signal variance falls outside Eq. (10)'s support, the sweep
     restarts it at the data's scale, not in the middle of a support that K_min ~ 1e-100 stretches
     to ~115 nats above the data."""
     from graphbo import Binary, Space

@@ -1,6 +1,6 @@
 """Tests that fail when a load-bearing step of the samplers, optimisers or linear algebra is removed.
 
-Each group names the step it guards (issue 16, item 10):
+Each group names the step it guards:
 
 * the slice sampler's slice-height check and Neal's (2003) Fig. 6 acceptance test;
 * COMBO's breadth-first graph local search (supplement Sec. 3);

@@ -1,4 +1,4 @@
-"""Nothing a user hands in is executed (issue 20, item 7): a check over the source tree of ``src/graphbo``.
+"""Nothing a user hands in is executed: a check over the source tree of ``src/graphbo``.
 
 Read with :mod:`ast` (not grep, so ``model.eval()`` or a comment saying ``pickle.load`` is not a hit, and
 ``import pickle as p; p.loads(...)`` is), every module is checked for calls that turn data into code:

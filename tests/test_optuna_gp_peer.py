@@ -1,4 +1,4 @@
-"""Optuna's GPSampler as the graphbo method ``gp-optuna`` (issue 18.4), with the real Optuna.
+"""Optuna's GPSampler as the graphbo method ``gp-optuna``, with the real Optuna.
 
 Suggestions cost about a second each on one thread, so the runs here are short.
 """

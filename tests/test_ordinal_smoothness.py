@@ -1,4 +1,4 @@
-"""Ordinal variables can be modelled as smooth over their whole range (issue 16.3).
+"""Ordinal variables can be modelled as smooth over their whole range.
 
 With unit path edges and COMBO's cap ``beta <= 100`` the diffusion kernel correlates no
 more than about 14 steps, so a smooth function on 0..199 could only be modelled as rough.

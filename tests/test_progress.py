@@ -1,4 +1,4 @@
-"""Progress and logging (issue 19): the progress bar of minimize and Study.optimize on standard error (shown when
+"""Progress and logging: the progress bar of minimize and Study.optimize on standard error (shown when
 asked, or when standard error is a terminal), the ``graphbo`` logger's records, and the per-run progress lines
 of ``graphbo compare`` in parallel."""
 

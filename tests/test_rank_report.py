@@ -1,4 +1,4 @@
-"""``graphbo report --suite`` (issue 18.5): ranks, means and curves of a suite, checked against the run files.
+"""``graphbo report --suite``: ranks, means and curves of a suite, checked against the run files.
 
 Real ``graphbo compare`` runs (random search and simulated annealing on two cheap problems, two seeds,
 six evaluations); the numbers in the written file are recomputed here from the SQLite run files

@@ -1,4 +1,4 @@
-"""Follow-ups of issue 20: an ask that copies nothing proportional to the study, ``minimize(max_retries=)``,
+"""Reliability follow-ups: an ask that copies nothing proportional to the study, ``minimize(max_retries=)``,
 ``Study``'s seed and value checks through ``graphbo._validation``, ``graphbo resume``'s budget check before it
 prints, and the resume command printed after an interrupted run of a user's function.
 """

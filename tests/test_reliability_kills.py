@@ -1,4 +1,4 @@
-"""SIGKILL of a run (issue 20.1): during a parallel run with process workers or a Dask local cluster, and
+"""SIGKILL of a run: during a parallel run with process workers or a Dask local cluster, and
 inside a SQLite write transaction. At most the evaluations in flight are lost, no told one is lost, changed or
 duplicated, the file stays sound, the workers end with the main process, and a resume finishes the run to its
 budget (with the uninterrupted run's trace, where the run is sequential and so deterministic).

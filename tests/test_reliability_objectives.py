@@ -1,4 +1,4 @@
-"""Issue 20: objectives that misbehave, timeouts, pool workers that outlive their process, loose arguments and
+"""Objectives that misbehave, timeouts, pool workers that outlive their process, loose arguments and
 studies whose files name code to run (real processes and pools, no mocks)."""
 
 import ctypes
@@ -268,7 +268,7 @@ def test_pool_workers_end_with_a_killed_main_process(tmp_path):
     assert left == [], "pool workers outlived their killed main process"
 
 
-# -- graphbo resume runs only what the user names (issue 20.5) -------------------------------------------------
+# -- graphbo resume runs only what the user names -------------------------------------------------
 USER_OBJECTIVE = '''
 def objective(config):
     return float(config["touch"] + 10 * config["pwned"])

@@ -1,4 +1,4 @@
-"""Reliability of study files (issue 20, items 2, 3, 6, 8): one writer at a time, stale locks, trials that crash
+"""Reliability of study files: one writer at a time, stale locks, trials that crash
 their process, storage faults (each one error line, the file byte-identical), damage detected on load.
 
 Real SQLite files and real processes throughout: a second process, a killed one, a file-size limit, a

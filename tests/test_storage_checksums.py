@@ -1,4 +1,4 @@
-"""Per-row checksums of the SQLite study store (issue 20 item 3): a value changed on disk, even to one that
+"""Per-row checksums of the SQLite study store: a value changed on disk, even to one that
 looks right, is refused with one line naming its row, and the file stays byte-identical; files without
 checksums (an earlier graphbo's) still open, and every write path keeps the checksums current."""
 

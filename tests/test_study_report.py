@@ -1,5 +1,5 @@
 """``graphbo report STUDY.db`` (experiments/study_report.py) on real studies, and the ``--log`` option and
-the paper's line of the comparison reports (issue 19, "Plots people look at")."""
+the paper's line of the comparison reports."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The benchmarks beyond the papers (issue 18.3): LABS, the 53-D mixed Ackley, the integer-heavy
+"""The benchmarks beyond the papers: LABS, the 53-D mixed Ackley, the integer-heavy
 hyper-parameter surface, RNA inverse folding (ViennaRNA) and IOH's PBO problems."""
 
 import json

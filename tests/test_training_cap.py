@@ -1,4 +1,4 @@
-"""The cap on the GP's training set (``max_train``) of COMBO, BO-FM, CoCaBO, NASBOT and TreeBO (issue 20, item 8).
+"""The cap on the GP's training set (``max_train``) of COMBO, BO-FM, CoCaBO, NASBOT and TreeBO.
 
 Above the cap the model is fitted on :func:`graphbo.optimizers.base.training_subset`: the best, the most
 recent and a seeded uniform sample of the other observations. These tests fit the real models: the

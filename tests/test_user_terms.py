@@ -1,4 +1,4 @@
-"""Results in the user's terms (issue 19): best_params / best_value, direction="maximize" (stored, checked on
+"""Results in the user's terms: best_params / best_value, direction="maximize" (stored, checked on
 resume), short reprs, one trial numbering, configurations printed in the variables' own values."""
 
 import itertools
