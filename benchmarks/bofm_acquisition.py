@@ -10,7 +10,7 @@ modest settings so that the whole comparison fits in about 25 CPU minutes on one
 core: 5 ML-II restarts and 20,000 random + 50 spray points scored for the 40
 acquisition starts (the paper: 10 restarts, 100,000 points). Variants:
 
-* ``batched``: ``acq_optimizer="batched"``, ``prior="weak"`` (the defaults before issue 16.7);
+* ``batched``: ``acq_optimizer="batched"``, ``prior="weak"`` (the earlier defaults);
 * ``supplement``: ``acq_optimizer="supplement"`` (supplement D.1's per-start alternation);
 * ``typewise``: ``acq_optimizer="typewise"`` (D.1, a start polished as soon as its discrete part stays);
 * ``batched-noprior`` / ``supplement-noprior`` / ``typewise-noprior``: the same with ``prior="none"``

@@ -1,4 +1,4 @@
-"""How many rows of BO-FM's starting pool each bound of log-EI leaves to score exactly (issue 17.2).
+"""How many rows of BO-FM's starting pool each bound of log-EI leaves to score exactly.
 
     OMP_NUM_THREADS=1 python benchmarks/bofm_pool_bounds.py [--problem ackley53|nas-sgd] [--n 100] [--rows 20000]
 

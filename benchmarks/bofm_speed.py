@@ -45,7 +45,7 @@ Problems:
   time is measured.
 
 The BO-FM paper's code took about 176 s per suggestion on a server CPU
-(9.27 h for 190 suggestions, supplement D.2); issue 4's target is at most 10 s
+(9.27 h for 190 suggestions, supplement D.2); the target is at most 10 s
 on 2 cores. Results (medians and every repeat) are merged into the JSON file,
 one entry per problem.
 """

@@ -1,6 +1,6 @@
 """Seconds per call of NASBOT's evolutionary acquisition against the number of excluded (told) networks.
 
-Before issue 20's change NASBOT handed the EA every told network (``exclude=``), and the EA hashed each one
+Before the change NASBOT handed the EA every told network (``exclude=``), and the EA hashed each one
 (:func:`graphbo.nas.domain.keys.architecture_key`) on every call, so an ask grew by about 0.2 ms per told
 network however small the GP's training set (``max_train``). NASBOT now passes the keys it keeps on
 ``tell`` (``excluded_keys=``). This script times both forms of the same call, in one process, with the same

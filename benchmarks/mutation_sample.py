@@ -3,7 +3,7 @@
     pip install mutmut==3.8.1
     python benchmarks/mutation_sample.py --n 400 --seed 1 --out benchmarks/results/mutation_sample.json
 
-Issue 16.10. ``[tool.mutmut]`` in ``pyproject.toml`` names the modules mutated (``kernels/``,
+``[tool.mutmut]`` in ``pyproject.toml`` names the modules mutated (``kernels/``,
 ``models/``, ``acquisition/``) and the unit tests run against each mutant (mutmut runs only those that
 call the mutated function, and stops at the first failure). mutmut generates about 6,400 mutants
 there; the core functions (the slice sampler's sweep, the FM kernel's Gram matrix) are called by

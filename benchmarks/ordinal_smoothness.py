@@ -1,4 +1,4 @@
-"""Long ordinal paths before and after (issue 16.3).
+"""Long ordinal paths before and after the default edge weight.
 
     python benchmarks/ordinal_smoothness.py --out benchmarks/results/ordinal_smoothness.json
 

@@ -2,10 +2,10 @@
 
     python benchmarks/plot_suggestion_growth.py [--out docs/img/combo_suggestion_growth.png]
 
-Reads ``benchmarks/results/suggestion_growth.json`` (issue 17's before/after, 7aa962c against the code of
-2026-11-25) and ``benchmarks/results/suggestion_growth_prior.json`` (the authors' sampler of ``beta``,
+Reads ``benchmarks/results/suggestion_growth.json`` (before and after the speed-ups at large n, 7aa962c against the code
+of 2026-11-25) and ``benchmarks/results/suggestion_growth_prior.json`` (the authors' sampler of ``beta``,
 3a0ec31, against the paper's prior, 2026-11-26) and ``benchmarks/results/suggestion_growth_session35.json``
-(9c15746 against session 35's code, 2026-11-27); one line per code version, mean seconds per suggestion of a
+(9c15746 against the code of 2026-11-27 evening); one line per code version, mean seconds per suggestion of a
 resumed run on wMaxSAT28, log-log. The rows were measured in different runs on a shared machine: compare
 lines of one file, not across files.
 """
@@ -17,11 +17,11 @@ import json
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
-LABELS = {("suggestion_growth.json", "baseline"): "before issue 17 (7aa962c)",
-          ("suggestion_growth.json", "current"): "issue 17's speed-ups (2026-11-25)",
+LABELS = {("suggestion_growth.json", "baseline"): "before the speed-ups (7aa962c)",
+          ("suggestion_growth.json", "current"): "the speed-ups (2026-11-25)",
           ("suggestion_growth_prior.json", "baseline"): "authors' beta sampler (3a0ec31, 2026-11-26)",
           ("suggestion_growth_prior.json", "current"): "paper's beta prior (2026-11-26)",
-          ("suggestion_growth_session35.json", "baseline"): "session 34's code (9c15746, 2026-11-27)",
+          ("suggestion_growth_session35.json", "baseline"): "9c15746 (2026-11-27)",
           ("suggestion_growth_session35.json", "current"): "fewer passes, tighter bounds (2026-11-27)"}
 
 
@@ -45,7 +45,7 @@ def main() -> None:
         ax.plot(ns, [sum(by_n[n]) / len(by_n[n]) for n in ns], marker="o", label=label,
                 linestyle="-" if code == "current" else "--")
     ax.axhline(3.0, color="grey", linewidth=0.8, linestyle=":")
-    ax.text(52, 3.2, "issue 17's target at n = 400: 3 s", fontsize=8, color="grey")
+    ax.text(52, 3.2, "target at n = 400: 3 s", fontsize=8, color="grey")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("told evaluations n (training rows capped at 500)")

@@ -3,7 +3,7 @@
     python benchmarks/quality_subset.py --benchmark ising --seeds 0-19 --budget 80 --n-initial 20 \
         --baseline-ref 7aa962c --out benchmarks/results/quality_subset_ising.jsonl
 
-The quality check of issue 17.3: a speed change must leave the results within two standard
+The quality check of a speed change: it must leave the results within two standard
 errors of the code before it, on the same seeds. Each (version, seed) is one ask/tell loop of
 ``graphbo.COMBO(space, seed=seed, n_initial=...)`` (``--method bofm``: ``graphbo.BOFM``, for the mixed
 benchmarks func2c, func3c, ackley5c, ...); Ising's coupling instance is drawn from the

@@ -1,4 +1,4 @@
-"""Soak test of graphbo's reliability promises (docs/reliability.md; issue 20): SIGKILLs at random moments,
+"""Soak test of graphbo's reliability promises (docs/reliability.md): SIGKILLs at random moments,
 concurrent writers, storage faults, misbehaving objectives and hostile input, each counted.
 
     OMP_NUM_THREADS=1 python benchmarks/soak.py --out benchmarks/results/soak.json   # a few minutes
