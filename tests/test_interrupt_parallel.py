@@ -124,6 +124,8 @@ def test_ctrl_c_stops_minimize_on_a_dask_cluster_at_once(tmp_path):
     text = log.read_text()
     got = re.search(r"interrupted at (\S+)", text)
     assert got, text
-    assert float(got[1]) - sent < 2.0, text  # minimize gave the KeyboardInterrupt back without waiting
+    # minimize gave the KeyboardInterrupt back without waiting for the evaluations in flight (4 s each): 0.03 s
+    # on an idle machine, 2 s and more beside other jobs
+    assert float(got[1]) - sent < 3.5, text
     info = read_study_info(tmp_path / "d.db")
     assert info["n_running"] >= 1 and info["n_complete"] < 12, info  # in flight: kept running for a resume
