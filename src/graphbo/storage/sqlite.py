@@ -57,7 +57,7 @@ import json
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import AbstractSet, Any, Iterator, Mapping, Sequence
 
 from .base import (APPLICATION, DIRECTIONS, FORMAT_VERSION, STATUSES, CorruptStudyError, HotJournalError,
                    NewerFormatError, NotAStudyError, Storage, StorageError, StorageFullError, StoredStudy, StudyAccessError,
@@ -446,6 +446,7 @@ class SQLiteStorage(Storage):
             conn.close()
 
     def _create(self, meta: Mapping[str, Any]) -> None:
+        others = set(_descriptors_of(self.path))  # another connection's of this process, if any
         conn = self._connect()
         writer = this_writer()
         try:
@@ -465,12 +466,13 @@ class SQLiteStorage(Storage):
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             raise self._abandon(conn, exc, "cannot create the study") from None
-        self._start_writing(conn, writer)
+        self._start_writing(conn, writer, others)
 
     def open(self) -> None:
         if self._conn is not None:
             return
         self._refuse_foreign_schema()
+        others = set(_descriptors_of(self.path))  # another connection's of this process, if any
         conn = self._connect()
         writer = this_writer()
         try:
@@ -495,7 +497,7 @@ class SQLiteStorage(Storage):
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             raise self._abandon(conn, exc, "cannot be opened for writing") from None
-        self._start_writing(conn, writer)
+        self._start_writing(conn, writer, others)
 
     def _abandon(self, conn: sqlite3.Connection, exc: sqlite3.Error, doing: str) -> StorageError:
         """Roll back and close a connection whose opening write failed; the error to raise."""
@@ -504,11 +506,11 @@ class SQLiteStorage(Storage):
         conn.close()
         return self._error(exc, doing)
 
-    def _start_writing(self, conn: sqlite3.Connection, writer: dict[str, Any]) -> None:
+    def _start_writing(self, conn: sqlite3.Connection, writer: dict[str, Any], others: AbstractSet[int]) -> None:
         """The store writes through ``conn`` as ``writer``; the descriptors of its files are noted
         (:meth:`repair_after_evaluation`)."""
         self._conn, self._writer = conn, writer
-        self._descriptors = _descriptors_of(self.path)
+        self._descriptors = {fd: i for fd, i in _descriptors_of(self.path).items() if fd not in others}
 
     def repair_after_evaluation(self) -> bool:
         """Put back the descriptors of the study's files that an objective closed (on Linux, where
@@ -545,6 +547,7 @@ class SQLiteStorage(Storage):
             # connection, writing through its own files again, is closed and opened anew to hold them again
             self._conn.close()
             self._conn = None
+            others = set(_descriptors_of(self.path))
             conn = self._connect()
             row = conn.execute("SELECT value FROM meta WHERE key = 'writer'").fetchone()
             if row is None or _json_or_none(row[0]) != self._writer:
@@ -553,7 +556,7 @@ class SQLiteStorage(Storage):
                 raise StudyLockedError(f"{self.path}: the objective closed the study's open files, and meanwhile "
                                        "another process took the study; this one stops writing it")
             self._conn = conn
-            self._descriptors = _descriptors_of(self.path)
+            self._descriptors = {fd: i for fd, i in _descriptors_of(self.path).items() if fd not in others}
         return repaired
 
     def _retire_connection(self) -> None:
