@@ -873,7 +873,8 @@ class Study:
         """The running ``trial``'s record of intermediate values, made at its first use against the curves
         of the trials complete or pruned by then (in the minimising sign)."""
         if trial.number not in self._reporters:
-            curves = [t for t in self._trials if t.attrs.get("intermediate")]
+            # the other trials' curves only where a pruner reads them: no scan of the study per evaluation
+            curves = [t for t in self._trials if t.attrs.get("intermediate")] if self.pruner is not None else []
             complete = [intermediate_of(t.attrs, self._sign) for t in curves if t.status == "complete"]
             pruned = [intermediate_of(t.attrs, self._sign) for t in curves
                       if t.status == "failed" and "pruned" in t.attrs]  # not a crash or a timeout
