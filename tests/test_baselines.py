@@ -16,9 +16,9 @@ MAKERS = {
     "sa": lambda space, **kw: SimulatedAnnealing(space, **kw),
     "re": lambda space, **kw: RegularizedEvolution(space, **kw),
     "bocs": lambda space, **kw: BOCS(space, **BOCS_FAST, **kw),
-    "random": lambda space, **kw: RandomSearch(space, **kw),
+    "rs": lambda space, **kw: RandomSearch(space, **kw),
 }
-GRAPH_METHODS = ["sa", "re", "random"]  # methods that take any discrete space
+GRAPH_METHODS = ["sa", "re", "rs"]  # methods that take any discrete space
 
 TARGET = [1, 0, 1, 1, 0, 0, 1, 0]
 WEIGHTS = [1.0, 1.3, 0.7, 2.0, 1.1, 0.9, 1.6, 0.8]
@@ -62,7 +62,7 @@ def run(opt, objective, budget, stop_at=None):
 
 @pytest.mark.parametrize(
     "method, d, n_initial, budget",
-    [("sa", 6, 4, 30), ("re", 8, 8, 50), ("bocs", 8, 5, 40), ("random", 6, 4, 64)],
+    [("sa", 6, 4, 30), ("re", 8, 8, 50), ("bocs", 8, 5, 40), ("rs", 6, 4, 64)],
 )
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_finds_the_optimum_of_a_small_binary_quadratic(method, d, n_initial, budget, seed):

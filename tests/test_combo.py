@@ -103,8 +103,8 @@ def test_minimize_returns_the_best_and_history():
 
 
 def test_random_search_is_seeded_and_distinct():
-    r1 = gb.minimize(toy_objective, toy_space(), method="random", budget=20, seed=7)
-    r2 = gb.minimize(toy_objective, toy_space(), method="random", budget=20, seed=7)
+    r1 = gb.minimize(toy_objective, toy_space(), method="rs", budget=20, seed=7)
+    r2 = gb.minimize(toy_objective, toy_space(), method="rs", budget=20, seed=7)
     assert [h.config for h in r1.history] == [h.config for h in r2.history]
     assert len({tuple(sorted(h.config.items())) for h in r1.history}) == 20
 

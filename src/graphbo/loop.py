@@ -193,7 +193,7 @@ def _cut(text: str, n: int) -> str:
 
 
 def make_optimizer(method: str, space: Space, seed: int | None = None, **options: Any) -> Optimizer:
-    """An optimizer by name (``"combo"``, ``"random"``)."""
+    """An optimizer by name (``"combo"``, ``"rs"``)."""
     from .optimizers import METHODS
     from .optimizers.auto import AUTO, choose_method
 
@@ -386,8 +386,7 @@ def minimize(
                   pruner=pruner, **options)
     try:
         n_initial = getattr(study.optimizer, "n_initial", None)
-        if isinstance(n_initial, int) and budget <= n_initial and not study.trials and study.method not in ("rs",
-                                                                                                        "random"):
+        if isinstance(n_initial, int) and budget <= n_initial and not study.trials and study.method != "rs":
             warnings.warn(f"budget={budget} is not above the initial design (n_initial={n_initial}): every "
                           "evaluation will be a random one; raise budget or lower n_initial", stacklevel=2)
         if executor is None and n_workers == 1:

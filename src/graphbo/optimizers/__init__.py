@@ -48,7 +48,6 @@ METHODS = {
     "combo-tr": with_trust_region(COMBO, "combo-tr"),
     "bofm-tr": with_trust_region(BOFM, "bofm-tr"),
     "rs": RandomSearch,
-    "random": RandomSearch,
     "sa": SimulatedAnnealing,
     "re": RegularizedEvolution,
     "bocs": BOCS,
@@ -60,13 +59,11 @@ METHODS = {
     "smac": SMAC,
     # BOHB through SMAC3's multi-fidelity facade: asks come with a fidelity (epochs), see graphbo.benchmarks.fidelity
     "bohb": BOHB,
-    # CoCaBO (Ru et al. 2020) and its fixed mixture weights as compared by BO-FM (CoCaBO-0.0/0.5/1.0)
+    # CoCaBO (Ru et al. 2020) and its fixed mixture weights as compared by BO-FM (its CoCaBO-0.0/0.5/1.0)
     "cocabo": CoCaBO,
     "cocabo-0": CoCaBOMix0,
-    "cocabo-0.0": CoCaBOMix0,
     "cocabo-0.5": CoCaBOMix05,
     "cocabo-1": CoCaBOMix1,
-    "cocabo-1.0": CoCaBOMix1,
     "cocabo-learn": CoCaBOLearnedMix,
     # NASBOT (Kandasamy et al. 2018) and its baselines RAND and EA (App. C.1), on a graphbo.nas.ArchitectureSpace
     "nasbot": NASBOT,

@@ -12,7 +12,7 @@ __all__ = ["RandomSearch"]
 class RandomSearch(Optimizer):
     """Suggests uniformly random configurations never asked before."""
 
-    name = "random"
+    name = "rs"
 
     def _suggest(self) -> np.ndarray:
         from ..exceptions import SpaceExhaustedError
