@@ -3,7 +3,7 @@ knows there.
 
     python benchmarks/binary_locality.py distances BENCHMARK METHOD_DIR [METHOD_DIR ...] [--skip 20]
     OMP_NUM_THREADS=1 python benchmarks/binary_locality.py model BENCHMARK STUDY_FILE [STUDY_FILE ...] [--n 60]
-        [--per-distance 50] [--beta-prior horseshoe] [--benchmark-option KEY=VALUE ...] [--y-transform none]
+        [--per-distance 50] [--beta-prior horseshoe] [--benchmark-option KEY=VALUE ...]
 
 ``distances`` reads finished runs (e.g. data/runs/beyond/labs/combo-tr and data/runs/beyond/labs/gp-optuna):
 for every trial after the first ``--skip`` (the shared initial design), the Hamming distance (number of
@@ -47,7 +47,6 @@ def _seed_number(path: str) -> int:
 
 def distances(benchmark: str, dirs: list[str], skip: int) -> None:
     from graphbo.benchmarks import load_benchmark
-    from graphbo.models.transforms import transform_values
     from graphbo.study import load_study_file
 
     space = load_benchmark(benchmark).space
@@ -67,14 +66,13 @@ def distances(benchmark: str, dirs: list[str], skip: int) -> None:
 
 
 def model(benchmark: str, paths: list[str], n: int, per_distance: int, beta_prior: str,
-          options: dict | None = None, y_transform: str = "none") -> None:
+          options: dict | None = None) -> None:
     import torch
     from scipy.stats import spearmanr
 
     import graphbo as gb
     from graphbo.acquisition import LogExpectedImprovement
     from graphbo.benchmarks import load_benchmark
-    from graphbo.models.transforms import transform_values
     from graphbo.study import load_study_file
 
     torch.set_num_threads(1)
@@ -83,11 +81,11 @@ def model(benchmark: str, paths: list[str], n: int, per_distance: int, beta_prio
     sizes = np.array([len(v.values) for v in space.variables])
     for path in paths:
         trials = [t for t in load_study_file(path).trials if t.value is not None][:n]
-        opt = gb.COMBO(space, seed=0, beta_prior=beta_prior, y_transform=y_transform)
+        opt = gb.COMBO(space, seed=0, beta_prior=beta_prior)
         for t in trials:
             opt.tell(t.config, t.value)
         X, y = opt.X, opt.y
-        opt.model.fit(X, transform_values(y, y_transform), np.random.default_rng(0))
+        opt.model.fit(X, y, np.random.default_rng(0))
         acq = LogExpectedImprovement(opt.model)
         best = X[int(np.argmin(y))]
         rng = np.random.default_rng(1)
@@ -124,13 +122,12 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--per-distance", type=int, default=50)
     b.add_argument("--beta-prior", default="horseshoe")
     b.add_argument("--benchmark-option", action="append", default=[], metavar="KEY=VALUE")
-    b.add_argument("--y-transform", default="none", help="COMBO's y_transform for the fit (none, log, power, tail)")
     args = ap.parse_args(argv)
     if args.command == "distances":
         distances(args.benchmark, args.dirs, args.skip)
     else:
         options = {k: json.loads(v) for k, v in (o.split("=", 1) for o in args.benchmark_option)}
-        model(args.benchmark, args.paths, args.n, args.per_distance, args.beta_prior, options, args.y_transform)
+        model(args.benchmark, args.paths, args.n, args.per_distance, args.beta_prior, options)
     return 0
 
 

@@ -1,7 +1,7 @@
 """Where COMBO's expected improvement points, against the incumbent's surroundings, on a run's trace.
 
     OMP_NUM_THREADS=1 python benchmarks/combo_ei_locality.py BENCHMARK STUDY_FILE [--n 60]
-        [--y-transform none,tail,power] [--scales 0.005,0.02,0.05,0.1,0.3] [--samples 5000] [--json OUT]
+        [--scales 0.005,0.02,0.05,0.1,0.3] [--samples 5000] [--json OUT]
     python benchmarks/combo_ei_locality.py BENCHMARK STUDY_FILE [STUDY_FILE ...] --ends-only [--skip 20]
 
 ``--ends-only`` reads the runs alone: for the trials after the first ``--skip`` (the shared initial design)
@@ -11,7 +11,7 @@ range, the share of trials with two or more such ends, and the number of values 
 COMBO (the default options, seed 0, no initial design of its own) is told the first ``--n`` complete trials
 of ``STUDY_FILE`` (a run of any method on the registered benchmark ``BENCHMARK``, e.g. under
 data/runs/beyond/hpo-surface/; values as COMBO minimises them, negated for a maximising study) and asked
-for one suggestion, once per ``--y-transform``. Printed for each:
+for one suggestion. Printed:
 
 * ``chosen``: the suggestion, its log-EI and its true value, and how many of its ordinal variables (of
   more than 10 values) sit at an end of their range;
@@ -19,8 +19,6 @@ for one suggestion, once per ``--y-transform``. Printed for each:
   ordinal variable of more than 10 values moves by a rounded ``N(0, (s * its number of values)^2)``
   step (clipped to its range; the other variables as the incumbent's), with the true value there and
   the mean true value of the first 200 perturbations.
-
-Log-EI is on the scale of the values the GP is fitted on, so compare it within one ``--y-transform``.
 
 If the chosen point has a higher log-EI than every local perturbation while its true value is far worse,
 the model (not the acquisition optimiser) sends the search away from the incumbent: the GP's posterior
@@ -44,7 +42,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ends-only", action="store_true")
     ap.add_argument("--skip", type=int, default=20)
     ap.add_argument("--n", type=int, default=60)
-    ap.add_argument("--y-transform", default="none,tail,power")
     ap.add_argument("--scales", default="0.005,0.02,0.05,0.1,0.3")
     ap.add_argument("--samples", type=int, default=5000)
     ap.add_argument("--json", default=None)
@@ -80,36 +77,35 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.study_file[0]}: fewer than 2 complete trials", file=sys.stderr)
         return 2
     out = []
-    for how in args.y_transform.split(","):
-        opt = COMBO(space, seed=0, n_initial=0, y_transform=how)
-        for t in trials:
-            opt.tell(t.config, sign * t.value)
-        chosen = opt.ask()  # no initial design and nothing pending: the model's own suggestion
-        row = space.to_index(chosen)
-        acq = LogExpectedImprovement(opt.model)
-        inc = opt.X[int(np.argmin(opt.y))]
-        ends = int(sum(row[j] in (0, sizes[j] - 1) for j in long))
-        rec = {"y_transform": how, "n": len(trials), "chosen": chosen, "chosen_log_ei": opt.last_acquisition_value,
-               "chosen_true": float(bench(chosen)), "chosen_at_range_ends": ends,
-               "incumbent_true": float(opt.y.min()), "scales": []}
-        print(f"{how}: n={len(trials)} incumbent {rec['incumbent_true']:.4f}; chosen log-EI "
-              f"{rec['chosen_log_ei']:.3f}, true {rec['chosen_true']:.4f}, {ends}/{long.size} long ordinals at a "
-              f"range end: {chosen}")
-        rng = np.random.default_rng(0)
-        for scale in (float(s) for s in args.scales.split(",")):
-            rows = np.repeat(inc[None], args.samples, 0).astype(space.row_dtype)
-            for j in long:
-                step = np.round(rng.normal(0.0, scale * sizes[j], args.samples))
-                rows[:, j] = np.clip(inc[j] + step, 0, sizes[j] - 1)
-            scores = np.asarray(acq(rows), dtype=float)
-            k = int(np.argmax(scores))
-            best_true = float(bench(space.from_index(rows[k])))
-            mean_true = float(np.mean([bench(space.from_index(r)) for r in rows[:200]]))
-            rec["scales"].append({"scale": scale, "best_log_ei": float(scores[k]), "true_there": best_true,
-                                  "mean_true": mean_true})
-            print(f"  scale {scale:<6g} best log-EI {scores[k]:8.3f}  true there {best_true:.4f}  "
-                  f"mean true of the perturbations {mean_true:.4f}")
-        out.append(rec)
+    opt = COMBO(space, seed=0, n_initial=0)
+    for t in trials:
+        opt.tell(t.config, sign * t.value)
+    chosen = opt.ask()  # no initial design and nothing pending: the model's own suggestion
+    row = space.to_index(chosen)
+    acq = LogExpectedImprovement(opt.model)
+    inc = opt.X[int(np.argmin(opt.y))]
+    ends = int(sum(row[j] in (0, sizes[j] - 1) for j in long))
+    rec = {"n": len(trials), "chosen": chosen, "chosen_log_ei": opt.last_acquisition_value,
+           "chosen_true": float(bench(chosen)), "chosen_at_range_ends": ends,
+           "incumbent_true": float(opt.y.min()), "scales": []}
+    print(f"n={len(trials)} incumbent {rec['incumbent_true']:.4f}; chosen log-EI "
+          f"{rec['chosen_log_ei']:.3f}, true {rec['chosen_true']:.4f}, {ends}/{long.size} long ordinals at a "
+          f"range end: {chosen}")
+    rng = np.random.default_rng(0)
+    for scale in (float(s) for s in args.scales.split(",")):
+        rows = np.repeat(inc[None], args.samples, 0).astype(space.row_dtype)
+        for j in long:
+            step = np.round(rng.normal(0.0, scale * sizes[j], args.samples))
+            rows[:, j] = np.clip(inc[j] + step, 0, sizes[j] - 1)
+        scores = np.asarray(acq(rows), dtype=float)
+        k = int(np.argmax(scores))
+        best_true = float(bench(space.from_index(rows[k])))
+        mean_true = float(np.mean([bench(space.from_index(r)) for r in rows[:200]]))
+        rec["scales"].append({"scale": scale, "best_log_ei": float(scores[k]), "true_there": best_true,
+                              "mean_true": mean_true})
+        print(f"  scale {scale:<6g} best log-EI {scores[k]:8.3f}  true there {best_true:.4f}  "
+              f"mean true of the perturbations {mean_true:.4f}")
+    out.append(rec)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(out, fh, indent=1, default=str)

@@ -23,10 +23,9 @@ from ..optim.trust_region import TrustRegion, as_trust_region_options
 from ..kernels.diffusion import GraphDiffusionKernel
 from ..models.diffusion_gp import DiffusionGP, HyperSample
 from ..models.ordinal_warp import log_path_spectrum, log_warp_candidates
-from ..models.transforms import Y_TRANSFORMS, transform_values
 from ..spaces.space import Space
 from ..spaces.variables import IntegerRange, Variable
-from .._validation import check_bool, check_choice, check_device, check_int
+from .._validation import check_bool, check_device, check_int
 from .base import DEFAULT_MAX_TRAIN, Configs, Optimizer, check_max_train
 
 __all__ = ["COMBO"]
@@ -62,12 +61,6 @@ class COMBO(Optimizer):
     n_random, n_spray, n_starts : int, defaults 20000, 20, 20
         Acquisition optimiser: random vertices, spray vertices within graph
         distance 2 of the best evaluation, and local-search starts (supplement Sec. 3).
-    paper_kernel : bool, default False
-        Use supplement Eq. 8 exactly for every variable. By default the factors of variables
-        whose graphs have unequal heat diagonals (ordinal paths, most user graphs) are scaled to
-        unit diagonal (equal prior variance at every value, see
-        :class:`~graphbo.kernels.GraphDiffusionKernel`); binary and categorical variables are
-        the paper's either way.
     device : str or torch.device, optional
         torch device for the GP algebra (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``; it must be
         available on this machine); CPU by default.
@@ -86,17 +79,6 @@ class COMBO(Optimizer):
         10,000 told trials as at ``max_train`` (docs/reliability.md, "Load"). Every evaluated
         configuration stays excluded from the suggestions, and EI's incumbent is the best of all
         the observations. :attr:`last_training_indices` holds the trials of the last fit.
-    y_transform : {"none", "log", "power", "tail"}, default "none"
-        What the GP is fitted on: the told values themselves (the paper's COMBO),
-        ``log(y - min(y) + 1e-3 * span)`` (``"log"``, BO-FM Sec. 5.3's transform,
-        :func:`~graphbo.models.transforms.log_values`), their Yeo-Johnson power transform with a
-        maximum-likelihood ``lambda`` (``"power"``, as HEBO,
-        :func:`~graphbo.models.transforms.power_values`), or the values with those above Tukey's
-        upper fence compressed logarithmically (``"tail"``,
-        :func:`~graphbo.models.transforms.tail_values`). All are strictly increasing, so the
-        incumbent is the same; they compress a long tail of bad values (diverging runs,
-        penalties), which otherwise set the GP's mean and scale (docs/combo_prior.md, "Skewed
-        values", has their measurements; none is a default).
     warp_ordinals : bool, default True
         Let the model put each long ordinal of positive numbers spanning a decade or more (a batch
         size, a width) on a log-spaced path instead of the evenly spaced one, chosen from the data
@@ -111,18 +93,16 @@ class COMBO(Optimizer):
 
     def __init__(self, space: Space, *, seed: int | None = None, n_initial: int = 10,
                  initial_configs: Configs | None = None, n_burn: int = 100, n_samples: int = 10,
-                 n_random: int = 20000, n_spray: int = 20, n_starts: int = 20, paper_kernel: bool = False,
+                 n_random: int = 20000, n_spray: int = 20, n_starts: int = 20,
                  device: str | None = None, trust_region: bool | dict = False,
                  max_train: int | None = DEFAULT_MAX_TRAIN, beta_prior: str = "horseshoe",
-                 y_transform: str = "none", warp_ordinals: bool = True):
+                 warp_ordinals: bool = True):
         n_burn = check_int("n_burn", n_burn, minimum=0)
-        self.y_transform = check_choice("y_transform", y_transform, Y_TRANSFORMS)
         n_samples = check_int("n_samples", n_samples, minimum=1)
         self.n_random = check_int("n_random", n_random, minimum=1)
         self.n_spray = check_int("n_spray", n_spray, minimum=0)
         self.n_starts = check_int("n_starts", n_starts, minimum=1)
         device = check_device("device", device)
-        paper_kernel = check_bool("paper_kernel", paper_kernel)
         tr_options = as_trust_region_options("trust_region", trust_region)
         self.max_train = check_max_train(max_train)
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
@@ -134,7 +114,7 @@ class COMBO(Optimizer):
             raise ValueError(f"COMBO handles discrete variables only: {what}; use method 'bofm' for a mixed space "
                              "(graphbo.BOFM, --method bofm on the command line)")
         kernel = GraphDiffusionKernel([v.spectrum for v in space.variables if isinstance(v, Variable)],
-                                      device=device, unit_diagonal=False if paper_kernel else None)
+                                      device=device)
         warps = {}
         if check_bool("warp_ordinals", warp_ordinals):
             for j in log_warp_candidates(space.variables):
@@ -196,13 +176,12 @@ class COMBO(Optimizer):
 
     def _fit(self) -> tuple[np.ndarray, np.ndarray]:
         """Fit :attr:`model` on the observations (up to ``max_train`` of them); returns the training indices
-        and the transformed values of every observation."""
+        and the values of every observation."""
         y = self.y
         train = self._training_indices(y)  # every observation up to max_train (its docstring)
-        fit_y = transform_values(y, self.y_transform)  # over all observations: a subset sees the same map
         with torch.no_grad():
-            self.model.fit(self.X[train], fit_y[train], self.rng)
-        return train, fit_y
+            self.model.fit(self.X[train], y[train], self.rng)
+        return train, y
 
     def _observe(self, row: np.ndarray, value: float) -> None:
         if self.trust_region is not None:
