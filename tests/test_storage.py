@@ -12,6 +12,7 @@ import graphbo as gb
 from graphbo.optimizers import RandomSearch
 from graphbo.storage import (InMemoryStorage, SQLiteStorage, Storage, StorageError, StudyLockedError, Trial,
                              TrialNotRunningError, as_storage)
+from graphbo.storage.base import FORMAT_VERSION
 from graphbo.study import Study, describe_space, read_study_info
 
 
@@ -42,7 +43,7 @@ def test_both_stores_keep_a_study_record_and_its_trials(store):
     store.create(META)
     assert store.is_open
     meta, trials = store.load()
-    assert trials == [] and meta["application"] == "graphbo" and meta["format"] == 1
+    assert trials == [] and meta["application"] == "graphbo" and meta["format"] == FORMAT_VERSION
     assert {k: meta[k] for k in META} == META and meta["graphbo_version"] == gb.__version__ and meta["created"]
     with pytest.raises(StorageError, match="exists|holds|cannot create"):
         store.create(META)

@@ -13,6 +13,7 @@ import pytest
 import graphbo as gb
 from graphbo.loop import REPR_PARAMS, minimize
 from graphbo.storage import CorruptStudyError
+from graphbo.storage.base import FORMAT_VERSION
 from graphbo.study import StorageError, Study, read_study_info
 
 VALUES_B = ["x", "y", "z"]
@@ -89,7 +90,7 @@ def test_sqlite_study_keeps_its_direction(tmp_path):
     space = discrete_space()
     first = minimize(bump, space, method="rs", budget=6, seed=3, storage=path, direction="maximize")
     info = read_study_info(path)
-    assert info["direction"] == "maximize" and info["format"] == 2  # a format-1 reader refuses it
+    assert info["direction"] == "maximize" and info["format"] == FORMAT_VERSION
     assert info["best_value"] == first.best_value == max(t.value for t in first.trials)
     before = path.read_bytes()
     with pytest.raises(StorageError, match=r"direction='maximize', not 'minimize'"):
@@ -106,11 +107,12 @@ def test_sqlite_study_keeps_its_direction(tmp_path):
     assert resumed.best_value == max(t.value for t in resumed.trials) >= first.best_value
 
 
-def test_minimizing_study_is_written_as_format_1_with_its_direction(tmp_path):
+def test_every_study_is_written_in_the_one_format_with_the_release_that_made_it(tmp_path):
     path = tmp_path / "min.db"
     minimize(bump, discrete_space(), method="rs", budget=3, seed=0, storage=path)
     info = read_study_info(path)
-    assert info["format"] == 1 and info["direction"] == "minimize"
+    assert info["format"] == FORMAT_VERSION and info["direction"] == "minimize"
+    assert info["graphbo_version"] == gb.__version__ and int(gb.__version__.split(".")[0]) >= 1
 
 
 def test_old_study_without_direction_reads_as_minimize(tmp_path):

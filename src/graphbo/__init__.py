@@ -14,7 +14,7 @@ type checkers (``tests/test_exports.py`` keeps the two in step).
 
 from ._lazy import lazy_exports as _lazy_exports
 
-__version__ = "0.1.0"
+__version__ = "1.0.0"
 
 #: public name -> the module that defines it (imported on first access)
 _EXPORTS: dict[str, str] = {

@@ -38,16 +38,13 @@ __all__ = ["Storage", "StoredStudy", "Trial", "StorageError", "TrialNotRunningEr
            "StudyLockedError", "NotAStudyError", "CorruptStudyError", "NewerFormatError", "StudyAccessError",
            "HotJournalError", "StorageFullError", "FORMAT_VERSION", "STATUSES", "APPLICATION", "DIRECTIONS", "now", "stored_direction"]
 
-#: the newest storage format this graphbo reads; a store with a larger one is refused. Format 2 adds the
-#: ``direction`` meta key: a maximising study is written as format 2, so that a graphbo that reads only format 1
-#: (and would minimise its values) refuses it; a minimising study is still written as format 1
+#: the storage format of graphbo 1.x: every study it creates is written in it, and it is the newest it reads (a
+#: store with a larger one is refused, :class:`NewerFormatError`). The number moves only with a release that
+#: changes what a study file holds, and that release's changelog says so. Files of graphbo before 1.0 carry
+#: format 1 (a study that minimises), 2 (one that maximises, meta ``direction``) or 3 (several objectives or
+#: black-box constraints: meta ``directions``, ``n_constraints``); 1.0's format 3 holds all of these, so such
+#: files are read as they are
 FORMAT_VERSION = 3
-#: the format of a study with several objectives or black-box constraints (meta ``directions``,
-#: ``n_constraints``; values in the trials' ``values``/``constraints`` attributes), which a graphbo that reads
-#: format 2 would misread
-OUTCOMES_FORMAT = 3
-#: the format of a study that minimises (graphbo 0.1's, which older versions read)
-MINIMIZE_FORMAT = 1
 #: what a study optimises; the first is the default and what a study without a stored direction does
 DIRECTIONS = ("minimize", "maximize")
 #: the ``application`` mark in the meta of every graphbo study
@@ -171,12 +168,9 @@ class Storage(abc.ABC):
         return self.path or "(in memory)"
 
     def stamped(self, meta: Mapping[str, Any]) -> dict[str, Any]:
-        """``meta`` with what the store adds to a new record: application, format (:data:`MINIMIZE_FORMAT`
-        unless the study maximises), graphbo version, creation time."""
-        fmt = 2 if meta.get("direction", DIRECTIONS[0]) != DIRECTIONS[0] else MINIMIZE_FORMAT
-        if meta.get("directions") or meta.get("n_constraints") or meta.get("space_constraints"):
-            fmt = OUTCOMES_FORMAT
-        out = {"application": APPLICATION, "format": fmt, "graphbo_version": graphbo_version()}
+        """``meta`` with what the store adds to a new record: application, format (:data:`FORMAT_VERSION`),
+        graphbo version, creation time."""
+        out = {"application": APPLICATION, "format": FORMAT_VERSION, "graphbo_version": graphbo_version()}
         out.update(meta)
         out.setdefault("created", now())
         out.setdefault("user_attrs", {})
