@@ -1,10 +1,11 @@
-import json
 import math
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+
+from graphbo.study import load_study_file
 
 from graphbo.benchmarks import REGISTRY, load_benchmark
 from graphbo.benchmarks.branin import branin
@@ -91,23 +92,21 @@ def test_cli_lists_benchmarks():
         assert name in out.stdout
 
 
-def test_cli_run_writes_a_trace(tmp_path):
-    trace = tmp_path / "t.jsonl"
-    out = cli("run", "branin", "--budget", "5", "--seed", "1", "--trace", str(trace))
+def test_cli_run_writes_a_study_file(tmp_path):
+    path = tmp_path / "t.db"
+    out = cli("run", "branin", "--budget", "5", "--seed", "1", "--storage", str(path))
     assert out.returncode == 0, out.stderr
-    lines = [json.loads(l) for l in trace.read_text().splitlines()]
-    assert lines[0]["type"] == "run" and lines[0]["seed"] == 1
-    evals = lines[1:]
-    assert [e["i"] for e in evals] == list(range(5))
+    stored = load_study_file(path)
+    assert stored.meta["seed"] == 1
+    trials = stored.trials
+    assert [t.number for t in trials] == list(range(5)) and all(t.status == "complete" for t in trials)
     b = load_benchmark("branin")
-    for e in evals:
-        assert e["value"] == pytest.approx(b(e["config"]))
-    assert evals[-1]["best"] == min(e["value"] for e in evals)
+    for t in trials:
+        assert t.value == pytest.approx(b(t.config))
     assert "best value" in out.stdout and "     4 " in out.stdout  # trials numbered from 0 (Trial.number)
-    # the same trace path is never overwritten
-    again = cli("run", "branin", "--budget", "2", "--trace", str(trace))
-    assert again.returncode == 2 and "exists" in again.stderr
-    assert len(trace.read_text().splitlines()) == 6
+    # --trace, graphbo 0.1's JSON-lines output, is gone
+    gone = cli("run", "branin", "--budget", "2", "--trace", str(tmp_path / "t.jsonl"))
+    assert gone.returncode == 2 and "--trace" in gone.stderr and not (tmp_path / "t.jsonl").exists()
 
 
 def test_cli_run_maxsat_needs_a_path(tmp_path):
@@ -126,5 +125,5 @@ def test_shipped_maxsat_instances_are_registered(tmp_path):
         row = b.space.sample_index(1, np.random.default_rng(n))[0]
         config = b.space.from_index(row)
         assert b(config) == same(config)
-    out = cli("run", "maxsat28", "--budget", "2", "--quiet", "--trace", "t.jsonl", cwd=tmp_path)
+    out = cli("run", "maxsat28", "--budget", "2", "--quiet", "--storage", "t.db", cwd=tmp_path)
     assert out.returncode == 0, out.stderr

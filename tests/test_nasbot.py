@@ -24,7 +24,7 @@ from graphbo.nas.distance.otmann_batch import BatchOTMANN, DistanceCache
 from graphbo.nas.domain.space import ArchitectureSpace
 from graphbo.optimizers import METHODS
 from graphbo.optimizers.nasbot import NASBOT, NASEvolution, NASRandom
-from graphbo.study import StorageError, Study, read_study_info
+from graphbo.study import StorageError, Study, load_study_file, read_study_info
 
 TESTS = str(Path(__file__).resolve().parent)
 DOMAIN = "mlp-class"  # the synthetic MLP objective separates methods quickly and its distances are cheap
@@ -328,14 +328,14 @@ def test_study_killed_and_resumed_continues_the_same_run(tmp_path):
 
 
 def test_cli_run_writes_its_evaluations(tmp_path):
-    trace = tmp_path / "run.jsonl"
+    path = tmp_path / "run.db"
     out = subprocess.run([sys.executable, "-m", "graphbo", "run", "nas-synthetic", "--method", "nasbot",
-                          "--budget", "12", "--seed", "0", "--trace", str(trace), "--quiet"],
+                          "--budget", "12", "--seed", "0", "--storage", str(path), "--quiet"],
                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    lines = [json.loads(l) for l in trace.read_text().splitlines()]
-    assert lines[0]["benchmark"] == "nas-synthetic" and lines[0]["method"] == "nasbot"
-    evals = lines[1:]
+    stored = load_study_file(path)
+    assert stored.meta["method"] == "nasbot"
+    evals = [{"config": t.config, "value": t.value} for t in stored.trials if t.status == "complete"]
     assert len(evals) == 12
     space = ArchitectureSpace("cnn")
     f = SyntheticArchitectureObjective("cnn")

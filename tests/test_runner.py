@@ -1,4 +1,4 @@
-"""The experiment runner: runs are studies (resume, lock, legacy traces), comparisons and reports."""
+"""The experiment runner: runs are studies (resume, lock), comparisons and reports."""
 
 import json
 import os
@@ -31,29 +31,6 @@ def spec(method="combo", seed=0, budget=14):
 
 def configs(path):
     return [(e["config"], e["value"]) for e in read_run(path).evals]
-
-
-def write_legacy_trace(path, spec, n, cut=True):
-    """A run of ``n`` evaluations as graphbo 0.1's runner left it when killed: a run line, one eval line per
-    evaluation with the optimizer state after it, and (``cut``) the next line cut short by the kill."""
-    bench, opt = make_run(spec)
-    lines = [{"type": "run", "format": 1, "spec": spec.key(), "benchmark_label": bench.name,
-              "started": "2026-01-01T00:00:00"}]
-    multi = getattr(opt, "multi_fidelity", False)
-    if multi:
-        lines[0]["max_fidelity"] = opt.max_fidelity
-    for i in range(n):
-        config, k = opt.ask_with_fidelity() if multi else (opt.ask(), None)
-        value = float(bench.evaluate(config, epochs=k)["value"] if multi else bench(config))
-        opt.tell(config, value, **({"fidelity": k} if multi else {}))
-        rec = {"type": "eval", "i": i, "config": config, "value": value}
-        rec.update({"fidelity": k} if multi else {})
-        rec.update(suggest_seconds=0.001, evaluate_seconds=0.002, state=opt.get_state())
-        lines.append(rec)
-    getattr(opt, "close", lambda: None)()  # BOHB: SMAC's temporary folder
-    text = "".join(json.dumps(r) + "\n" for r in lines)
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(text + (text.splitlines()[-1][:30] if cut else ""))
 
 
 def test_parse_seeds():
@@ -126,15 +103,11 @@ def test_foreign_or_mismatched_runs_raise_and_stay_untouched(tmp_path):
         run(spec("rs", seed=1, budget=4), str(path))
     assert path.read_bytes() == before
     assert isinstance(TraceError("x"), StorageError) and isinstance(TraceError("x"), ValueError)
-    foreign = tmp_path / "foreign.jsonl"
+    foreign = tmp_path / "foreign.db"
     foreign.write_text("hello\nworld\n")
-    with pytest.raises(TraceError, match="not a graphbo trace"):
+    with pytest.raises(TraceError, match="not a graphbo run study file"):
         run(spec("rs", budget=4), str(foreign))
-    assert foreign.read_text() == "hello\nworld\n" and not (tmp_path / "foreign.db").exists()
-    newer = tmp_path / "newer.jsonl"
-    newer.write_text(json.dumps({"type": "run", "format": 999, "spec": {}}) + "\n")
-    with pytest.raises(TraceError, match="newer"):
-        run(spec("rs", budget=4), str(newer))
+    assert foreign.read_text() == "hello\nworld\n"
     newer_db = tmp_path / "newer.db"
     shutil.copy(path, newer_db)
     conn = sqlite3.connect(newer_db)
@@ -199,47 +172,30 @@ def test_report_row_of_a_method_with_only_unfinished_runs(tmp_path):
     assert rs[2] == "1" and rs[5].endswith(" s") and "nan" not in text
 
 
-def test_legacy_traces_are_read_skipped_when_finished_and_migrated_to_continue(tmp_path):
-    """graphbo 0.1's JSON-lines traces: a finished one (a test fixture) is reported and skipped, an
-    unfinished one is copied into a study file and continued with the suggestions 0.1 would have made;
-    neither trace changes."""
+def test_a_trace_of_graphbo_before_1_0_is_refused_unchanged_and_left_out_of_reports(tmp_path):
+    """graphbo 1.0 reads run study files only; a JSON-lines trace of an earlier version gets one line naming the
+    packed data set its runs were converted into, and a report does not count it."""
     out = tmp_path / "cmp"
-    finished = out / "sa" / "seed0.jsonl"
-    finished.parent.mkdir(parents=True)
-    shutil.copy(COMMITTED_TRACE, finished)
-    unfinished = out / "sa" / "seed1.jsonl"
-    specs = [COMMITTED_SPEC, RunSpec("branin", "sa", 1, 100, 2, {}, {})]
-    write_legacy_trace(unfinished, specs[1], 40)
-    before = {p: p.read_bytes() for p in (finished, unfinished)}
-    assert read_run(unfinished).state is not None and len(read_run(unfinished).evals) == 40  # the cut line dropped
-    logs = []
-    results = compare(specs, str(out), log=logs.append)
-    assert "skip sa seed 0: finished" in logs and [r["resumed_from"] for r in results] == [40]
-    assert {p: p.read_bytes() for p in (finished, unfinished)} == before
-    assert not (out / "sa" / "seed0.db").exists()
-    migrated = read_run(out / "sa" / "seed1.db")
-    assert migrated.head["migrated_from"] == "seed1.jsonl" and migrated.head["spec"] == specs[1].key()
-    assert migrated.evals[:40] == read_run(unfinished).evals
-    reference = tmp_path / "uninterrupted.db"
-    run(specs[1], str(reference))
-    assert configs(out / "sa" / "seed1.db") == configs(reference)
-    # the report reads both kinds alike and counts the migrated run once
-    data = collect(str(out))["branin"]["sa"]
-    assert sorted((r["seed"], r["finished"], len(r["best_so_far"])) for r in data) == [(0, True, 100), (1, True, 100)]
-    committed = [json.loads(l) for l in COMMITTED_TRACE.read_text().splitlines()[1:]]
-    assert data[0]["best_value"] == min(e["value"] for e in committed)
-    assert compare(specs, str(out), log=logs.append) == []
+    old = out / "sa" / "seed0.jsonl"
+    old.parent.mkdir(parents=True)
+    shutil.copy(COMMITTED_TRACE, old)
+    before = old.read_bytes()
+    with pytest.raises(TraceError, match="JSON-lines trace of graphbo before 1.0.*data/runs"):
+        read_run(old)
+    with pytest.raises(TraceError, match="not a graphbo run study file"):
+        run(COMMITTED_SPEC, str(old))
+    assert old.read_bytes() == before
+    run(RunSpec("branin", "sa", 1, 5, 2, {}, {}), str(out / "sa" / "seed1.db"))
+    assert [r["seed"] for r in collect(str(out))["branin"]["sa"]] == [1]
 
 
-def test_the_committed_trace_continues_as_it_was_recorded(tmp_path):
-    """A 0.1 trace cut at 40 evaluations, migrated and continued, ends with the 100 evaluations committed
-    in the fixture by 0.1's uninterrupted run."""
-    path = tmp_path / "sa" / "seed0.jsonl"
-    write_legacy_trace(path, COMMITTED_SPEC, 40)
-    summary = run(COMMITTED_SPEC, str(path))
-    assert summary["resumed_from"] == 40 and summary["path"] == str(tmp_path / "sa" / "seed0.db")
-    committed = [json.loads(l) for l in COMMITTED_TRACE.read_text().splitlines()[1:]]
-    assert configs(tmp_path / "sa" / "seed0.db") == [(e["config"], e["value"]) for e in committed]
+def test_a_run_repeats_the_run_committed_by_graphbo_0_1(tmp_path):
+    """The same spec gives the 100 evaluations that graphbo 0.1's runner committed in the fixture: the
+    suggestions of a seed did not change with the storage."""
+    path = tmp_path / "sa" / "seed0.db"
+    assert run(COMMITTED_SPEC, str(path))["resumed_from"] == 0
+    committed = [json.loads(line) for line in COMMITTED_TRACE.read_text().splitlines()[1:]]
+    assert configs(path) == [(e["config"], e["value"]) for e in committed]
 
 
 def test_report_puts_the_difference_from_the_paper_in_standard_errors(tmp_path):
@@ -369,10 +325,6 @@ def test_multi_fidelity_runs_record_fidelities_and_resume_a_cut_evaluation(tmp_p
     assert run(mf, str(path))["resumed_from"] == 11
     assert [(e["config"], e["fidelity"], e["value"]) for e in read_run(path).evals] == reference
 
-    legacy = tmp_path / "old" / "seed0.jsonl"
-    write_legacy_trace(legacy, mf, 10)
-    assert run(mf, str(legacy))["resumed_from"] == 10
-    assert [(e["config"], e["fidelity"], e["value"]) for e in read_run(tmp_path / "old" / "seed0.db").evals] == reference
 
 
 def test_compare_defaults_to_the_benchmarks_own_methods(tmp_path):

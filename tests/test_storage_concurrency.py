@@ -98,7 +98,7 @@ def tell_read_touch_tell_kill(path: str, extra_read: str, n_after: int) -> dict[
 @pytest.mark.parametrize("extra_read", ["read_study_info(path)", "SQLiteStorage(path).writer()",
                                         "second_study(path)", "read_run(path)"])
 def test_a_read_of_the_file_by_the_writing_process_loses_no_later_tell(tmp_path, extra_read):
-    """``read_run`` included: it tells a study file from a legacy trace through SQLite, so it may read a run
+    """``read_run`` included: it tells a study file from another file through SQLite, so it may read a run
     this process is writing."""
     path = str(tmp_path / "s.db")
     assert tell_read_touch_tell_kill(path, extra_read, 5) == {n: float(n + 1) for n in range(6)}
@@ -113,7 +113,8 @@ def test_sqlite_files_are_told_from_other_files_without_opening_them(tmp_path):
     text.write_text('{"type": "run"}\n')
     assert is_sqlite_file(str(study))
     assert not is_sqlite_file(str(text))
-    assert read_run(text).legacy
+    with pytest.raises(StorageError, match="not a graphbo run study file"):
+        read_run(text)
     with pytest.raises(StorageError, match="not a graphbo benchmark run"):
         read_run(study)
 

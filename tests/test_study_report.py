@@ -4,7 +4,6 @@ the paper's line of the comparison reports."""
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -19,9 +18,6 @@ from graphbo.study import read_study_info
 
 pytest.importorskip("matplotlib")
 
-ROOT = Path(__file__).resolve().parents[1]
-#: a finished run committed by graphbo 0.1's runner: SA on Branin, seed 0, budget 100 (the paper's)
-COMMITTED_TRACE = ROOT / "tests" / "fixtures" / "graphbo-0.1-branin-sa-seed0.jsonl"
 
 SPACE = Space({"a": Binary(), "b": Binary(), "c": Binary(), "d": Binary(), "colour": Categorical(["red", "blue"])})
 FAST = {"n_burn": 5, "n_samples": 2, "n_random": 300, "n_spray": 5, "n_starts": 3}
@@ -149,9 +145,9 @@ def test_a_path_that_is_not_a_study_is_one_line(tmp_path, capsys, studies):
 
 
 def test_comparison_plot_draws_the_papers_value_and_takes_the_log_option(tmp_path):
-    run = tmp_path / "branin" / "sa" / "seed0.jsonl"
-    run.parent.mkdir(parents=True)
-    shutil.copy(COMMITTED_TRACE, run)
+    from graphbo.experiments.runner import RunSpec, run
+
+    run(RunSpec("branin", "sa", 0, 100, 2, {}, {}), str(tmp_path / "branin" / "sa" / "seed0.db"))
     runs = collect(str(tmp_path))["branin"]
     assert paper_lines("branin", runs) == {"sa": 0.4659}  # COMBO's Table 2, SA at budget 100
     axes = {log: _plot_convergence("branin", runs, str(tmp_path / f"{log}.png"), log=log,

@@ -1,7 +1,6 @@
 """The benchmarks beyond the papers: LABS, the 53-D mixed Ackley, the integer-heavy
 hyper-parameter surface, RNA inverse folding (ViennaRNA) and IOH's PBO problems."""
 
-import json
 import math
 import pickle
 import subprocess
@@ -15,6 +14,7 @@ from graphbo.benchmarks import REGISTRY, load_benchmark
 from graphbo.benchmarks.ackley_mixed import Ackley53
 from graphbo.benchmarks.hpo_surface import ACTIVATIONS, OPTIMIZERS, HPOSurface
 from graphbo.benchmarks.labs import LABS, OPTIMAL_ENERGY, energy, merit_factor
+from graphbo.study import load_study_file
 
 
 def all_bits(n):
@@ -282,11 +282,11 @@ def test_registered_and_loadable(name, module):
 
 
 def test_cli_runs_labs(tmp_path):
-    trace = tmp_path / "labs.jsonl"
+    path = tmp_path / "labs.db"
     out = subprocess.run([sys.executable, "-m", "graphbo", "run", "labs", "--budget", "5", "--seed", "2",
-                          "--trace", str(trace)], capture_output=True, text=True, cwd=tmp_path)
+                          "--storage", str(path)], capture_output=True, text=True, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    evals = [json.loads(line) for line in trace.read_text().splitlines()][1:]
+    evals = [{"config": t.config, "value": t.value} for t in load_study_file(path).trials]
     assert len(evals) == 5
     b = LABS()
     for e in evals:

@@ -14,7 +14,7 @@ import graphbo as gb
 from graphbo.loop import REPR_PARAMS, minimize
 from graphbo.storage import CorruptStudyError
 from graphbo.storage.base import FORMAT_VERSION
-from graphbo.study import StorageError, Study, read_study_info
+from graphbo.study import StorageError, Study, load_study_file, read_study_info
 
 VALUES_B = ["x", "y", "z"]
 VALUES_D = [0.1, 0.2, 0.5, 1.0]
@@ -266,13 +266,13 @@ def test_cli_numbers_trials_as_the_study_does_and_maximizes(tmp_path):
     assert bench.returncode == 2 and "benchmarks are minimised" in bench.stderr
 
 
-def test_trace_lines_number_trials_as_the_trace_does(tmp_path):
-    out = run_cli("run", "branin", "--method", "rs", "--budget", "4", "--trace", "t.jsonl", cwd=tmp_path)
+def test_progress_lines_number_trials_as_the_study_file_does(tmp_path):
+    out = run_cli("run", "branin", "--method", "rs", "--budget", "4", "--storage", "t.db", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    evals = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()[1:]]
+    trials = load_study_file(tmp_path / "t.db").trials
     rows = progress_rows(out.stdout)
-    assert [r[0] for r in rows] == [e["i"] for e in evals] == [0, 1, 2, 3]
-    assert [r[1] for r in rows] == pytest.approx([e["value"] for e in evals], rel=1e-4)
+    assert [r[0] for r in rows] == [t.number for t in trials] == [0, 1, 2, 3]
+    assert [r[1] for r in rows] == pytest.approx([t.value for t in trials], rel=1e-4)
 
 
 def test_config_text_uses_the_variables_values_or_a_benchmarks_native_domain():

@@ -1,8 +1,7 @@
 """``graphbo run``: optimise a built-in benchmark, or a user's own function over a space file
 (``--space FILE --objective SPEC``). Every run is a study file (``--storage PATH``, default
 ``runs/NAME-METHOD-seedS-TIME.db``, printed first) that ``graphbo resume`` continues; Ctrl-C saves it and
-prints the resume command. ``--trace PATH`` writes a graphbo 0.1 JSON-lines trace instead (a benchmark only,
-not resumable). ``--direction maximize`` maximises a user's function (stored with the study, so ``graphbo
+prints the resume command. ``--direction maximize`` maximises a user's function (stored with the study, so ``graphbo
 resume`` keeps it). Progress lines number the trials from 0, as the study file does; the best configuration is
 printed in the variables' own values (:func:`~graphbo.cli._common.config_text`)."""
 
@@ -12,12 +11,11 @@ import argparse
 import json
 import os
 import sys
-import time
 from typing import Any, Callable
 
 from ..objective_loading import ImportedObjective, ObjectiveError, load_objective, stored_spec
 from ._common import (METHODS_PLACEHOLDER, MethodListFormatter, add_benchmark_arguments, add_threads_argument,
-                      benchmark_options, config_text, default_path, minimize_study, non_negative_int,
+                      benchmark_options, default_path, minimize_study, non_negative_int,
                       positive_float, positive_int, run_method, unused_path)
 
 #: random initial evaluations of `graphbo run --space` when --n-initial is not given (the optimizers' default)
@@ -61,8 +59,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         "(a dict {values, constraints}; feasible when <= 0); or `n_constraints:` in the space file")
     p.add_argument("--seed", type=int, default=0)
     add_benchmark_arguments(p, "seed")
-    p.add_argument("--trace", default=None,
-                   help="write a JSON-lines trace file instead of a study file (not resumable)")
     add_threads_argument(p)
     p.add_argument("--quiet", action="store_true", help="print only the result")
     p.add_argument("--storage", default=None,
@@ -119,54 +115,7 @@ def run(args: argparse.Namespace) -> int:
     budget = args.budget if args.budget is not None else bench.default_budget
     args.method = run_method(args.method, bench.space, budget, args.storage)
     n_initial = args.n_initial if args.n_initial is not None else bench.default_n_initial
-    if args.trace is None:
-        return _run_study(args, bench, budget, n_initial)
-    if args.storage is not None or args.workers != 1 or args.timeout is not None:
-        print("graphbo run: --trace writes a trace without workers; --storage, --workers and --timeout need a "
-              "study file (leave out --trace)", file=sys.stderr)
-        return 2
-    trace_path = args.trace
-    if os.path.exists(trace_path):
-        print(f"graphbo run: {trace_path} exists; choose another --trace (nothing is overwritten)", file=sys.stderr)
-        return 2
-
-    from ..loop import make_optimizer
-    from ..threads import limit_threads
-
-    try:
-        opt = make_optimizer(args.method, bench.space, seed=args.seed, n_initial=n_initial)
-    except (ValueError, TypeError) as exc:  # TypeError: a method for another kind of space
-        print(f"graphbo run: {exc}", file=sys.stderr)
-        return 2
-    os.makedirs(os.path.dirname(trace_path) or ".", exist_ok=True)
-    meta = {"type": "run", "benchmark": bench.name, "method": args.method, "seed": args.seed,
-            "budget": budget, "n_initial": n_initial, "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    if not args.quiet:
-        print(f"graphbo: {args.method} on {bench.name}, budget {budget} ({n_initial} initial), seed {args.seed}")
-        print(f"{'trial':>6} {'value':>12} {'best':>12} {'seconds':>8}")
-    with open(trace_path, "x") as trace, limit_threads(args.threads):
-        trace.write(json.dumps(meta) + "\n")
-        trace.flush()
-        for i in range(budget):
-            t0 = time.perf_counter()
-            config = opt.ask()
-            t1 = time.perf_counter()
-            value = float(bench(config))
-            t2 = time.perf_counter()
-            opt.tell(config, value)
-            best = opt.best
-            assert best is not None  # told one at least
-            rec = {"type": "eval", "i": i, "config": config, "value": value, "best": best.value,
-                   "suggest_seconds": round(t1 - t0, 6), "evaluate_seconds": round(t2 - t1, 6)}
-            trace.write(json.dumps(rec, default=str) + "\n")
-            trace.flush()
-            if not args.quiet:
-                print(f"{i:>6} {value:>12.5g} {best.value:>12.5g} {t2 - t0:>8.2f}", flush=True)  # "i" of the trace
-    best = opt.best
-    assert best is not None  # budget >= 1 told
-    print(f"best value {best.value:.6g} at {config_text(bench, best.config)}")
-    print(f"trace written to {trace_path}")
-    return 0
+    return _run_study(args, bench, budget, n_initial)
 
 
 def _run_study(args: argparse.Namespace, bench: Any, budget: int, n_initial: int) -> int:
@@ -241,7 +190,7 @@ def _run_user(args: argparse.Namespace) -> int:
         print(f"{prog}: --space and --objective go together; give {missing} too", file=sys.stderr)
         return 2
     benchmark_only = [flag for flag, value in (("--wcnf", args.wcnf), ("--lamda", args.lamda), ("--epochs", args.epochs),
-                                               ("--instance-seed", args.instance_seed), ("--trace", args.trace),
+                                               ("--instance-seed", args.instance_seed),
                                                ("--benchmark-option", args.benchmark_option))
                       if value is not None]
     if benchmark_only:

@@ -1,9 +1,8 @@
 """Reports from comparison runs: tables in the papers' format, convergence plots.
 
 ``graphbo report DIR`` finds every run under ``DIR``: run study files
-(``*/seed*.db``) and graphbo 0.1's JSON-lines traces (``*/seed*.jsonl``; a
-trace with a study file beside it was migrated into it and is not counted
-again), read alike by :func:`graphbo.storage.read_run`. It groups runs by
+(``*/seed*.db``, read by :func:`graphbo.storage.read_run`) and packed run
+tables (:mod:`graphbo.storage.packed`). It groups runs by
 benchmark (with its options) and method, and writes a markdown file with,
 per benchmark: mean +/- standard error of the best value at the budget over
 finished runs, the paper's number beside it, the number of seeds, the mean
@@ -39,7 +38,7 @@ from .paper_numbers import paper_number
 from ..progress import progress_over
 from ..storage import RunData, TraceError, read_run
 from ..storage.packed import PACKED_SUFFIX, read_packed
-from ..storage.runs import RUN_SUFFIX, TRACE_SUFFIX
+from ..storage.runs import RUN_SUFFIX
 from .runner import fidelity_best_so_far, trace_finished
 
 __all__ = ["benchmark_id", "collect", "combine_auto", "write_report", "average_ranks", "suite_summary",
@@ -105,17 +104,13 @@ def _runs(paths: Iterable[str]) -> Iterator[RunData]:
 
 
 def run_files_under(root: str) -> list[str]:
-    """The run files under ``root`` (``**/seed*.db`` and ``**/seed*.jsonl``) and packed run tables
-    (``**/*.runs.jsonl.xz``, :mod:`graphbo.storage.packed`), sorted by name; of a run with both a study file
-    and a 0.1 trace (a trace migrated into a study file), the study file only. ``root`` may be one table."""
+    """The run files under ``root`` (``**/seed*.db``) and packed run tables (``**/*.runs.jsonl.xz``,
+    :mod:`graphbo.storage.packed`), sorted by name. ``root`` may be one table."""
     if root.endswith(PACKED_SUFFIX) and os.path.isfile(root):
         return [root]
-    found = {}
-    for suffix in (TRACE_SUFFIX, RUN_SUFFIX):  # a study file replaces the trace of its run
-        for p in glob.glob(os.path.join(root, "**", f"seed*{suffix}"), recursive=True):
-            found[p[: -len(suffix)]] = p
-    found.update({p: p for p in glob.glob(os.path.join(root, "**", f"*{PACKED_SUFFIX}"), recursive=True)})
-    return [found[stem] for stem in sorted(found)]
+    found = glob.glob(os.path.join(root, "**", f"seed*{RUN_SUFFIX}"), recursive=True)
+    found += glob.glob(os.path.join(root, "**", f"*{PACKED_SUFFIX}"), recursive=True)
+    return sorted(found)
 
 
 def _mean_se(x: list[float]) -> tuple[float, float]:

@@ -16,12 +16,6 @@ state (not one per trial), which keeps files small (BOCS's state is tens of
 kilobytes), and a closed run file is left in rollback-journal mode, so that
 reading it (``graphbo report``) leaves nothing beside it.
 
-Runs written by graphbo 0.1 are JSON-lines traces (``OUT/METHOD/seedS.jsonl``,
-:mod:`graphbo.storage.legacy`), read as they are by
-:func:`~graphbo.storage.read_run`. A finished trace is skipped; an unfinished
-one is migrated into the run's study file beside it (the trace is never
-changed) and continued from its last optimizer state, as 0.1 would have.
-
 A multi-fidelity method (``multi_fidelity = True``: BOHB) needs a benchmark
 with fidelities (:mod:`graphbo.benchmarks.fidelity`): each trial is evaluated
 with ``bench.evaluate(config, epochs=k)`` at the fidelity ``k`` the method
@@ -45,15 +39,15 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from ..benchmarks import load_benchmark
 from ..loop import watch_parent
-from ..storage import SQLiteStorage, StorageError, TraceError, Trial, find_run, read_run, read_trace, run_files
+from ..storage import SQLiteStorage, StorageError, TraceError, Trial, find_run, read_run
 from ..storage.jsonio import plain
-from ..storage.runs import RUN_ATTR, RunData, evaluations, trace_trials
+from ..storage.runs import RUN_ATTR, RunData, evaluations
 from ..threads import limit_threads
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..study import Study
 
-__all__ = ["RunSpec", "run", "compare", "read_run", "read_trace", "TraceError", "RunLockedError", "parse_seeds",
+__all__ = ["RunSpec", "run", "compare", "read_run", "TraceError", "RunLockedError", "parse_seeds",
            "trace_finished", "fidelity_best_so_far", "make_run", "run_path"]
 
 
@@ -165,14 +159,12 @@ def run(spec: RunSpec, path: str, log: Callable[[str], None] | None = None) -> d
     """Run (or resume, or skip) one benchmark run in the study file ``path``; returns a summary
     (``path``, ``n`` evaluations, ``resumed_from``, ``best``; ``full_evaluations`` for a multi-fidelity run).
 
-    ``path`` ending in ``.jsonl`` names a graphbo 0.1 trace: the run is then the
-    study file beside it (``.db``), into which an unfinished trace is migrated
-    first (a finished one is only read). The run is locked (``PATH.lock``, an
+    The run is locked (``PATH.lock``, an
     advisory ``flock``) while it runs: a second process given the same run
     raises :class:`RunLockedError`, so two comparisons over the same directory
     can run side by side.
     """
-    db, _ = run_files(path)
+    db = os.fspath(path)
     os.makedirs(os.path.dirname(db) or ".", exist_ok=True)
     with open(db + ".lock", "a") as lock:
         try:
@@ -186,7 +178,7 @@ def run(spec: RunSpec, path: str, log: Callable[[str], None] | None = None) -> d
 
 
 def _existing_run(spec: RunSpec, path: str) -> RunData | None:
-    """The run stored for ``path`` (study file, else 0.1 trace; ``None`` if neither), read without changes.
+    """The run stored in ``path`` (``None`` if there is none), read without changes.
     Raises :class:`TraceError` if it is unreadable or belongs to a different run."""
     found = find_run(path)
     if found is None:
@@ -198,17 +190,15 @@ def _existing_run(spec: RunSpec, path: str) -> RunData | None:
 
 
 def _run_locked(spec: RunSpec, path: str, log: Callable[[str], None] | None) -> dict[str, Any]:
-    db, _ = run_files(path)
+    db = os.fspath(path)
     bench = load_benchmark(spec.benchmark, **spec.benchmark_options)
     data = _existing_run(spec, path)
     if data is not None and trace_finished(data.head, data.evals, spec.budget):  # finished: only read
         return _summary(spec, data, resumed_from=len(data.evals))
-    if data is not None and data.legacy:
-        _migrate(spec, bench, data, db)
     with _open_run(spec, bench, db) as study:
         resumed_from = study.n_finished
         _evaluate_to_budget(spec, bench, study, log)
-        data = RunData(db, study.user_attrs[RUN_ATTR], evaluations(study.trials), None, legacy=False)
+        data = RunData(db, study.user_attrs[RUN_ATTR], evaluations(study.trials), None)
     return _summary(spec, data, resumed_from)
 
 
@@ -240,28 +230,6 @@ def _open_run(spec: RunSpec, bench, db: str, **head: Any) -> Iterator[Study]:
         close = getattr(study.optimizer, "close", None)
         if callable(close):
             close()
-
-
-def _migrate(spec: RunSpec, bench, data: RunData, db: str) -> None:
-    """Copy an unfinished graphbo 0.1 trace into the run's study file ``db``: its evaluations as complete
-    trials, its last optimizer state as the study's. Written to a temporary file and renamed, so a kill
-    leaves no half-migrated run; the trace itself is not changed."""
-    if data.evals and data.state is None:
-        raise TraceError(f"{data.path}: its last evaluation has no optimizer state, so the run cannot be "
-                         "continued exactly; give it another --out")
-    tmp = db + ".migrating"
-    for leftover in (tmp, tmp + "-wal", tmp + "-shm", tmp + "-journal"):  # of a migration killed midway
-        if os.path.exists(leftover):
-            os.remove(leftover)
-    with _open_run(spec, bench, tmp, started=data.head.get("started"), migrated_from=os.path.basename(data.path)):
-        pass  # the run's record, exactly as a run creates it
-    store = SQLiteStorage(tmp, trial_states=False, keep_wal=False)
-    store.open()
-    try:
-        store.add_trials(trace_trials(data, bench.space.to_index), state=data.state)
-    finally:
-        store.close()
-    os.replace(tmp, db)
 
 
 def _cost(trial: Trial) -> int:
@@ -329,7 +297,7 @@ def _run_job(spec: RunSpec, path: str, threads: int, log: Callable[[str], None] 
 
 
 def run_path(out_dir: str, spec: RunSpec) -> str:
-    """The study file of a run in a comparison: ``OUT/METHOD/seedS.db`` (its 0.1 trace: ``seedS.jsonl``)."""
+    """The study file of a run in a comparison: ``OUT/METHOD/seedS.db``."""
     return os.path.join(out_dir, spec.method, f"seed{spec.seed}.db")
 
 
@@ -347,7 +315,7 @@ def compare(
     :data:`LOG_SECONDS` seconds, with the best so far) and a line per run done; with ``n_workers > 1`` the runs' progress goes to ``worker_log`` (called in the
     worker processes, so it must be picklable: a module-level function), if given.
 
-    Every existing run (study file or graphbo 0.1 trace) must belong to its
+    Every existing run must belong to its
     spec before anything runs: otherwise :class:`TraceError`.
     """
     specs = list(specs)

@@ -4,7 +4,6 @@
 - :mod:`~graphbo.storage.sqlite`: :class:`SQLiteStorage`, a study in one SQLite file;
 - :mod:`~graphbo.storage.memory`: :class:`InMemoryStorage`, a study in this process;
 - :mod:`~graphbo.storage.runs`: benchmark runs (a study file each), read with :func:`read_run`;
-- :mod:`~graphbo.storage.legacy`: graphbo 0.1's JSON-lines traces, read only;
 - :mod:`~graphbo.storage.jsonio`: the JSON encoding every store uses;
 - :mod:`~graphbo.storage.lock`: the writer lock of a study file (one writer at a time, stale locks);
 - :mod:`~graphbo.storage.checks`: plausibility checks of a loaded study (damage SQLite does not see).
@@ -17,16 +16,15 @@ import os
 from .base import (FORMAT_VERSION, CorruptStudyError, NewerFormatError, NotAStudyError, Storage, StorageError,
                    StorageFullError, StoredStudy, StudyAccessError, StudyLockedError, TraceError, Trial,
                    TrialNotRunningError)
-from .legacy import read_trace
 from .memory import InMemoryStorage
-from .runs import RunData, find_run, read_run, run_files
+from .runs import RunData, find_run, read_run
 from .sqlite import SQLiteStorage
 
 __all__ = ["Storage", "StoredStudy", "Trial", "StorageError", "TrialNotRunningError", "TraceError",
            "StudyLockedError", "NotAStudyError", "CorruptStudyError", "NewerFormatError", "StudyAccessError",
            "StorageFullError",
-           "SQLiteStorage", "InMemoryStorage", "as_storage", "read_run", "RunData", "find_run", "run_files",
-           "read_trace", "FORMAT_VERSION"]
+           "SQLiteStorage", "InMemoryStorage", "as_storage", "read_run", "RunData", "find_run",
+           "FORMAT_VERSION"]
 
 
 def as_storage(storage: str | os.PathLike | Storage | None) -> Storage:
