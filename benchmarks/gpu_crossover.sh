@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check of issue 17.4, as one script for a machine with a CUDA GPU (docs/measurements.md, "GPU").
+# The GPU check of the acquisition's device placement, as one script for a machine with a CUDA GPU (docs/measurements.md, "GPU").
 #
 #     bash benchmarks/gpu_crossover.sh OUT_DIR
 #

@@ -4,7 +4,7 @@
 
 Reads ``benchmarks/results/suggestion_growth.json`` (before and after the speed-ups at large n, 7aa962c against the code
 of 2026-11-25) and ``benchmarks/results/suggestion_growth_prior.json`` (the authors' sampler of ``beta``,
-3a0ec31, against the paper's prior, 2026-11-26) and ``benchmarks/results/suggestion_growth_session35.json``
+3a0ec31, against the paper's prior, 2026-11-26) and ``benchmarks/results/suggestion_growth_2026-11-27d.json``
 (9c15746 against the code of 2026-11-27 evening); one line per code version, mean seconds per suggestion of a
 resumed run on wMaxSAT28, log-log. The rows were measured in different runs on a shared machine: compare
 lines of one file, not across files.
@@ -21,8 +21,8 @@ LABELS = {("suggestion_growth.json", "baseline"): "before the speed-ups (7aa962c
           ("suggestion_growth.json", "current"): "the speed-ups (2026-11-25)",
           ("suggestion_growth_prior.json", "baseline"): "authors' beta sampler (3a0ec31, 2026-11-26)",
           ("suggestion_growth_prior.json", "current"): "paper's beta prior (2026-11-26)",
-          ("suggestion_growth_session35.json", "baseline"): "9c15746 (2026-11-27)",
-          ("suggestion_growth_session35.json", "current"): "fewer passes, tighter bounds (2026-11-27)"}
+          ("suggestion_growth_2026-11-27d.json", "baseline"): "9c15746 (2026-11-27)",
+          ("suggestion_growth_2026-11-27d.json", "current"): "fewer passes, tighter bounds (2026-11-27)"}
 
 
 def main() -> None:
