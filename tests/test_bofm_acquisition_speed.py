@@ -117,7 +117,7 @@ def test_pruned_pool_makes_the_same_choice(case, method, seed, monkeypatch):
         # a plain callable has no bound: every pool row is scored exactly, as before the pruning
         # (chunk=500: the pool of 4020 rows is over 4 chunks, so the pruned path is tried)
         a = acq if pruned else (lambda X: acq(X))
-        out[pruned] = optimize_acquisition_mixed(a, opt.space, np.random.default_rng(100 + seed), incumbent,
+        out[pruned] = optimize_acquisition_mixed(a, opt.space, np.random.default_rng(100 + seed), incumbent=incumbent,
                                                  exclude=set(opt._exclude), n_random=4000, n_spray=20, n_starts=6,
                                                  method=method, chunk=500)
     assert np.array_equal(out[True][0], out[False][0])
@@ -229,11 +229,11 @@ def test_a_pool_whose_best_rows_were_evaluated_never_returns_them():
     acq = LogExpectedImprovement(opt.model)
     incumbent = opt.X[int(np.argmin(opt.y))]
     args = dict(n_random=3000, n_spray=10, n_starts=3, method="typewise", chunk=500)
-    first, _ = optimize_acquisition_mixed(acq, opt.space, np.random.default_rng(9), incumbent,
+    first, _ = optimize_acquisition_mixed(acq, opt.space, np.random.default_rng(9), incumbent=incumbent,
                                           exclude=set(opt._exclude), **args)
     # exclude the first choice and the rows the search would climb to: the answer must change
     exclude = set(opt._exclude) | {first.tobytes()}
-    second, _ = optimize_acquisition_mixed(acq, opt.space, np.random.default_rng(9), incumbent,
+    second, _ = optimize_acquisition_mixed(acq, opt.space, np.random.default_rng(9), incumbent=incumbent,
                                            exclude=exclude, **args)
     assert second.tobytes() not in exclude
     assert not np.array_equal(first, second)
@@ -367,7 +367,7 @@ def test_screened_pool_makes_the_same_choice(method, monkeypatch):
     for screened in (True, False):
         if not screened:  # the same path but every pool row scored exactly
             monkeypatch.setattr(MixedGP, "has_screening", property(lambda self: False))
-        out[screened] = optimize_acquisition_mixed(acq, opt.space, np.random.default_rng(11), incumbent,
+        out[screened] = optimize_acquisition_mixed(acq, opt.space, np.random.default_rng(11), incumbent=incumbent,
                                                    exclude=set(opt._exclude), n_random=4000, n_spray=20, n_starts=6,
                                                    method=method, chunk=500)
     np.testing.assert_array_equal(starts[True], starts[False])

@@ -252,3 +252,27 @@ def test_the_gpytorch_kernels_accept_valid_arguments():
     assert kern.batch_shape == torch.Size([2]) and kern.active_dims.tolist() == [3, 1]
     fm = FrequencyModulatedKernel(mixed_space(), "General", n_terms=2.0, priors={"beta": _gamma_prior()})
     assert (fm.modulation, fm.n_terms) == ("general", 2)
+
+
+@pytest.mark.parametrize("target, n_positional", [
+    ("graphbo.models.diffusion_gp:DiffusionGP", 1), ("graphbo.models.mixed_gp:MixedGP", 2),
+    ("graphbo.models.otmann_gp:OTMANNGP", 1), ("graphbo.kernels.diffusion:GraphDiffusionKernel", 1),
+    ("graphbo.kernels.frequency_modulated:FMKernel", 3), ("graphbo.kernels.otmann:OTMANNKernel", 1),
+    ("graphbo.optim.graph_local_search:optimize_acquisition_on_graph", 3),
+    ("graphbo.optim.mixed:optimize_acquisition_mixed", 3),
+    ("graphbo.acquisition.hypervolume:LogExpectedHypervolumeImprovement", 3),
+    ("graphbo.optimizers.combo:COMBO", 1), ("graphbo.optimizers.bofm:BOFM", 1),
+    ("graphbo.optimizers.nasbot:NASBOT", 1),
+])
+def test_options_after_the_defining_arguments_are_keyword_only(target, n_positional):
+    """``DiffusionGP(kernel, 100, 10, 5.0)`` cannot say which number is which: past its defining arguments
+    (the kernel; a space; a search's acquisition, space and generator) everything is named."""
+    import importlib
+    import inspect
+
+    module, name = target.split(":")
+    obj = getattr(importlib.import_module(module), name)
+    params = [p for p in inspect.signature(obj).parameters.values() if p.name != "self"]
+    kinds = [p.kind for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+    positional = [k for k in kinds if k in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    assert len(positional) == n_positional and kinds[:n_positional] == positional

@@ -86,6 +86,7 @@ class LogExpectedHypervolumeImprovement(AcquisitionFunction):
     """
 
     def __init__(self, models: Sequence[Surrogate], front: np.ndarray, ref: np.ndarray,
+                 *,
                  constraint_models: Sequence[Surrogate] = ()):
         if len(models) != 2:
             raise ValueError(f"LogExpectedHypervolumeImprovement takes two objective models, got {len(models)}")

@@ -112,6 +112,7 @@ class GraphDiffusionKernel:
     def __init__(
         self,
         spectra: Sequence[GraphSpectrum],
+        *,
         dtype: torch.dtype = torch.float64,
         device: torch.device | str | None = None,
         unit_diagonal: bool | None = None,

@@ -63,7 +63,7 @@ class OTMANNKernel:
     for each hyper-parameter sample.
     """
 
-    def __init__(self, kind: str, nu_strs: Sequence[float] = DEFAULT_NU_STRS,
+    def __init__(self, kind: str, *, nu_strs: Sequence[float] = DEFAULT_NU_STRS,
                  p: float = 1.0, p_bar: float = 2.0, otmann: OTMANN | None = None):
         self.kind = kind
         self.nu_strs = tuple(float(v) for v in nu_strs)

@@ -112,6 +112,7 @@ class DiffusionGP(Surrogate):
     def __init__(
         self,
         kernel: GraphDiffusionKernel,
+        *,
         n_burn: int = 100,
         n_samples: int = 10,
         tau_beta: float = 5.0,

@@ -126,7 +126,7 @@ class MixedGP(Surrogate):
     ``"default-unit-noise"``) was used.
     """
 
-    def __init__(self, kernel: MixedKernel, space: Space, n_restarts: int = 10, log_y: bool = False,
+    def __init__(self, kernel: MixedKernel, space: Space, *, n_restarts: int = 10, log_y: bool = False,
                  maxiter: int = 100, prior: str = "weak", restart_every: int = 1,
                  device: torch.device | str | None = None) -> None:
         missing = [a for a in _KERNEL_ATTRIBUTES if not hasattr(kernel, a)] + ([] if callable(kernel) else ["__call__"])

@@ -209,7 +209,7 @@ class OTMANNGP(Surrogate):
         for CPU seconds).
     """
 
-    def __init__(self, kind: str, nu_strs: Sequence[float] = DEFAULT_NU_STRS, p: float = 1.0,
+    def __init__(self, kind: str, *, nu_strs: Sequence[float] = DEFAULT_NU_STRS, p: float = 1.0,
                  p_bar: float = 2.0, otmann: OTMANN | None = None, n_burn: int = 100, n_samples: int = 10,
                  alpha_bounds: tuple[float, float] = (0.01, 100.0),
                  noise_bounds: tuple[float, float] = (0.005, 0.2),

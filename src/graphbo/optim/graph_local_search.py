@@ -50,6 +50,7 @@ def optimize_acquisition_on_graph(
     acquisition: Callable[[np.ndarray], Any],
     space: Space,
     rng: np.random.Generator,
+    *,
     incumbent: np.ndarray,
     exclude: set[bytes],
     n_random: int = 20000,

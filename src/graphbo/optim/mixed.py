@@ -70,6 +70,7 @@ def optimize_acquisition_mixed(
     acquisition: Callable[[torch.Tensor], torch.Tensor],
     space: Space,
     rng: np.random.Generator,
+    *,
     incumbent: np.ndarray,
     exclude: set[bytes],
     n_random: int = 100_000,

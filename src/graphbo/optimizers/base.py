@@ -257,7 +257,7 @@ class Optimizer:
         rows = scaled[ok] if ok.any() else scaled
         front = rows[pareto_mask(rows)] if ok.any() else np.zeros((0, 2))
         return LogExpectedHypervolumeImprovement([model, second], front, reference_point(rows),
-                                                 self._constraint_models)
+                                                 constraint_models=self._constraint_models)
 
     def _incumbent_index(self) -> int:
         """The told evaluation a local search starts from: the best modelled value among the feasible ones
