@@ -629,7 +629,7 @@ class Study:
         """
         if not self._multi_fidelity:
             for t in running:
-                self.optimizer._pending[t.row.tobytes()] = t.row
+                self.optimizer.add_pending(t.config)
             self._resume_queue.extend(running)
             return [], []
         extra = self._ask_optimizer(len(running)) if running else []
@@ -716,7 +716,7 @@ class Study:
             self._storage.add_trials(new, state=None if self._multi_fidelity else self.optimizer.get_state())
         except BaseException:
             for t in new:  # keep memory and store in step: the new configurations were not recorded
-                self.optimizer._pending.pop(t.row.tobytes(), None)
+                self.optimizer.remove_pending(t.config)
             raise
         for t in new:
             self._append(t)

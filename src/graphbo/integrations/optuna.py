@@ -461,14 +461,12 @@ class GraphboSampler(BaseSampler):
                 return self._random_config(space, rng, exclude, params)
         else:
             opt = self._optimizer(space, params, (signs, n_constraints), trial.number, completed, failed)
-            opt._pending.clear()  # the previous trial's suggestion and stale pending rows
+            opt.clear_pending()  # the previous trial's suggestion and stale pending rows
 
             def propose(extra: list[dict[str, Any]]) -> dict[str, Any] | None:
                 for c in extra:
-                    row = space.to_index(c)
-                    if row.tobytes() not in opt._evaluated:
-                        opt._pending[row.tobytes()] = row
-                if space.is_discrete and len(opt._exclude) >= space.size:
+                    opt.add_pending(c)
+                if opt.exhausted:
                     return None
                 try:
                     return opt.ask()

@@ -439,6 +439,36 @@ class Optimizer:
         return len(self._pending)
 
     @property
+    def pending_configs(self) -> list[dict[str, Any]]:
+        """The configurations in flight (asked, or given to :meth:`add_pending`, and not yet told), in the
+        order they became pending."""
+        return [self.space.from_index(row) for row in self._pending.values()]
+
+    def add_pending(self, config: Mapping[str, Any]) -> None:
+        """Mark ``config`` as being evaluated without having asked for it (a trial in flight when a study
+        resumes, or one another sampler suggested): it is not suggested again, and the model-based methods
+        condition their next suggestion on it as they do on their own asked configurations (a kriging
+        believer). A configuration already told or failed is left as it is."""
+        row = self.space.to_index(config)
+        if row.tobytes() not in self._evaluated:
+            self._pending[row.tobytes()] = row
+
+    def remove_pending(self, config: Mapping[str, Any]) -> None:
+        """Forget that ``config`` is being evaluated, without telling anything (its evaluation was never
+        started or was cancelled): it may be suggested again. Nothing happens if it is not pending."""
+        self._pending.pop(self.space.to_index(config).tobytes(), None)
+
+    def clear_pending(self) -> None:
+        """:meth:`remove_pending` for every configuration in flight."""
+        self._pending.clear()
+
+    @property
+    def exhausted(self) -> bool:
+        """Whether every configuration of a discrete space is told, failed or pending, so that :meth:`ask` has
+        nothing left to suggest (always ``False`` with continuous variables)."""
+        return self.space.is_discrete and len(self._exclude) >= self.space.size
+
+    @property
     def X(self) -> np.ndarray:
         """Index rows of the told evaluations, shape ``(n, d)``."""
         return np.array(self._X, dtype=self.space.row_dtype).reshape(-1, len(self.space))
