@@ -3,7 +3,7 @@
     python benchmarks/pack_runs.py RUNS --out data/runs [--only GROUP ...]
 
 Every run file under ``RUNS`` (``FOLDER/METHOD/seedS.db`` as ``graphbo compare --out RUNS/FOLDER`` writes them,
-e.g. ``combo-paper/maxsat28/combo/seed0.db``; graphbo 0.1's ``.jsonl`` traces too) goes into
+e.g. ``combo-paper/maxsat28/combo/seed0.db``) goes into
 ``OUT/FOLDER.runs.jsonl.xz``
 (:mod:`graphbo.storage.packed`), and ``OUT/MANIFEST.json`` records each table's checksum, counts, commit and this
 command. Tables of groups not packed this time are kept. Check a data set with ``--verify``.
