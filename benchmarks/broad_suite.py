@@ -3,6 +3,7 @@
     python benchmarks/broad_suite.py list                       # the problems, their family and half
     python benchmarks/broad_suite.py split --seed 20261129      # writes benchmarks/broad_suite_split.json
     python benchmarks/broad_suite.py run dev [--seeds 0-4] [--methods auto,gp-optuna,tpe,rs] [--budget 100]
+    python benchmarks/broad_suite.py run dev --methods combo --option 'beta_prior="reference"' --tag ref  # a candidate
     graphbo report results/broad/dev --suite --auto --out results/broad/dev/report.md
 
 Families (6 problems each), mostly from public suites so that results compare with published ones:
@@ -107,6 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     rp.add_argument("--n-initial", type=int, default=10)
     rp.add_argument("--only", nargs="*", help="these problems of the half only")
     rp.add_argument("--out", default="results/broad")
+    rp.add_argument("--option", action="append", default=[], metavar="KEY=JSON",
+                    help="a method option for every method of the run (repeatable); give such runs a --tag")
+    rp.add_argument("--tag", default=None,
+                    help="runs go to OUT-TAG instead of OUT, beside the defaults' runs (e.g. a candidate default)")
     args = ap.parse_args(argv)
 
     if args.command == "split":
@@ -128,13 +133,17 @@ def main(argv: list[str] | None = None) -> int:
 
     problems = [p for p in halves[args.half] if not args.only or p in args.only]
     methods = args.methods.split(",")
+    method_options = {k: json.loads(v) for k, v in (o.split("=", 1) for o in args.option)}
+    if method_options and not args.tag:
+        raise SystemExit("--option needs a --tag: runs with other options go beside the defaults' runs, not over them")
+    out = f"{args.out}-{args.tag}" if args.tag else args.out
     for seed in parse_seeds(args.seeds):
         for pid in problems:
             _, bench, options = PROBLEMS[pid]
-            specs = [RunSpec(bench, m, seed, args.budget, args.n_initial, options, {}) for m in methods]
+            specs = [RunSpec(bench, m, seed, args.budget, args.n_initial, options, method_options) for m in methods]
             start = time.monotonic()
             with limit_threads(1):
-                results = compare(specs, os.path.join(args.out, args.half, pid), log=lambda _: None)
+                results = compare(specs, os.path.join(out, args.half, pid), log=lambda _: None)
             print(f"[{time.strftime('%H:%M:%S')}] seed {seed} {pid}: {len(results)} runs done in "
                   f"{time.monotonic() - start:.0f} s", flush=True)
     return 0
