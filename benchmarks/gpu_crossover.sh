@@ -3,7 +3,7 @@
 #
 #     bash benchmarks/gpu_crossover.sh OUT_DIR
 #
-# 1. the CUDA tests (tests/test_bofm_device.py, tests/test_combo_device.py), which are skipped elsewhere;
+# 1. the CUDA tests (tests/optimizers/test_bofm_device.py, tests/optimizers/test_combo_device.py), which are skipped elsewhere;
 # 2. seconds per suggestion against n, on the CPU (one thread) and on the GPU, for COMBO on
 #    wMaxSAT28 (benchmarks/suggestion_growth.py: a run resumed at n, its first fit counted) and
 #    BO-FM on the 53-dimensional mixed Ackley (benchmarks/bofm_speed.py: fit + acquisition at n).
@@ -34,7 +34,7 @@ py=${PYTHON:-python3}
 } >"$out/machine.txt" 2>&1
 cat "$out/machine.txt"
 
-timeout 200 "$py" -m pytest tests/test_bofm_device.py tests/test_combo_device.py -q -rs -p no:cacheprovider \
+timeout 200 "$py" -m pytest tests/optimizers/test_bofm_device.py tests/optimizers/test_combo_device.py -q -rs -p no:cacheprovider \
     >"$out/pytest.txt" 2>&1
 echo "pytest exit $?"; tail -5 "$out/pytest.txt"
 

@@ -9,7 +9,7 @@ libraries are not imported from here, since they need those libraries:
 (``COMBOSampler``, ``BOFMSampler``).
 
 ``__init__.pyi`` next to this file declares the same names with their types for
-type checkers (``tests/test_exports.py`` keeps the two in step).
+type checkers (``tests/project/test_exports.py`` keeps the two in step).
 """
 
 from ._lazy import lazy_exports as _lazy_exports

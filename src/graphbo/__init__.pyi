@@ -1,7 +1,7 @@
 """Types of graphbo's public names for type checkers.
 
 At run time ``__init__.py`` imports them lazily (``_EXPORTS``, PEP 562); this stub declares the
-same names, from the same modules (``tests/test_exports.py`` checks that the two agree).
+same names, from the same modules (``tests/project/test_exports.py`` checks that the two agree).
 """
 
 from .acquisition.base import AcquisitionFunction as AcquisitionFunction

@@ -34,7 +34,7 @@ reductions of program (3):
 
 Both reductions are exact; the results agree with
 :meth:`~graphbo.nas.distance.otmann.OTMANN.pairwise` to floating-point round-off
-(checked in ``tests/test_nasbot.py``). The transport problems are solved by
+(checked in ``tests/optimizers/test_nasbot.py``). The transport problems are solved by
 POT's network simplex (``ot.lp.emd_wrap.emd_c``, as in
 :mod:`graphbo.nas.distance.otmann`); without POT this module falls back on
 :meth:`OTMANN.pairwise`.

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "graphbo"
+SRC = Path(__file__).resolve().parents[2] / "src" / "graphbo"
 
 BUILTINS = {"eval", "exec", "compile", "__import__"}
 FORBIDDEN_CALLS = {

@@ -17,7 +17,7 @@ from graphbo.experiments.runner import RunSpec, compare
 from graphbo.storage import TraceError, read_run
 from graphbo.storage.packed import PACKED_SUFFIX, pack_runs, read_packed, verify_manifest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FAST = {"n_burn": 5, "n_samples": 2, "n_random": 300, "n_spray": 5, "n_starts": 3}
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from graphbo.storage import SQLiteStorage
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 COMMAND = [sys.executable, "-m", "graphbo", "compare", "branin", "--methods", "combo", "--seeds", "0-7",
            "--budget", "80", "--workers", "2"]
 

@@ -26,7 +26,7 @@ from graphbo.exceptions import SpaceExhaustedError
 from graphbo.optimizers import METHODS
 from graphbo.study import Study, read_study_info
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
 

@@ -24,7 +24,7 @@ import pytest
 from graphbo.storage import SQLiteStorage, StorageError
 from graphbo.storage.runs import read_run
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 PRELUDE = f"""
 import os, sys, sqlite3, time

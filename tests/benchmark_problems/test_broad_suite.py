@@ -13,7 +13,7 @@ import pytest
 from graphbo.benchmarks import load_benchmark
 from graphbo.benchmarks.grid_functions import FUNCTIONS, GridCategorical, GridOrdinal
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("name, point, value", [

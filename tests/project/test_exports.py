@@ -22,7 +22,7 @@ import pytest
 
 import graphbo
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "src" / "graphbo"
 
 #: what ``import graphbo`` and resolving all of ``graphbo.__all__`` must not import: the optional extras

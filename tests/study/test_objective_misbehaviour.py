@@ -171,7 +171,7 @@ def test_an_objective_that_closes_every_descriptor_loses_no_value(tmp_path, hand
     import sys
     from pathlib import Path
 
-    src = str(Path(__file__).resolve().parents[1] / "src")
+    src = str(Path(__file__).resolve().parents[2] / "src")
     (tmp_path / "run.py").write_text(_CLOSES_DESCRIPTORS)
     out = subprocess.run([sys.executable, "run.py", handle], cwd=tmp_path, capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": src}, timeout=120)

@@ -24,7 +24,7 @@ import pytest
 from graphbo.storage import StorageError
 from graphbo.study import read_study_info
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 BUDGET = 30
 
 OBJECTIVE = """

@@ -18,56 +18,18 @@ pytest.importorskip("smac")
 
 import graphbo as gb  # noqa: E402
 from graphbo.benchmarks import REGISTRY, BenchmarkInfo  # noqa: E402
-from graphbo.benchmarks.base import Benchmark  # noqa: E402
 from graphbo.experiments.report import collect  # noqa: E402
 from graphbo.experiments.runner import RunSpec, compare, fidelity_best_so_far, run  # noqa: E402
 from graphbo.storage import read_run  # noqa: E402
 from graphbo.optimizers import METHODS, RandomSearch  # noqa: E402
 from graphbo.optimizers.bohb import BOHB, hyperband_fidelities  # noqa: E402
 
-FAST = {"n_challengers": 200, "local_search_iterations": 1}
-CATS = {"a": 0.0, "b": 0.4, "c": 0.8}
-
-
-def toy_space():
-    return gb.Space({
-        "x": gb.Continuous(-1.0, 1.0),
-        "lr": gb.Continuous(1e-4, 1.0, log=True),
-        "c": gb.Categorical(list(CATS)),
-        "n": gb.Ordinal([1, 2, 3, 4, 5]),
-    })
-
-
-def toy_f(config):
-    return ((config["x"] - 0.3) ** 2 + 0.1 * (math.log10(config["lr"]) + 2.0) ** 2
-            + CATS[config["c"]] + 0.05 * abs(config["n"] - 2))
-
-
-class ToyMF(Benchmark):
-    """Multi-fidelity toy: ``f(config) + offset / epochs``; ``max_fidelity`` epochs is a full evaluation."""
-
-    name = "toy-mf"
-
-    def __init__(self, max_fidelity=9, offset=1.0):
-        self.space = toy_space()
-        self.max_fidelity = int(max_fidelity)
-        self.offset = float(offset)
-        self.calls = []
-
-    def evaluate(self, config, epochs=None):
-        epochs = self.max_fidelity if epochs is None else epochs
-        assert 1 <= epochs <= self.max_fidelity
-        self.space.validate(config)
-        self.calls.append(epochs)
-        return {"value": toy_f(config) + self.offset / epochs, "epochs": epochs}
-
-    def __call__(self, config):
-        return self.evaluate(config)["value"]
+from support import BOHB_FAST as FAST, ToyMF, toy_f, toy_space  # noqa: E402
 
 
 @pytest.fixture
 def toy_registered(monkeypatch):
-    monkeypatch.setitem(REGISTRY, "toy-mf", BenchmarkInfo("toy-mf", "test_bohb:ToyMF", "multi-fidelity toy"))
+    monkeypatch.setitem(REGISTRY, "toy-mf", BenchmarkInfo("toy-mf", "support:ToyMF", "multi-fidelity toy"))
 
 
 def drive(opt, bench, n):

@@ -16,10 +16,10 @@ import pytest
 from graphbo.experiments.report import collect, write_report
 from graphbo.experiments.runner import RunSpec, TraceError, compare, make_run, parse_seeds, run
 from graphbo.storage import StorageError, read_run
-from test_study import counts  # (finished, running) trials of a study another process writes
+from support import counts  # (finished, running) trials of a study another process writes
 
 FAST = {"n_burn": 5, "n_samples": 2, "n_random": 300, "n_spray": 5, "n_starts": 3}
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: a finished run committed by graphbo 0.1's runner (a JSON-lines trace, compacted): SA on Branin, seed 0
 COMMITTED_TRACE = ROOT / "tests" / "fixtures" / "graphbo-0.1-branin-sa-seed0.jsonl"
 COMMITTED_SPEC = RunSpec("branin", "sa", 0, 100, 2, {}, {})
@@ -295,9 +295,9 @@ def test_multi_fidelity_runs_record_fidelities_and_resume_a_cut_evaluation(tmp_p
     a 0.1 BOHB trace is migrated with its fidelities."""
     pytest.importorskip("smac")
     from graphbo.benchmarks import REGISTRY, BenchmarkInfo
-    from test_bohb import FAST as BOHB_FAST, ToyMF
+    from support import BOHB_FAST, ToyMF
 
-    monkeypatch.setitem(REGISTRY, "toy-mf", BenchmarkInfo("toy-mf", "test_bohb:ToyMF", "multi-fidelity toy"))
+    monkeypatch.setitem(REGISTRY, "toy-mf", BenchmarkInfo("toy-mf", "support:ToyMF", "multi-fidelity toy"))
     mf = RunSpec("toy-mf", "bohb", 0, 6, 4, {}, BOHB_FAST)
     full = tmp_path / "full.db"
     summary = run(mf, str(full))

@@ -1,4 +1,4 @@
-"""The public constructors other than the optimizers (those are in ``tests/test_public_api.py``).
+"""The public constructors other than the optimizers (those are in ``tests/optimizers/test_public_api.py``).
 
 Spaces and variables, kernels, surrogate models, the architecture space and the GPyTorch kernels
 check their arguments at the boundary: a wrong type raises ``TypeError``, a value outside the
@@ -160,7 +160,7 @@ def test_a_wrong_argument_names_itself(name, make, error, pattern):
         make()
 
 
-#: public classes with no constructor of their own to check here: the optimizers (tests/test_public_api.py),
+#: public classes with no constructor of their own to check here: the optimizers (tests/optimizers/test_public_api.py),
 #: errors, abstract bases, records the library builds for the user, ``Binary`` (no arguments); ``Study`` and
 #: the acquisition functions are not covered here
 NOT_HERE = {"Binary", "Optimizer", "Observation", "COMBO", "BOFM", "NASBOT", "RandomSearch", "SimulatedAnnealing",

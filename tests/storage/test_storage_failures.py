@@ -26,7 +26,7 @@ from graphbo.storage import (CorruptStudyError, NewerFormatError, NotAStudyError
                              StudyAccessError, StudyLockedError)
 from graphbo.study import Study, read_study_info
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 SPACE = "gb.Space({'a': gb.Ordinal(list(range(6))), 'b': gb.Categorical(['x', 'y', 'z']), 'c': gb.Binary()})"
 
 

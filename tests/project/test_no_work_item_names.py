@@ -6,13 +6,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WORK_ITEM = re.compile(r"(?:session|issue)s?[ _-]?(?:#\s*)?\d", re.IGNORECASE)
 
 
 def test_no_file_names_a_work_item():
     files = [ROOT / "README.md", ROOT / "CHANGELOG.md", *(ROOT / "docs").rglob("*.md"),
-             *(ROOT / "src" / "graphbo").rglob("*.py"), *(ROOT / "tests").glob("*.py"),
+             *(ROOT / "src" / "graphbo").rglob("*.py"), *(ROOT / "tests").rglob("*.py"),
              *(ROOT / "benchmarks").glob("*.py"), *(ROOT / "benchmarks").glob("*.sh"),
              *(ROOT / "benchmarks" / "results").glob("*.md"), *(ROOT / "benchmarks" / "results").glob("*.txt"),
              *(ROOT / "data").rglob("*.md"), ROOT / "pyproject.toml"]

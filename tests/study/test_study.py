@@ -17,8 +17,10 @@ from graphbo.cli import main as cli_main
 from graphbo.loop import minimize
 from graphbo.optimizers import RandomSearch
 from graphbo.study import FORMAT_VERSION, StorageError, Study, read_study_info
+from support import counts
 
 TESTS = str(Path(__file__).resolve().parent)
+SUPPORT = str(Path(__file__).resolve().parents[1])  # tests/, where support.py is
 FAST = {"n_burn": 5, "n_samples": 2, "n_random": 300, "n_spray": 5, "n_starts": 3}
 BUDGET = 12
 
@@ -59,18 +61,6 @@ def trace(result):
     return [(o.config, o.value) for o in result.history]
 
 
-def counts(path):
-    """(finished, running) trials of a study being written by another process."""
-    try:
-        conn = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)
-        try:
-            return conn.execute("SELECT COUNT(*) - COUNT(finished), COUNT(finished) FROM trials").fetchone()[::-1]
-        finally:
-            conn.close()
-    except sqlite3.Error:  # not created yet
-        return 0, 0
-
-
 # -- crash safety ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("method", ["combo", "rs"])
 def test_sigkilled_study_resumes_to_the_same_trace(tmp_path, method):
@@ -80,7 +70,7 @@ def test_sigkilled_study_resumes_to_the_same_trace(tmp_path, method):
     rng = np.random.default_rng(1 if method == "combo" else 2)
     for attempt in range(3):
         path = tmp_path / f"killed{attempt}.db"
-        code = f"import sys; sys.path.insert(0, {TESTS!r}); import test_study as t; t.run_job({str(path)!r}, {method!r})"
+        code = f"import sys; sys.path[:0] = [{TESTS!r}, {SUPPORT!r}]; import test_study as t; t.run_job({str(path)!r}, {method!r})"
         proc = subprocess.Popen([sys.executable, "-c", code])
         target = int(rng.integers(1, BUDGET - 2))
         # attempts 0 and 2 kill while an evaluation is running; attempt 1 as soon as a tell is committed
@@ -393,7 +383,7 @@ def test_multi_fidelity_study_asks_again_for_trials_left_running(tmp_path):
     """BOHB's trials carry their fidelity; on resuming, SMAC is asked again for the trials left running: the
     same one comes back (same number), and one it no longer suggests is failed, its replacement handed out."""
     pytest.importorskip("smac")
-    from test_bohb import FAST as BOHB_FAST, toy_f, toy_space
+    from support import BOHB_FAST, toy_f, toy_space
 
     path = str(tmp_path / "mf.db")
 

@@ -14,7 +14,7 @@ import pytest
 from graphbo.benchmarks import load_benchmark
 from graphbo.benchmarks.maxsat import INSTANCES, MaxSAT, instance_path, read_wcnf
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "src" / "graphbo" / "benchmarks" / "data" / "maxsat"
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from graphbo.storage.info import read_study_info
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 ENV = {**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1"}
 SPACE = """variables:
   x: {type: ordinal, values: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]}

@@ -1,0 +1,60 @@
+"""Helpers shared by several test modules (importable as ``support``: pytest puts this folder on the path)."""
+
+import math
+import sqlite3
+from pathlib import Path
+
+import graphbo as gb
+from graphbo.benchmarks.base import Benchmark
+
+#: BOHB options that keep its runs short in tests
+BOHB_FAST = {"n_challengers": 200, "local_search_iterations": 1}
+CATS = {"a": 0.0, "b": 0.4, "c": 0.8}
+
+
+def toy_space():
+    return gb.Space({
+        "x": gb.Continuous(-1.0, 1.0),
+        "lr": gb.Continuous(1e-4, 1.0, log=True),
+        "c": gb.Categorical(list(CATS)),
+        "n": gb.Ordinal([1, 2, 3, 4, 5]),
+    })
+
+
+def toy_f(config):
+    return ((config["x"] - 0.3) ** 2 + 0.1 * (math.log10(config["lr"]) + 2.0) ** 2
+            + CATS[config["c"]] + 0.05 * abs(config["n"] - 2))
+
+
+class ToyMF(Benchmark):
+    """Multi-fidelity toy: ``f(config) + offset / epochs``; ``max_fidelity`` epochs is a full evaluation."""
+
+    name = "toy-mf"
+
+    def __init__(self, max_fidelity=9, offset=1.0):
+        self.space = toy_space()
+        self.max_fidelity = int(max_fidelity)
+        self.offset = float(offset)
+        self.calls = []
+
+    def evaluate(self, config, epochs=None):
+        epochs = self.max_fidelity if epochs is None else epochs
+        assert 1 <= epochs <= self.max_fidelity
+        self.space.validate(config)
+        self.calls.append(epochs)
+        return {"value": toy_f(config) + self.offset / epochs, "epochs": epochs}
+
+    def __call__(self, config):
+        return self.evaluate(config)["value"]
+
+
+def counts(path):
+    """(finished, running) trials of a study being written by another process."""
+    try:
+        conn = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)
+        try:
+            return conn.execute("SELECT COUNT(*) - COUNT(finished), COUNT(finished) FROM trials").fetchone()[::-1]
+        finally:
+            conn.close()
+    except sqlite3.Error:  # not created yet
+        return 0, 0
