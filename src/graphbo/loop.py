@@ -135,11 +135,6 @@ class MinimizeResult:
         return self.best
 
     @property
-    def best_config(self) -> dict[str, Any]:
-        """The best configuration (the same as :attr:`best_params`); ``ValueError`` if every evaluation failed."""
-        return self._completed_best().config
-
-    @property
     def best_params(self) -> dict[str, Any]:
         """The best configuration as a dict of the variables' own values (a Categorical's category, an
         Ordinal's value, a Continuous number; not index rows), a copy; ``ValueError`` if every evaluation

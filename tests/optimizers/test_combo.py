@@ -96,7 +96,7 @@ def test_minimize_returns_the_best_and_history():
     res = gb.minimize(toy_objective, toy_space(), method="combo", budget=12, seed=0, n_initial=4, **FAST)
     assert len(res.history) == 12
     assert res.best.value == min(h.value for h in res.history)
-    assert res.best_config == res.best.config
+    assert res.best_params == res.best.config and not hasattr(res, "best_config")  # one name
     assert set(res.optimizer.relevance) == {"a", "b", "c", "d"}
     with pytest.raises(ValueError, match="unknown method"):
         gb.minimize(toy_objective, toy_space(), method="nope", budget=3)

@@ -58,12 +58,12 @@ from .utils import as_scores, best_per_owner
 if TYPE_CHECKING:
     from .trust_region import Region
 
-__all__ = ["optimize_acquisition_mixed", "METHODS", "SCREEN_MARGIN"]
+__all__ = ["optimize_acquisition_mixed", "SEARCH_METHODS", "SCREEN_MARGIN"]
 
 logger = logging.getLogger(__name__)
 
 #: ``method`` choices of :func:`optimize_acquisition_mixed`
-METHODS = ("batched", "supplement", "typewise")
+SEARCH_METHODS = ("batched", "supplement", "typewise")
 
 
 def optimize_acquisition_mixed(
@@ -79,7 +79,7 @@ def optimize_acquisition_mixed(
     spray_sd: float = 0.05,
     max_rounds: int | None = None,
     chunk: int = 2000,
-    method: str = "batched",
+    method: str = "typewise",
     rel_tol: float = 1e-6,
     region: "Region | None" = None,
 ) -> tuple[np.ndarray, float]:
@@ -97,8 +97,8 @@ def optimize_acquisition_mixed(
     outside its ball, hill-climbing moves leave neither, and L-BFGS-B is bounded by its box.
     ``None``: the whole space, exactly as without the argument.
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if method not in SEARCH_METHODS:
+        raise ValueError(f"method must be one of {SEARCH_METHODS}, got {method!r}")
     disc, cont = space.discrete_indices, space.continuous_indices
 
     def score_rows(rows: np.ndarray) -> np.ndarray:

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
-from ..optim.mixed import METHODS, optimize_acquisition_mixed
+from ..optim.mixed import SEARCH_METHODS, optimize_acquisition_mixed
 from ..optim.known_constraints import allowed_only
 from ..optim.trust_region import TrustRegion, as_trust_region_options
 from .._validation import check_bool, check_choice, check_device, check_int
@@ -118,7 +118,7 @@ class BOFM(Optimizer):
                  restart_every: int = 10, max_train: int | None = DEFAULT_MAX_TRAIN,
                  device: str | torch.device | None = None):
         kernel = check_choice("kernel", kernel, KERNELS)
-        self.acq_optimizer = check_choice("acq_optimizer", acq_optimizer, METHODS)
+        self.acq_optimizer = check_choice("acq_optimizer", acq_optimizer, SEARCH_METHODS)
         prior = check_choice("prior", prior, BOFM_PRIORS)
         n_restarts = check_int("n_restarts", n_restarts, minimum=1)
         log_y = check_bool("log_y", log_y)
