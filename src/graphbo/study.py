@@ -66,7 +66,7 @@ import numpy as np
 from .optimizers import METHODS
 from .optimizers.auto import AUTO, choose_method
 from .optimizers.base import Observation, Optimizer
-from .spaces.space import Space
+from .spaces.space import FINGERPRINT_SAMPLES, Space
 from .spaces.variables import Variable
 from .storage import Storage, as_storage
 from .storage.base import (DIRECTIONS, FORMAT_VERSION, STATUSES, CorruptStudyError, HotJournalError, StorageError,
@@ -392,9 +392,11 @@ class Study:
                 choose_method(space, auto_budget, single_objective=not several)
         self.method = method.lower()
         rules = [c.description for c in space.constraints] if isinstance(space, Space) else []
+        verdicts = space.function_rule_fingerprints() if isinstance(space, Space) else {}
         if stored is not None:
             self._check_match(stored.meta, space_desc, seed, options, direction)
             self._check_outcomes_match(stored.meta, directions, n_constraints, rules)
+            self._check_function_rules(stored.meta, verdicts)
             seed = stored.meta["seed"]
             direction = stored_direction(stored.meta)
             directions = stored.meta.get("directions")
@@ -443,6 +445,8 @@ class Study:
                 meta["n_constraints"] = self.n_constraints
             if rules:
                 meta["space_constraints"] = rules
+            if verdicts:
+                meta["function_rule_verdicts"] = verdicts
             self._storage.create(meta)
         if stored is None:
             logger.info("created study %s (method %s, seed %d, %s)", self.path or "in memory", self.method,
@@ -496,6 +500,26 @@ class Study:
         if stored_rules != rules:
             raise StorageError(f"{name}: the study was created for a space with the constraints {stored_rules!r}, "
                                f"the given space has {rules!r}")
+
+    def _check_function_rules(self, meta: Mapping[str, Any], verdicts: Mapping[str, str]) -> None:
+        """A function rule is stored by its name and its verdicts on fixed sample configurations
+        (:meth:`graphbo.Space.function_rule_fingerprints`): the same name refusing other configurations is
+        another rule. (A study stored without verdicts is not checked.)"""
+        stored = meta.get("function_rule_verdicts")
+        if not isinstance(stored, dict):
+            return
+        for name, bits in verdicts.items():
+            if name in stored and stored[name] != bits:
+                try:
+                    differ = sum(bin(a ^ b).count("1") for a, b in zip(bytes.fromhex(str(stored[name])),
+                                                                      bytes.fromhex(bits)))
+                except ValueError:
+                    raise CorruptStudyError(f"{self._storage.name}: corrupt graphbo study (verdicts of the "
+                                            f"constraint function {name!r})") from None
+                raise StorageError(f"{self._storage.name}: the constraint function {name!r} of the given space "
+                                   f"decides {differ} of {FINGERPRINT_SAMPLES} sample configurations differently "
+                                   "from the one the study was created with; give the study's own function, or "
+                                   "start a new study file")
 
     @property
     def n_objectives(self) -> int:

@@ -19,6 +19,11 @@ from .conditions import INACTIVE_UNIT, check_conditions, topological_order, with
 from .constraints import check_constraints
 from .variables import AnyVariable, Continuous, Variable
 
+#: configurations, and the seed that draws them, on which :meth:`Space.function_rule_fingerprints` records
+#: each function rule's verdicts
+FINGERPRINT_SAMPLES = 256
+FINGERPRINT_SEED = 20261129
+
 __all__ = ["Space", "MAX_REJECTION", "MAX_ENUMERATED"]
 
 #: ``Space.size`` of a conditional space enumerates at most this many assignments of the parents (else ``inf``)
@@ -394,6 +399,17 @@ class Space:
                                  f"fewer than 1 in {MAX_REJECTION} is too few to sample "
                                  f"(constraints: {[c.description for c in self.constraints]})")
         return np.concatenate(out)[:n] if out else self._sample_unconstrained(0, rng)
+
+    def function_rule_fingerprints(self, n: int = FINGERPRINT_SAMPLES) -> dict[str, str]:
+        """For each known constraint given as a Python function (expressions are stored as their text): its
+        verdicts on ``n`` configurations drawn uniformly from the space with a fixed seed, packed into a hex
+        string. A study stores them, so that resuming it with a different function of the same name is
+        refused instead of silently changing which configurations may be suggested."""
+        functions = [c for c in self.constraints if not c.is_expression]
+        if not functions:
+            return {}
+        configs = [self.from_index(r) for r in self._sample_unconstrained(n, np.random.default_rng(FINGERPRINT_SEED))]
+        return {c.description: np.packbits([c.allows(cfg) for cfg in configs]).tobytes().hex() for c in functions}
 
     def _sample_unconstrained(self, n: int, rng: np.random.Generator) -> np.ndarray:
         u = rng.random((n, len(self)))
