@@ -85,7 +85,7 @@ def collect(root: str | Sequence[str], show: bool | None = None) -> dict[str, di
             "finished": trace_finished(head, evals, spec["budget"]),
             "best_so_far": best_so_far,
             "seconds": float(sum(e["suggest_seconds"] + e["evaluate_seconds"] for e in evals)),
-            # posterior mean beta_i of COMBO (stored as "relevance" by graphbo 0.1, with the same meaning)
+            # posterior mean beta_i of COMBO
             "beta": _stored_beta(last_state.get("method") or {}),
             "best_config": evals[int(np.nanargmin(values))]["config"] if np.isfinite(values).any() else None,
             "best_value": float(np.nanmin(values)) if np.isfinite(values).any() else float("nan"),
@@ -271,9 +271,8 @@ def _plot_convergence(bench: str, runs: dict[str, list[dict]], path: str, log: s
 
 
 def _stored_beta(method_state: dict[str, Any]) -> dict[str, float] | None:
-    """COMBO's posterior mean ``beta_i`` in a stored optimizer state: ``beta``, or ``relevance`` in
-    files of graphbo 0.1, where that name held the betas."""
-    beta = method_state.get("beta", method_state.get("relevance"))
+    """COMBO's posterior mean ``beta_i`` in a stored optimizer state (``beta``)."""
+    beta = method_state.get("beta")
     return beta if isinstance(beta, dict) else None
 
 

@@ -43,7 +43,7 @@ _TIME_DECIMALS = 6
 
 def _beta(state: dict[str, Any] | None) -> dict[str, float] | None:
     method = (state or {}).get("method") or {}
-    beta = method.get("beta", method.get("relevance")) if isinstance(method, dict) else None
+    beta = method.get("beta") if isinstance(method, dict) else None
     return beta if isinstance(beta, dict) else None
 
 
