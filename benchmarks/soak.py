@@ -615,8 +615,8 @@ def misbehaving(work: Path) -> list[dict]:
         path = work / f"misbehave-{workers}.db"
         done = python(f"""
             import json, time, graphbo as gb, soak_objective as so
-            from graphbo import loop
-            loop.TIMEOUT_GRACE = 1.0
+            from graphbo import parallel
+            parallel.TIMEOUT_GRACE = 1.0
             space = gb.Space({{"a": gb.Ordinal(list(range(18)))}})
             t0 = time.monotonic()
             r = gb.minimize(so.{fn}, space, "rs", budget=18, seed=0, n_initial=18, timeout=1.0,

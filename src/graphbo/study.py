@@ -939,11 +939,17 @@ class Study:
         return done
 
     # -- running ---------------------------------------------------------------------------
-    def optimize(self, objective: Callable[[dict[str, Any]], Any], budget: int, *, timeout: float | None = None,
-                 failure_value: float | str | None = "worst",
+    def optimize(self, objective: Callable[[dict[str, Any]], Any], budget: int, *, n_workers: int = 1,
+                 executor: Any = None, timeout: float | None = None, failure_value: float | str | None = "worst",
                  callback: Callable[[int, Mapping[str, Any], float, Optimizer, float], None] | None = None,
                  show_progress: bool | None = None, stop_after_failures: int | None = 10) -> "Study":
-        """Ask, evaluate ``objective(config)`` in this process and tell, until ``budget`` trials are finished.
+        """Ask, evaluate ``objective(config)`` and tell, until ``budget`` trials are finished.
+
+        With ``n_workers == 1`` and no ``executor`` the evaluations run in this process, one at a time.
+        With ``n_workers > 1`` they run in a pool of that many worker processes (``objective`` must be
+        picklable), and with an ``executor`` (a :class:`concurrent.futures.Executor`, e.g. a Dask client's
+        ``get_executor()``) in it, ``n_workers`` at a time: a new configuration is asked for as soon as any
+        evaluation finishes (:mod:`graphbo.parallel`; the models condition on the ones in flight).
 
         ``budget`` counts the study's finished trials (complete and failed), those
         of earlier sessions included, as :func:`graphbo.minimize`'s does with
@@ -953,8 +959,7 @@ class Study:
         seconds) are recorded failed with their reason, logged as warnings, and
         the run goes on; ``failure_value``, ``callback`` (called after each
         complete trial with ``number, config, value, optimizer, seconds``) and
-        ``timeout`` are :func:`graphbo.minimize`'s, which also runs evaluations in
-        parallel. If every configuration of a discrete space is evaluated before
+        ``timeout`` are :func:`graphbo.minimize`'s (a thin wrapper of this method). If every configuration of a discrete space is evaluated before
         the budget is used, the run ends there with a warning. Ctrl-C stops it:
         the trial in flight stays ``running``, for the next session.
 
@@ -975,9 +980,21 @@ class Study:
         check_callable("callback", callback, optional=True)
         show = check_show_progress(show_progress)
         self.stop_after_failures = check_optional_int("stop_after_failures", stop_after_failures, minimum=1)
+        n_workers = check_int("n_workers", n_workers, minimum=1)
         if self._multi_fidelity:
             raise ValueError(f"method {self.method!r} chooses a fidelity for each trial (trial.attrs['fidelity']), "
                              "which objective(config) cannot take: drive the study with ask and tell")
+        if n_workers > 1 or executor is not None:
+            from .parallel import check_picklable, run_parallel
+
+            if self.pruner is not None:
+                raise ValueError("a pruner reads intermediate values in this process: give n_workers=1 and no "
+                                 "executor (an objective's graphbo.report() does nothing in a worker process)")
+            if executor is None:
+                check_picklable(objective)
+            with self._progress_bar(budget, show) as bar:
+                run_parallel(self, objective, budget, n_workers, executor, timeout, penalty, callback, bar)
+            return self
         with self._progress_bar(budget, show) as bar:
             while self.n_finished < budget:
                 trial = self._ask_within(budget)

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 import graphbo as gb
-from graphbo import loop
+from graphbo import parallel
+from graphbo.evaluation import _evaluate
 from graphbo.optimizers import RandomSearch
 from graphbo.study import read_study_info
 
@@ -128,7 +129,7 @@ def test_misbehaving_objectives_in_this_process_are_failed_trials(tmp_path):
 def test_misbehaving_objectives_in_worker_processes_are_failed_trials(tmp_path, monkeypatch):
     import multiprocessing
 
-    monkeypatch.setattr(loop, "TIMEOUT_GRACE", 1.0)  # a worker ignoring its timeout is killed after 2 s
+    monkeypatch.setattr(parallel, "TIMEOUT_GRACE", 1.0)  # a worker ignoring its timeout is killed after 2 s
     t0 = time.monotonic()
     result = gb.minimize(misbehave, SPACE, "rs", budget=SIZE, seed=0, n_initial=SIZE, timeout=1.0, n_workers=2,
                          storage=tmp_path / "s.db")
@@ -140,9 +141,9 @@ def test_misbehaving_objectives_in_worker_processes_are_failed_trials(tmp_path, 
 
 def test_a_value_that_swallows_the_timeout_still_times_out():
     # the objective catches the alarm and returns a good value: the evaluation is still a timeout
-    ok, value, error, seconds = loop._evaluate(lambda c: swallow_interruptions(1.5), {}, timeout=0.3)
+    ok, value, error, seconds = _evaluate(lambda c: swallow_interruptions(1.5), {}, timeout=0.3)
     assert (ok, value, error) == (False, None, "timed out after 0.3 s") and seconds >= 1.4
-    ok, value, error, _ = loop._evaluate(lambda c: 2.5, {}, timeout=0.3)
+    ok, value, error, _ = _evaluate(lambda c: 2.5, {}, timeout=0.3)
     assert (ok, value, error) == (True, 2.5, None)
     # no alarm is left set or handled after an evaluation
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)

@@ -460,7 +460,7 @@ def test_a_run_where_everything_failed_says_so():
 
     result = minimize(always_fails, space, "rs", budget=4, seed=0)
     assert result.best is None and result.n_failed == 4
-    for attribute in ("best_config", "best_value"):
+    for attribute in ("best_params", "best_value"):
         with pytest.raises(ValueError, match="all 4 trials failed"):
             getattr(result, attribute)
 

@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from ..benchmarks import load_benchmark
-from ..loop import watch_parent
+from ..parallel import watch_parent
 from ..storage import SQLiteStorage, StorageError, TraceError, Trial, find_run, read_run
 from ..storage.jsonio import plain
 from ..storage.runs import RUN_ATTR, RunData, evaluations
