@@ -959,9 +959,9 @@ class Study:
         seconds) are recorded failed with their reason, logged as warnings, and
         the run goes on; ``failure_value``, ``callback`` (called after each
         complete trial with ``number, config, value, optimizer, seconds``) and
-        ``timeout`` are :func:`graphbo.minimize`'s (a thin wrapper of this method). If every configuration of a discrete space is evaluated before
-        the budget is used, the run ends there with a warning. Ctrl-C stops it:
-        the trial in flight stays ``running``, for the next session.
+        ``timeout`` are :func:`graphbo.minimize`'s (a thin wrapper of this method). If every
+        configuration of a discrete space is evaluated before the budget is used, the run ends there
+        with a warning. Ctrl-C stops it: the trial in flight stays ``running``, for the next session.
 
         ``show_progress``: a progress bar on standard error (finished trials out of
         ``budget``, the best value in the user's sign, the last suggestion's
