@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+#: a project-wide check: CI's second step (`python -m pytest -m "checks and not slow"`), not the default run
+pytestmark = pytest.mark.checks
+
 ROOT = Path(__file__).resolve().parents[2]
 RUN_LINTER = "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
 

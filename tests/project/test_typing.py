@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+#: a project-wide check: CI's second step (`python -m pytest -m "checks and not slow"`), not the default run
+pytestmark = pytest.mark.checks
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -24,6 +24,9 @@ import pytest
 from graphbo.storage import StorageError
 from graphbo.study import read_study_info
 
+#: a project-wide check: CI's second step (`python -m pytest -m "checks and not slow"`), not the default run
+pytestmark = pytest.mark.checks
+
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 BUDGET = 30
 
@@ -56,6 +59,7 @@ import json, sys
 sys.path[:0] = [{src!r}, {work!r}]
 import graphbo as gb
 import kill_objective
+
 
 def main(path, log_path, pool):
     space = gb.Space({{"a": gb.Ordinal(list(range(8))), "b": gb.Ordinal(list(range(6))), "c": gb.Binary()}})
