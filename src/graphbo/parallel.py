@@ -54,8 +54,8 @@ def _record(study: Study, trial: Trial, ok: bool, value: float | Outcome | None,
 
 
 def run_parallel(study: Study, objective: Callable, budget: int, n_workers: int, executor: cf.Executor | None,
-               timeout: float | None, failure_value: float | str | None, callback: Callable | None,
-               bar: ProgressBar) -> None:
+                 timeout: float | None, failure_value: float | str | None, callback: Callable | None,
+                 bar: ProgressBar) -> None:
     """Keep ``n_workers`` evaluations in flight; ask for a new one as soon as any finishes (none once the space
     is exhausted: the run ends when the evaluations in flight do).
 
