@@ -26,7 +26,7 @@ import numpy as np
 
 from ._validation import check_budget, check_int, check_seed, check_timeout
 from .progress import check_show_progress
-from .parallel import check_picklable
+from .parallel import check_parallel_run
 from .pruners import Pruner, check_pruner
 from .threads import DEFAULT_THREADS
 
@@ -359,11 +359,7 @@ def minimize(
     timeout = check_timeout(timeout)
     failure_value = check_failure_value(failure_value)
     show_progress = check_show_progress(show_progress)
-    if check_pruner(pruner) is not None and (executor is not None or n_workers > 1):
-        raise ValueError("a pruner reads intermediate values in this process: give n_workers=1 and no executor "
-                         "(an objective's graphbo.report() does nothing in a worker process)")
-    if executor is None and n_workers > 1:
-        check_picklable(objective)
+    check_parallel_run(objective, n_workers, executor, check_pruner(pruner))  # before a study file is made
     t_start = time.perf_counter()
     study = Study(space, method, storage=storage, seed=seed, n_threads=n_threads, max_retries=max_retries,
                   direction=direction, directions=directions, n_constraints=n_constraints, auto_budget=budget,

@@ -25,13 +25,26 @@ if TYPE_CHECKING:  # pragma: no cover
     from .progress import ProgressBar
     from .study import Study, Trial
 
-__all__ = ["run_parallel", "check_picklable", "watch_parent", "TIMEOUT_GRACE", "MAX_RESTARTS"]
+__all__ = ["run_parallel", "check_parallel_run", "check_picklable", "watch_parent", "TIMEOUT_GRACE", "MAX_RESTARTS"]
 
 #: seconds the loop waits beyond ``timeout`` for a submitted evaluation before giving up on it: the worker
 #: interrupts the evaluation itself after ``timeout`` seconds from its start; the grace covers the time
 #: before it starts (transfer, a fresh worker importing the objective's modules) and workers that cannot
 #: interrupt it (code that holds on to the interpreter)
 TIMEOUT_GRACE = 10.0
+
+
+def check_parallel_run(objective: Callable, n_workers: int, executor: Any, pruner: Any) -> None:
+    """What a run with ``n_workers > 1`` or an ``executor`` needs, checked before anything runs: no pruner
+    (``ValueError``), and with graphbo's own pool an objective that can travel (:func:`check_picklable`).
+    A sequential run (``n_workers == 1``, no executor) passes."""
+    if n_workers == 1 and executor is None:
+        return
+    if pruner is not None:
+        raise ValueError("a pruner reads intermediate values in this process: give n_workers=1 and no executor "
+                         "(an objective's graphbo.report() does nothing in a worker process)")
+    if executor is None:
+        check_picklable(objective)
 
 
 def check_picklable(objective: Callable) -> None:

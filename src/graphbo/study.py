@@ -985,13 +985,9 @@ class Study:
             raise ValueError(f"method {self.method!r} chooses a fidelity for each trial (trial.attrs['fidelity']), "
                              "which objective(config) cannot take: drive the study with ask and tell")
         if n_workers > 1 or executor is not None:
-            from .parallel import check_picklable, run_parallel
+            from .parallel import check_parallel_run, run_parallel
 
-            if self.pruner is not None:
-                raise ValueError("a pruner reads intermediate values in this process: give n_workers=1 and no "
-                                 "executor (an objective's graphbo.report() does nothing in a worker process)")
-            if executor is None:
-                check_picklable(objective)
+            check_parallel_run(objective, n_workers, executor, self.pruner)
             with self._progress_bar(budget, show) as bar:
                 run_parallel(self, objective, budget, n_workers, executor, timeout, penalty, callback, bar)
             return self
