@@ -1,7 +1,7 @@
 """Seconds per suggestion against the number of evaluations n, as a user's resumed run sees it.
 
     python benchmarks/suggestion_growth.py --method combo --sizes 50 100 200 400 800 \\
-        [--maxsat PATH] [--baseline-ref GITREF] [--suggestions 5] [--out FILE.json]
+        [--history state|told] [--maxsat PATH] [--baseline-ref GITREF] [--suggestions 5] [--out FILE.json]
 
 For each n, in a fresh process (so the peak memory is that case's own):
 
@@ -11,6 +11,11 @@ For each n, in a fresh process (so the peak memory is that case's own):
    as ``graphbo resume`` does;
 3. the next ``--suggestions`` suggestions are timed, each evaluated and told, so the first
    fit after the resume counts and ``n`` grows as in a real run.
+
+With ``--history told`` the optimiser is instead told ``n`` distinct random evaluations without
+having asked for them (an earlier study's trials, or a worker joining a running study) and its
+first ``--suggestions`` suggestions are timed, the first one (its first fit, burn-in included)
+reported apart (``first_s``) from the median of the others.
 
 The mean wall seconds of those suggestions and the process's peak resident memory are
 reported. With ``--baseline-ref``, every case is also run on that git revision (checked out
@@ -63,6 +68,30 @@ def _optimizer(method: str, space, seed: int, n: int, burn: int, device: str | N
     return gb.BOFM(space, seed=seed, n_initial=n, **extra)
 
 
+def run_told_case(method: str, n: int, suggestions: int, seed: int, burn: int, maxsat: str | None,
+                  device: str | None = None) -> dict:
+    """One case in this process: tell ``n`` random evaluations never asked for, time the next suggestions."""
+    import graphbo as gb
+
+    name, bench = _benchmark(method, maxsat)
+    # n_initial=0: revisions before told evaluations counted towards the initial design asked 10 random ones first
+    opt = _optimizer(method, bench.space, seed, 0, burn, device)
+    source = gb.RandomSearch(bench.space, seed=seed + 1)
+    for config in source.ask(n):
+        opt.tell(config, bench(config))
+    times = []
+    for _ in range(suggestions):
+        t0 = time.perf_counter()
+        c = opt.ask()
+        times.append(time.perf_counter() - t0)
+        opt.tell(c, bench(c))
+    rest = times[1:] or times
+    return {"method": method, "problem": name, "n": n, "history": "told", "first_s": times[0],
+            "mean_s": statistics.mean(rest), "median_s": statistics.median(rest), "times_s": times,
+            "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "device": device or "default",
+            "graphbo": _where(getattr(gb, "__file__", "?"))}
+
+
 def run_case(method: str, n: int, suggestions: int, seed: int, burn: int, maxsat: str | None,
              device: str | None = None) -> dict:
     """One case in this process: fit at ``n`` (untimed), resume, time ``suggestions`` suggestions."""
@@ -104,7 +133,7 @@ def _subprocess_case(args: argparse.Namespace, n: int, src: str | None) -> dict:
         env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
     cmd = [sys.executable, os.path.abspath(__file__), "--case", str(n), "--method", args.method,
            "--suggestions", str(args.suggestions), "--seed", str(args.seed), "--burn", str(args.burn),
-           "--threads", str(args.threads)]
+           "--threads", str(args.threads), "--history", args.history]
     if args.maxsat:
         cmd += ["--maxsat", os.path.abspath(args.maxsat)]
     if args.device:
@@ -121,6 +150,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--burn", type=int, default=100, help="COMBO burn-in sweeps of the untimed first fit")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--history", choices=("state", "told"), default="state",
+                    help="state: resume from a stored fit; told: n evaluations told without asks, first fit timed")
     ap.add_argument("--maxsat", default=None, help="wMaxSAT28 .wcnf file (COMBO)")
     ap.add_argument("--baseline-ref", default=None, help="git revision to time alongside (e.g. a commit before)")
     ap.add_argument("--device", default=None,
@@ -132,8 +163,9 @@ def main() -> None:
         import torch
 
         torch.set_num_threads(args.threads)
-        print(json.dumps(run_case(args.method, args.case, args.suggestions, args.seed, args.burn, args.maxsat,
-                                  args.device)))
+        case = run_told_case if args.history == "told" else run_case
+        print(json.dumps(case(args.method, args.case, args.suggestions, args.seed, args.burn, args.maxsat,
+                              args.device)))
         return
 
     worktree = None
@@ -144,7 +176,8 @@ def main() -> None:
     versions = [("current", os.path.join(ROOT, "src"))] + ([("baseline", os.path.join(worktree, "src"))]
                                                            if worktree else [])
     rows = []
-    print(f"{'code':<9} {'method':<6} {'problem':<9} {'n':>5} {'mean s':>8} {'median s':>9} {'peak MiB':>9}")
+    print(f"{'code':<9} {'method':<6} {'problem':<9} {'n':>5} {'mean s':>8} {'median s':>9} {'peak MiB':>9}"
+          + (f" {'first s':>8}" if args.history == "told" else ""))
     try:
         for n in args.sizes:
             for label, src in versions:
@@ -153,7 +186,8 @@ def main() -> None:
                          date=time.strftime("%Y-%m-%d"), load_avg=os.getloadavg()[0], threads=args.threads)
                 rows.append(r)
                 print(f"{label:<9} {r['method']:<6} {r['problem']:<9} {n:>5} {r['mean_s']:>8.2f} "
-                      f"{r['median_s']:>9.2f} {r['peak_mib']:>9.0f}", flush=True)
+                      f"{r['median_s']:>9.2f} {r['peak_mib']:>9.0f}"
+                      + (f" {r['first_s']:>8.2f}" if "first_s" in r else ""), flush=True)
                 if args.out:
                     _append(args.out, r)
     finally:

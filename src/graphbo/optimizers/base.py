@@ -14,7 +14,7 @@ import itertools
 import math
 from collections.abc import Collection, Set
 from dataclasses import dataclass
-from typing import AbstractSet, Any, Iterable, Iterator, Mapping, Sequence, TypeVar, cast, overload
+from typing import AbstractSet, Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar, cast, overload
 
 import numpy as np
 
@@ -58,9 +58,11 @@ class Optimizer:
         Every random choice of the optimizer flows from this seed (a non-negative integer).
     n_initial : int
         Number of uniformly random, distinct configurations asked before the
-        method's own suggestions start.
+        method's own suggestions start. Evaluations told without being asked (an
+        earlier study's history) count towards it, as do pending ones.
     initial_configs : list of dict, optional
-        Configurations to ask first (they count towards ``n_initial``).
+        Configurations to ask first (they count towards ``n_initial``, and are asked even
+        after a told history).
     """
 
     name = "base"
@@ -113,6 +115,9 @@ class Optimizer:
         if refused:
             raise ValueError(f"initial_configs: {dict(refused[0])!r} breaks a known constraint of the space")
         self._initial = self._initial_design([space.to_index(c) for c in initial_configs], n_initial)
+        #: how many rows at the front of ``_initial`` came from ``initial_configs`` (always asked); the random
+        #: rows behind them are skipped once ``n_initial`` evaluations are told or pending (told history)
+        self._n_given_initial = len(initial_configs)
         #: every told objective vector ``(k,)`` and constraint vector ``(c,)``, aligned with ``_X`` (outcome mode)
         self._objective_values: list[np.ndarray] = []
         self._constraint_values: list[np.ndarray] = []
@@ -324,12 +329,7 @@ class Optimizer:
         return int(n)
 
     def _ask_one(self) -> dict[str, Any]:
-        row = None
-        while self._initial:
-            cand = self._initial.pop(0)
-            if cand.tobytes() not in self._evaluated and cand.tobytes() not in self._pending:
-                row = cand
-                break
+        row = self._pop_initial(lambda r: r.tobytes() not in self._evaluated and r.tobytes() not in self._pending)
         if row is None:
             self._refresh_targets(new_weights=True)
             row = np.asarray(self._suggest(), dtype=self.space.row_dtype)
@@ -355,6 +355,23 @@ class Optimizer:
             self._near.add(self._near_key(row))
         self._pending[row.tobytes()] = row
         return config
+
+    def _pop_initial(self, is_new: Callable[[np.ndarray], bool]) -> np.ndarray | None:
+        """The next row of the initial design for which ``is_new`` holds, or ``None`` when the design is done.
+
+        The rows of ``initial_configs`` are always asked; the design's own rows only while fewer than
+        ``n_initial`` evaluations are told or pending, so an optimizer told an earlier study's history (or
+        a worker joining a running study) suggests from its model at once, as Optuna's samplers do once
+        ``n_startup_trials`` trials are complete."""
+        while self._initial:
+            if self._n_given_initial == 0 and self.n_told + len(self._pending) >= self.n_initial:
+                self._initial.clear()
+                return None
+            cand = self._initial.pop(0)
+            self._n_given_initial = max(0, self._n_given_initial - 1)
+            if is_new(cand):
+                return cand
+        return None
 
     def _near_key(self, row: np.ndarray) -> bytes:
         """The row with its continuous coordinates rounded to :data:`CONTINUOUS_DECIMALS` decimals of their
@@ -508,6 +525,7 @@ class Optimizer:
         return {
             "rng": self.rng.bit_generator.state,
             "initial": [r.tolist() for r in self._initial],
+            "given_initial": self._n_given_initial,
             "method": self._method_state(),
             "subset_key": self._subset_key,
             **({"weights": self._weights.tolist()} if self._weights is not None else {}),
@@ -519,6 +537,7 @@ class Optimizer:
         """Restore what :meth:`get_state` returned (after the told data has been replayed)."""
         self._load_method_state(state.get("method") or {})
         self._initial = [np.asarray(r, dtype=self.space.row_dtype) for r in state["initial"]]
+        self._n_given_initial = check_int("given_initial", state.get("given_initial", 0), minimum=0)
         self._pending.clear()
         for model, saved in zip(self._extra_surrogates, state.get("surrogates") or []):
             self._load_surrogate_state(model, saved)

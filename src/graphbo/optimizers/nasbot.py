@@ -143,14 +143,11 @@ class NASOptimizer(Optimizer):
 
     # -- protocol -----------------------------------------------------------------------------------------
     def _ask_one(self) -> dict[str, Any]:
-        row = None
         excluded = self._excluded_keys()  # a view: nothing is built unless the initial design is asked
-        while self._initial:
-            cand = np.asarray(self._initial.pop(0), dtype=np.int64)
-            if self._row_key(cand) not in excluded:
-                row = cand
-                break
-        if row is None:
+        row = self._pop_initial(lambda r: self._row_key(np.asarray(r, dtype=np.int64)) not in excluded)
+        if row is not None:
+            row = np.asarray(row, dtype=np.int64)
+        else:
             self._refresh_targets(new_weights=True)
             row = np.asarray(self._suggest(), dtype=np.int64)
         self._pending[row.tobytes()] = row
