@@ -120,3 +120,42 @@ def test_conditional_multi_objective_constrained_and_pruned_studies_export_as_op
     study.close()
     (trial,) = export_to_optuna(tmp_path / "p.db", url, "p").trials
     assert trial.state == optuna.trial.TrialState.PRUNED and trial.intermediate_values == {1: 3.0}
+
+
+def _fields(t):
+    """A trial's stored fields; times without their zone (an RDB storage keeps UTC times naive)."""
+    naive = [None if d is None else d.replace(tzinfo=None) for d in (t.datetime_start, t.datetime_complete)]
+    return (t.number, t.state, t.values, t.params, t.distributions, t.user_attrs, t.system_attrs,
+            t.intermediate_values, *naive)
+
+
+def test_the_one_transaction_export_stores_what_optunas_add_trials_stores(tmp_path):
+    from graphbo.experiments.optuna_export import _add_trials_in_one_transaction, export_to_optuna
+
+    studies = []
+    gb.minimize(_objective, _space(), method="rs", budget=25, seed=3, storage=tmp_path / "plain.db")  # failures too
+    studies.append(tmp_path / "plain.db")
+    flat = gb.Space({"a": gb.Ordinal([1, 2, 3, 4])})
+    gb.minimize(lambda c: {"values": [c["a"], -c["a"]], "constraints": [c["a"] - 2.5]}, flat, method="rs",
+                budget=4, seed=0, storage=tmp_path / "m.db", directions=["minimize", "maximize"], n_constraints=1)
+    studies.append(tmp_path / "m.db")
+    study = gb.Study(flat, "rs", storage=tmp_path / "p.db", seed=0)
+    first = study.ask()
+    study.report(first, 3.0, 1)
+    study.prune(first)
+    study.tell(study.ask(), 2.0)
+    study.close()
+    studies.append(tmp_path / "p.db")
+    url = f"sqlite:///{tmp_path / 'optuna.db'}"
+    for path in studies:
+        fast = export_to_optuna(path, url, path.stem)  # an RDB storage: one transaction
+        by_optuna = export_to_optuna(path, optuna.storages.InMemoryStorage(), path.stem)  # Optuna's add_trials
+        reread = optuna.load_study(study_name=path.stem, storage=url)
+        assert [_fields(t) for t in reread.trials] == [_fields(t) for t in by_optuna.trials] != []
+        assert [_fields(t) for t in fast.trials] == [_fields(t) for t in by_optuna.trials]
+        assert reread.user_attrs == by_optuna.user_attrs
+
+    # the Optuna installed here has the schema the one-transaction path writes (else exports fall back, slowly)
+    new = optuna.create_study(storage=url, study_name="empty")
+    assert _add_trials_in_one_transaction(optuna, new, [optuna.trial.create_trial(value=1.0)]) is True
+    assert [t.value for t in optuna.load_study(study_name="empty", storage=url).trials] == [1.0]

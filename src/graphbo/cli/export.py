@@ -24,9 +24,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Export; returns the exit code."""
-    from ..experiments.optuna_export import export_to_optuna
+    from ..experiments.optuna_export import _export
 
-    study = export_to_optuna(args.path, args.optuna, args.study_name, if_exists=args.if_exists)
-    print(f"graphbo export: {len(study.trials)} trials of {args.path} written to Optuna study "
+    study, n_written = _export(args.path, args.optuna, args.study_name, if_exists=args.if_exists)
+    if n_written is None:
+        print(f"graphbo export: Optuna study {study.study_name!r} in {args.optuna} exists already; left as it is "
+              f"(--if-exists skip)")
+        return 0
+    print(f"graphbo export: {n_written} trials of {args.path} written to Optuna study "
           f"{study.study_name!r} in {args.optuna} (view: optuna-dashboard {args.optuna})")
     return 0

@@ -20,11 +20,14 @@ import hashlib
 import json
 import math
 from datetime import datetime, timedelta, timezone
-from typing import Any, Sequence
+from typing import AbstractSet, Any, Sequence
 
 from .base import Trial
 
-__all__ = ["trial_problem", "study_problem", "row_checksum"]
+__all__ = ["trial_problem", "study_problem", "block_problem", "row_checksum"]
+
+#: trials per sealed block of a stored study (the SQLite store seals each block once its trials are finished)
+BLOCK_SIZE = 1000
 
 _EARLIEST = datetime(2000, 1, 1, tzinfo=timezone.utc)
 _LAST_YEAR = str(datetime.now(timezone.utc).year - 1)  # before this year: surely not in the future
@@ -139,17 +142,29 @@ def _variables(space: Any) -> list[tuple[Any, list | None]] | None:
     return [(d.get("name"), d["values"] if isinstance(d.get("values"), list) else None) for d in space]
 
 
-def study_problem(trials: Sequence[Trial], space: Any = None) -> str | None:
+def study_problem(trials: Sequence[Trial], space: Any = None, verified: AbstractSet[int] = frozenset()
+                  ) -> str | None:
     """What is wrong across the trials (numbers, tell orders, index rows against the stored space
-    description ``space``), or ``None``; each trial checked too."""
+    description ``space``), or ``None``; each trial checked too, but for those of the sealed blocks in
+    ``verified`` (block ``k``: trials ``k * BLOCK_SIZE`` onwards), checked when their block was sealed and
+    read back unchanged."""
+    return block_problem(trials, 0, space, verified)
+
+
+def block_problem(trials: Sequence[Trial], first: int, space: Any = None, verified: AbstractSet[int] = frozenset()
+                  ) -> str | None:
+    """:func:`study_problem` for the trials numbered from ``first`` on (a block of a study)."""
     variables = _variables(space)
     conditional = frozenset(d.get("name") for d in space if isinstance(d, dict) and "active_if" in d) \
         if variables is not None else frozenset()
     orders: set[int] = set()
-    for i, t in enumerate(trials):
+    for i, t in enumerate(trials, start=first):
         if t.number != i:
-            return f"trial numbers are not 0..{len(trials) - 1} (found {t.number} at position {i})"
-        problem = trial_problem(t) or (None if variables is None else _row_problem(t, variables, conditional))
+            return f"trial numbers are not {first}..{first + len(trials) - 1} (found {t.number} at position {i})"
+        if i // BLOCK_SIZE in verified:
+            problem = None
+        else:
+            problem = trial_problem(t) or (None if variables is None else _row_problem(t, variables, conditional))
         if problem:
             return f"trial {t.number}: {problem}"
         if t.tell_order is not None:

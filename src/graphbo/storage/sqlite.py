@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import hashlib
 import json
 import os
 import sqlite3
@@ -62,11 +63,14 @@ from typing import AbstractSet, Any, Iterator, Mapping, Sequence
 from .base import (APPLICATION, DIRECTIONS, FORMAT_VERSION, STATUSES, CorruptStudyError, HotJournalError,
                    NewerFormatError, NotAStudyError, Storage, StorageError, StorageFullError, StoredStudy, StudyAccessError,
                    StudyLockedError, Trial, graphbo_version, stored_direction)
-from .checks import row_checksum, study_problem
+from .checks import BLOCK_SIZE, block_problem, row_checksum, study_problem
 from .jsonio import dumps
 from .lock import describe_writer, holder_alive, is_ours, this_writer
 
 __all__ = ["SQLiteStorage", "APPLICATION_ID", "is_sqlite_file"]
+
+#: the meta key of the sealed blocks' digests, a list (the ``k``-th: trials ``k * BLOCK_SIZE`` onwards)
+BLOCKS_KEY = "sealed_blocks"
 
 #: SQLite ``PRAGMA application_id`` of graphbo study files ("gbo1")
 APPLICATION_ID = 0x67626F31
@@ -137,6 +141,8 @@ class SQLiteStorage(Storage):
         self._descriptors: dict[int, tuple[int, int]] = {}
         #: the lock taken over when this store was opened (a writer that died), else None
         self.taken_over: dict[str, Any] | None = None
+        #: the digests of the sealed blocks of trials (:meth:`_seal_blocks`), read at the first write
+        self._sealed: list[str] | None = None
 
     def __repr__(self) -> str:
         return f"SQLiteStorage({self.path!r})"
@@ -169,13 +175,13 @@ class SQLiteStorage(Storage):
             foreign = foreign_schema(conn)
             if foreign:
                 raise self._foreign(foreign)
-            trials, bad_row = self._read_checked_trials(conn, tables)
+            trials, bad_row, verified = self._read_checked_trials(conn, tables, meta.get(BLOCKS_KEY))
             bad_row = _meta_mismatch(conn) or bad_row
         except sqlite3.Error as exc:
             raise self._error(exc, "cannot be read") from None
         finally:
             conn.close()
-        problem = study_problem(trials, meta.get("space"))  # its messages say more than a checksum's
+        problem = study_problem(trials, meta.get("space"), verified)  # its messages say more than a checksum's
         if problem:
             raise CorruptStudyError(f"{path}: corrupt graphbo study ({problem}); restore it from a copy "
                                     "(graphbo wrote nothing to it)")
@@ -322,43 +328,72 @@ class SQLiteStorage(Storage):
         return meta
 
     def _read_trials(self, conn: sqlite3.Connection, tables: set[str]) -> list[Trial]:
-        trials, bad_row = self._read_checked_trials(conn, tables)
+        trials, bad_row, _ = self._read_checked_trials(conn, tables)
         if bad_row:
             raise self._checksum_error(bad_row)
         return trials
 
-    def _read_checked_trials(self, conn: sqlite3.Connection, tables: set[str]) -> tuple[list[Trial], str | None]:
-        """The trials, and the first row (a trial or an attribute) whose checksum does not match, if any."""
+    def _read_checked_trials(self, conn: sqlite3.Connection, tables: set[str], blocks: Any = None
+                             ) -> tuple[list[Trial], str | None, frozenset[int]]:
+        """The trials, the first row (a trial or an attribute) whose checksum does not match, if any, and the
+        numbers of the blocks of trials found as sealed (:func:`_seal_blocks`).
+
+        The rows of a block whose digest matches the one stored in ``blocks`` (the meta key
+        :data:`BLOCKS_KEY`) are byte for byte those graphbo checked when it sealed the block: their row
+        checksums are not computed again and their JSON is parsed in one call. Any other row is checked
+        one by one."""
+        rows, attr_rows = _stored_rows(conn, tables)
+        digests = blocks if isinstance(blocks, list) else []
+        verified: set[int] = set()
         attrs: dict[int, dict[str, Any]] = {}
         bad_row: str | None = None
         number = None
-        columns = _columns(conn, "trials")
-        crashes = "crashes" if "crashes" in columns else "0"
-        checksum = "checksum" if "checksum" in columns else "NULL"
+        out: list[Trial] = []
         try:
-            if "trial_attrs" in tables:
-                attr_sum = "checksum" if "checksum" in _columns(conn, "trial_attrs") else "NULL"
-                for number, key, value, stored in conn.execute(
-                        f"SELECT number, key, value, {attr_sum} FROM trial_attrs ORDER BY number, key"):
+            a = 0  # the first attribute row of the block
+            for b in range(0, len(rows), BLOCK_SIZE):
+                block = rows[b:b + BLOCK_SIZE]
+                a_end = a
+                while a_end < len(attr_rows) and attr_rows[a_end][0] < b + BLOCK_SIZE:
+                    a_end += 1
+                block_attrs = attr_rows[a:a_end]
+                a = a_end
+                sealed = (b // BLOCK_SIZE < len(digests) and len(block) == BLOCK_SIZE and block[0][0] == b
+                          and block[-1][0] == b + BLOCK_SIZE - 1 and _block_digest(block, block_attrs)
+                          == digests[b // BLOCK_SIZE])
+                if sealed:
+                    verified.add(b // BLOCK_SIZE)
+                    values = json.loads("[" + ",".join(v for _, _, v, _ in block_attrs) + "]")
+                    for (number, key, _, _), value in zip(block_attrs, values):
+                        attrs.setdefault(number, {})[key] = value
+                    configs = json.loads("[" + ",".join(r[1] for r in block) + "]")
+                    index_rows = json.loads("[" + ",".join(r[2] for r in block) + "]")
+                    for r, config, index_row in zip(block, configs, index_rows):
+                        out.append(Trial(r[0], config, r[3], r[4], r[6], r[5], r[7], r[8], r[9], r[10],
+                                         row=index_row, tell_order=r[11], attrs=attrs.get(r[0], {}), crashes=r[12]))
+                    continue
+                for number, key, value, stored in block_attrs:
                     if stored is not None and bad_row is None and stored != row_checksum("attr", number, key, value):
                         bad_row = f"trial {number}, attribute {key!r}"
                     attrs.setdefault(number, {})[key] = json.loads(value)
-            out = []
-            for stored_row in conn.execute(f"SELECT {_TRIAL_COLUMNS}, {crashes}, {checksum} FROM trials "
-                                           "ORDER BY number"):
-                (number, config, row, status, value, penalty, error, started, finished, s_sec, e_sec,
-                 order, n_crashes, stored) = stored_row
-                if stored is not None and bad_row is None and stored != row_checksum("trial", *stored_row[:-1]):
-                    bad_row = f"trial {number}"
-                if status not in STATUSES:
-                    raise ValueError(f"status {status!r}")
-                out.append(Trial(number, json.loads(config), status, value, error, penalty, started, finished,
-                                 s_sec, e_sec, row=json.loads(row), tell_order=order, attrs=attrs.get(number, {}),
-                                 crashes=n_crashes))
+                for stored_row in block:
+                    (number, config, row, status, value, penalty, error, started, finished, s_sec, e_sec,
+                     order, n_crashes, stored) = stored_row
+                    if stored is not None and bad_row is None and stored != row_checksum("trial", *stored_row[:-1]):
+                        bad_row = f"trial {number}"
+                    if status not in STATUSES:
+                        raise ValueError(f"status {status!r}")
+                    out.append(Trial(number, json.loads(config), status, value, error, penalty, started, finished,
+                                     s_sec, e_sec, row=json.loads(row), tell_order=order, attrs=attrs.get(number, {}),
+                                     crashes=n_crashes))
+            for number, key, value, stored in attr_rows[a:]:  # attributes of no trial: checked, then left out
+                if stored is not None and bad_row is None and stored != row_checksum("attr", number, key, value):
+                    bad_row = f"trial {number}, attribute {key!r}"
+                json.loads(value)
         except (TypeError, ValueError, RecursionError) as exc:  # json.JSONDecodeError is a ValueError
             raise CorruptStudyError(f"{self.path}: corrupt graphbo study, its trials cannot be read "
                                     f"(trial {number}: {exc}); restore it from a copy") from None
-        return out, bad_row
+        return out, bad_row, frozenset(verified)
 
     def trials(self) -> list[Trial]:
         conn = self._open_connection()
@@ -697,8 +732,46 @@ class SQLiteStorage(Storage):
                                        "writing this study?); nothing written") from None
                 self._put_attrs(conn, t)
             _seal_trials(conn, [t.number for t in trials])
+            self._seal_blocks(conn)
             if state is not None:
                 self._put_meta(conn, "optimizer_state", state)
+
+    def _seal_blocks(self, conn: sqlite3.Connection) -> None:
+        """In a write transaction: seal every block of :data:`BLOCK_SIZE` trials that is now whole and finished.
+
+        A block's trials (numbers ``k * BLOCK_SIZE`` up to the next block's) are sealed once none is running:
+        each row is checked as a load checks it (its checksum; :func:`~graphbo.storage.checks.study_problem`
+        against the stored space), and the digest of the rows as stored (:func:`_block_digest`) joins the list
+        in the meta key :data:`BLOCKS_KEY`. graphbo never changes a finished trial, so a load that finds the
+        same digest skips those checks; a block that reads otherwise is checked row by row, as without it.
+        A block that fails its checks is left unsealed (the load names the row)."""
+        if self._sealed is None:
+            row = conn.execute("SELECT value FROM meta WHERE key = ?", (BLOCKS_KEY,)).fetchone()
+            stored = _json_or_none(row[0]) if row else None
+            self._sealed = list(stored) if isinstance(stored, list) else []
+        sealed = self._sealed
+        space = None
+        changed = False
+        while True:
+            first = len(sealed) * BLOCK_SIZE
+            if conn.execute("SELECT 1 FROM trials WHERE number = ?", (first + BLOCK_SIZE - 1,)).fetchone() is None:
+                break  # the block's last trial is not there yet (one look-up, not a scan, on most writes)
+            done, running = conn.execute(
+                "SELECT count(*), sum(status = 'running') FROM trials WHERE number >= ? AND number < ?",
+                (first, first + BLOCK_SIZE)).fetchone()
+            if done != BLOCK_SIZE or running:
+                break
+            block, block_attrs = _stored_rows(conn, {"trial_attrs"} if _has_attrs(conn) else set(),
+                                              first, first + BLOCK_SIZE)
+            if space is None:
+                space_row = conn.execute("SELECT value FROM meta WHERE key = 'space'").fetchone()
+                space = _json_or_none(space_row[0]) if space_row else None
+            if not _block_is_sound(block, block_attrs, space):
+                break
+            sealed.append(_block_digest(block, block_attrs))
+            changed = True
+        if changed:
+            self._put_meta(conn, BLOCKS_KEY, sealed)
 
     def restart_trial(self, number: int, started: str) -> None:
         with self._transaction() as conn:
@@ -724,6 +797,7 @@ class SQLiteStorage(Storage):
                                         "wrote; nothing of this write was stored")
             _seal_trials(conn, [trial.number])
             self._put_attrs(conn, trial)
+            self._seal_blocks(conn)
             if state is not None:
                 self._put_meta(conn, "optimizer_state", state)
 
@@ -824,6 +898,56 @@ def _add_checksums(conn: sqlite3.Connection) -> None:
     conn.execute(_STALE_TRIGGER)
     if "trial_attrs" in tables:
         conn.execute(_ATTRS_STALE_TRIGGER)
+
+
+def _has_attrs(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'trial_attrs'").fetchone() \
+        is not None
+
+
+def _stored_rows(conn: sqlite3.Connection, tables: AbstractSet[str], first: int | None = None,
+                 stop: int | None = None) -> tuple[list[tuple], list[tuple]]:
+    """The trials' rows (:data:`_SEALED_COLUMNS` and the checksum) and their attributes' rows (number, key,
+    value, checksum), by number (and key), of the numbers ``first`` to ``stop - 1`` or of all."""
+    columns = _columns(conn, "trials")
+    crashes = "crashes" if "crashes" in columns else "0"
+    checksum = "checksum" if "checksum" in columns else "NULL"
+    where, args = ("WHERE number >= ? AND number < ? ", (first, stop)) if first is not None else ("", ())
+    rows = conn.execute(f"SELECT {_TRIAL_COLUMNS}, {crashes}, {checksum} FROM trials {where}ORDER BY number",
+                        args).fetchall()
+    attr_rows: list[tuple] = []
+    if "trial_attrs" in tables:
+        attr_sum = "checksum" if "checksum" in _columns(conn, "trial_attrs") else "NULL"
+        attr_rows = conn.execute(f"SELECT number, key, value, {attr_sum} FROM trial_attrs {where}"
+                                 "ORDER BY number, key", args).fetchall()
+    return rows, attr_rows
+
+
+def _block_digest(rows: Sequence[tuple], attr_rows: Sequence[tuple]) -> str:
+    """SHA-256 (32 hex digits) of a block's trial and attribute rows as SQLite returns them (``repr`` writes
+    each value exactly: a float by its shortest round trip, text with every character)."""
+    return hashlib.sha256(repr((list(rows), list(attr_rows))).encode()).hexdigest()[:32]
+
+
+def _block_is_sound(rows: Sequence[tuple], attr_rows: Sequence[tuple], space: Any) -> bool:
+    """Whether a block's rows pass a load's checks: each row's checksum (every row has one) and the
+    plausibility checks of :func:`~graphbo.storage.checks.study_problem` against the stored space."""
+    try:
+        attrs: dict[int, dict[str, Any]] = {}
+        for number, key, value, stored in attr_rows:
+            if stored is None or stored != row_checksum("attr", number, key, value):
+                return False
+            attrs.setdefault(number, {})[key] = json.loads(value)
+        trials = []
+        for r in rows:
+            if r[-1] is None or r[-1] != row_checksum("trial", *r[:-1]) or r[3] not in STATUSES:
+                return False
+            trials.append(Trial(r[0], json.loads(r[1]), r[3], r[4], r[6], r[5], r[7], r[8], r[9], r[10],
+                                row=json.loads(r[2]), tell_order=r[11], attrs=attrs.get(r[0], {}), crashes=r[12]))
+    except (TypeError, ValueError, RecursionError):
+        return False
+    first = rows[0][0] if rows else 0
+    return block_problem(trials, first, space) is None
 
 
 def _seal_trials(conn: sqlite3.Connection, numbers: Sequence[int]) -> None:
