@@ -583,13 +583,15 @@ class Study:
         each trial against the space; writes nothing."""
         number = None
         try:
-            for t in stored.trials:
+            checked = getattr(self._storage, "checked_trials", 0)  # the SQLite store's sealed blocks
+            bulk = self._restore_in_bulk(stored.trials[:checked])
+            for t in stored.trials[bulk:]:
                 number = t.number
                 cfg = self._config_of(t.row, t.config)
                 self._append(dataclasses.replace(t, config=cfg, row=self.space.to_index(cfg)))
             number = None
             finished_trials = sorted((t for t in self._trials if t.status != "running"), key=_told_first)
-            for t in finished_trials:
+            for t in ([] if self._replay_in_bulk(finished_trials) else finished_trials):
                 if t.status == "complete":
                     if t.value is None:
                         raise ValueError("a complete trial without a value")
@@ -610,6 +612,52 @@ class Study:
             raise CorruptStudyError(f"{self._storage.name}: corrupt graphbo study, its trials cannot be replayed "
                                     f"({where}{exc}); restore it from a copy") from None
         self._next_order = 1 + max((t.tell_order for t in self._trials if t.tell_order is not None), default=-1)
+
+    def _restore_in_bulk(self, trials: Sequence[Trial]) -> int:
+        """:meth:`_restore`'s first step for the trials a store read back as it checked them (sealed blocks:
+        index rows lists of ints), in a space of discrete variables without conditions, array-wise: every
+        index in range and every stored configuration the one its row names (what :meth:`_config_of` checks
+        one trial at a time). Returns how many it restored: all, or none (the trial-by-trial path then
+        names the problem) and for other spaces."""
+        space = self.space
+        if not trials or not isinstance(space, Space) or space.conditions or space.continuous_indices.size:
+            return 0
+        rows = [t.row for t in trials]
+        try:
+            index = np.array(rows, dtype=np.int64)
+        except (TypeError, ValueError, OverflowError):
+            return 0
+        if index.shape != (len(trials), len(space.names)) or (index < 0).any() or \
+                (index >= np.asarray(space.n_values)).any():
+            return 0
+        columns = [[var.values[k] for k in index[:, j].tolist()]  # type: ignore[union-attr]  # all discrete
+                   for j, var in enumerate(space.variables)]
+        configs = [dict(zip(space.names, values)) for values in zip(*columns)]
+        if any(cfg != t.config for cfg, t in zip(configs, trials)):
+            return 0
+        for t, cfg, row in zip(trials, configs, index):  # the loaded trials are the study's own: no copies
+            t.config, t.row = cfg, row
+            self._append(t)
+        return len(trials)
+
+    def _replay_in_bulk(self, finished: Sequence[Trial]) -> bool:
+        """:meth:`_restore`'s replay of the finished trials through :meth:`Optimizer._replay_rows`, for an
+        optimizer whose ``tell`` and ``mark_failed`` are the base class's, one objective and no fidelities;
+        ``False``, with nothing told, otherwise."""
+        opt = self.optimizer
+        if (self._outcome_mode or type(opt).tell is not Optimizer.tell
+                or type(opt).mark_failed is not Optimizer.mark_failed or any("fidelity" in t.attrs for t in finished)):
+            return False
+        values: list[float | None] = []
+        for t in finished:
+            if t.status == "complete":
+                if t.value is None:
+                    raise ValueError("a complete trial without a value")
+                values.append(self._sign * t.value)
+            else:
+                values.append(None if t.penalty is None else self._sign * t.penalty)
+        opt._replay_rows([t.row for t in finished], values)
+        return True
 
     def _stored_outcome(self, t: Trial) -> tuple[np.ndarray, np.ndarray]:
         """A stored complete trial's objective values and constraint values (``ValueError`` when they are not

@@ -103,3 +103,26 @@ def test_a_sealed_row_that_a_load_would_refuse_is_never_sealed(tmp_path):
         config = again.ask().config
         again.tell(config, 1.0)
     assert _digests(path) == []  # the block is whole and finished, but one row has no checksum
+
+
+def test_a_study_reopened_from_sealed_blocks_is_the_one_replayed_trial_by_trial(tmp_path):
+    path = tmp_path / "s.db"
+    _fill(path, BLOCK_SIZE + 20)
+    unsealed = tmp_path / "unsealed.db"
+    shutil.copy(path, unsealed)
+    with sqlite3.connect(unsealed) as conn:  # without the digests every trial is read and replayed one by one
+        conn.execute("DELETE FROM meta WHERE key = ?", (BLOCKS_KEY,))
+    runs = []
+    for p in (path, unsealed):
+        store = SQLiteStorage(p)
+        with Study(_space(), "rs", storage=store, n_initial=0) as study:
+            trials = [(t.number, t.config, t.row.tolist(), t.status, t.value) for t in study.trials]
+            asked = []
+            for _ in range(5):
+                trial = study.ask()
+                study.tell(trial, float(sum(trial.config.values())))
+                asked.append(trial.config)
+            runs.append((store.checked_trials, trials, asked, study.best.value))
+    (checked, *sealed), (none, *plain) = runs
+    assert checked == BLOCK_SIZE and none == 0
+    assert sealed == plain

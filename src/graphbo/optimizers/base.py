@@ -415,6 +415,28 @@ class Optimizer:
         self._y.append(v)
         self._remember(row)
 
+    def _replay_rows(self, rows: Sequence[np.ndarray], values: Sequence[float | None]) -> None:
+        """Tell index rows already checked against the space, in order: a number is a told value (as
+        :meth:`tell` records it), ``None`` a failure (as :meth:`mark_failed`). A study's replay of its stored
+        trials, without converting each configuration to its row and back. ``ValueError`` for a value
+        that is not a finite number (nothing after it is told)."""
+        for row, value in zip(rows, values):
+            key = row.tobytes()
+            if value is None:
+                self._pending.pop(key, None)
+                self._remember(row)
+                continue
+            if type(value) is not float or not math.isfinite(value):
+                value = as_real(value)
+                if not math.isfinite(value):
+                    raise ValueError(f"tell: value {value!r} is not finite")
+            self._observe(row, value)
+            self._pending.pop(key, None)
+            self._told_position[key] = len(self._X)
+            self._X.append(row)
+            self._y.append(value)
+            self._remember(row)
+
     def _check_outcome(self, config: Mapping[str, Any], value: Any,
                        constraints: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``tell``'s checks in outcome mode: the row, the objective vector and the constraint vector."""

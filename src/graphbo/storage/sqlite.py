@@ -141,6 +141,9 @@ class SQLiteStorage(Storage):
         self._descriptors: dict[int, tuple[int, int]] = {}
         #: the lock taken over when this store was opened (a writer that died), else None
         self.taken_over: dict[str, Any] | None = None
+        #: how many trials, from the first, the latest :meth:`load` read back as checked when they were written
+        #: (sealed blocks, :meth:`_seal_blocks`): their index rows are lists of ints, their JSON of the shapes written
+        self.checked_trials = 0
         #: the digests of the sealed blocks of trials (:meth:`_seal_blocks`), read at the first write
         self._sealed: list[str] | None = None
 
@@ -187,6 +190,10 @@ class SQLiteStorage(Storage):
                                     "(graphbo wrote nothing to it)")
         if bad_row:
             raise self._checksum_error(bad_row)
+        checked = 0
+        while checked // BLOCK_SIZE in verified:
+            checked += BLOCK_SIZE
+        self.checked_trials = checked
         return StoredStudy(meta, trials)
 
     def recover_journal(self) -> None:
