@@ -602,6 +602,9 @@ class Study:
                         self.optimizer.tell(t.config, self._sign * t.value, **_fidelity(t))
                 elif t.penalty is not None and not self._outcome_mode:
                     self.optimizer.tell(t.config, self._sign * t.penalty, **_fidelity(t))
+                elif self._outcome_mode and "imputed" in t.attrs:
+                    values, cons = self._stored_outcome(t, t.attrs["imputed"])
+                    self.optimizer.tell(t.config, self._signs * values, constraints=cons)
                 else:
                     self.optimizer.mark_failed(t.config, **_fidelity(t))
             state = stored.meta.get("optimizer_state")
@@ -659,11 +662,16 @@ class Study:
         opt._replay_rows([t.row for t in finished], values)
         return True
 
-    def _stored_outcome(self, t: Trial) -> tuple[np.ndarray, np.ndarray]:
-        """A stored complete trial's objective values and constraint values (``ValueError`` when they are not
-        the study's numbers of finite numbers)."""
-        values = t.attrs.get("values", [t.value]) if self.n_objectives > 1 else [t.value]
-        cons = t.attrs.get("constraints", [])
+    def _stored_outcome(self, t: Trial, imputed: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        """A stored complete trial's objective values and constraint values, or a failed one's ``imputed``
+        (``ValueError`` when they are not the study's numbers of finite numbers)."""
+        if imputed is not None:
+            if not isinstance(imputed, dict):
+                raise ValueError(f"imputed outcome {imputed!r} is not an object")
+            values, cons = imputed.get("values"), imputed.get("constraints")
+        else:
+            values = t.attrs.get("values", [t.value]) if self.n_objectives > 1 else [t.value]
+            cons = t.attrs.get("constraints", [])
         if not isinstance(values, list) or len(values) != self.n_objectives:
             raise ValueError(f"{self.n_objectives} objective values expected, the trial has {values!r}")
         if not isinstance(cons, list) or len(cons) != self.n_constraints:
@@ -887,7 +895,10 @@ class Study:
         return self._fail(trial, error, value, seconds)
 
     def _fail(self, trial: Trial | Mapping[str, Any] | int, error: str | BaseException, value: float | None,
-              seconds: float | None, attrs: Mapping[str, Any] | None = None) -> Trial:
+              seconds: float | None, attrs: Mapping[str, Any] | None = None, *,
+              imputed: Mapping[str, list[float]] | None = None) -> Trial:
+        """:meth:`fail`; with several objectives or constraints, ``imputed`` (:meth:`_worst_outcome`) is told to
+        the model in the failure's place and kept as the trial's attribute ``imputed``."""
         self._check_open()
         t = self._resolve(trial, "fail")
         if isinstance(error, BaseException):
@@ -902,7 +913,12 @@ class Study:
         if penalty is not None and self._outcome_mode:
             raise ValueError("fail: a penalty value is for a study with one objective and no constraints; a failed "
                              "trial of this study is never suggested again and not told to the model")
-        if penalty is None:
+        if imputed is not None:
+            self.optimizer.tell(cfg, self._signs * np.asarray(imputed["values"], dtype=float),
+                                constraints=np.asarray(imputed["constraints"], dtype=float))
+            attrs = {**(attrs or {}), "imputed": {"values": list(imputed["values"]),
+                                                  "constraints": list(imputed["constraints"])}}
+        elif penalty is None:
             self.optimizer.mark_failed(cfg, **fidelity)
         else:
             self.optimizer.tell(cfg, self._sign * penalty, **fidelity)
@@ -1094,11 +1110,13 @@ class Study:
                 callback(done.number, done.config, done.value, self.optimizer, (done.suggest_seconds or 0.0) + seconds)
             return done
         assert error is not None  # every failure comes with its message
-        if self._outcome_mode:  # no single worst value: the failed configuration is only excluded
-            failure_value = None
-        penalty = self._worst_value() if failure_value == WORST else failure_value
-        assert not isinstance(penalty, str), "failure_value is checked: a number, 'worst' or None"
-        done = self.fail(trial, error, value=penalty, seconds=seconds)
+        if self._outcome_mode:  # each objective's and constraint's worst value so far (a number: single-objective)
+            imputed = self._worst_outcome() if failure_value == WORST else None
+            done = self._fail(trial, error, None, seconds, imputed=imputed)
+        else:
+            penalty = self._worst_value() if failure_value == WORST else failure_value
+            assert not isinstance(penalty, str), "failure_value is checked: a number, 'worst' or None"
+            done = self.fail(trial, error, value=penalty, seconds=seconds)
         logger.warning("trial %d failed (%s) at %s", trial.number, error, trial.config)
         self._stop_if_objective_fails()
         return done
@@ -1109,6 +1127,19 @@ class Study:
         if not values:
             return None
         return min(values) if self.direction == "maximize" else max(values)
+
+    def _worst_outcome(self) -> dict[str, list[float]] | None:
+        """With several objectives or constraints, ``failure_value="worst"``'s imputation: each objective's worst
+        value over the complete trials (the highest of a minimised one, the lowest of a maximised one) and each
+        constraint's highest, in the user's sign (``None`` before any trial completed)."""
+        done = [t for t in self._trials if t.status == "complete" and t.value is not None]
+        if not done:
+            return None
+        values = np.array([self._objective_values(t) for t in done], dtype=float)
+        worst = [float(values[:, k].min() if d == "maximize" else values[:, k].max())
+                 for k, d in enumerate(self.directions)]
+        cons = np.array([t.attrs.get("constraints", []) for t in done], dtype=float).reshape(len(done), -1)
+        return {"values": worst, "constraints": [float(c) for c in cons.max(axis=0)] if cons.shape[1] else []}
 
     def _stop_if_objective_fails(self) -> None:
         """Raise :class:`ObjectiveFailingError` when no trial has completed and the last

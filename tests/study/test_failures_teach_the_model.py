@@ -90,3 +90,41 @@ def test_no_suggestion_repeats_another_up_to_a_thousandth_of_every_continuous_ra
         assert key not in seen  # one suggestion near (0.10962, 63), then others
         seen.add(key)
         opt.mark_failed(cfg)
+
+
+def two_objectives_region_fails(c):
+    if c["kernel"] == "a":
+        raise RuntimeError("fails")
+    base = {"b": 0.3, "c": 0.1, "d": 0.2}[c["kernel"]]
+    return {"values": [(c["x"] - 0.3) ** 2 + base, c["k"] / 20.0], "constraints": [c["x"] - 0.8]}
+
+
+def test_with_several_objectives_and_constraints_a_failure_is_told_each_worst_value(tmp_path):
+    path = str(tmp_path / "mo.db")
+    result = gb.minimize(two_objectives_region_fails, SPACE, method="bofm", budget=16, seed=1, storage=path,
+                         n_initial=6, directions=["minimize", "maximize"], n_constraints=1)
+    complete = []
+    for t in sorted(result.trials, key=lambda t: t.number):
+        if t.status == "failed":
+            if not complete:
+                assert "imputed" not in t.attrs  # nothing to impute from: only excluded
+                continue
+            assert t.attrs["imputed"] == {"values": [max(c[0] for c, _ in complete), min(c[1] for c, _ in complete)],
+                                          "constraints": [max(k[0] for _, k in complete)]}
+        else:
+            complete.append((t.attrs["values"], t.attrs["constraints"]))
+    imputed = [t for t in result.trials if "imputed" in t.attrs]
+    assert imputed and all(t.status == "failed" for t in imputed)
+    told = len(complete) + len(imputed)
+    # a resumed study replays the imputed outcomes: the optimizer is told the same evaluations
+    with Study(SPACE, "bofm", storage=path, seed=1, n_initial=6, directions=["minimize", "maximize"],
+               n_constraints=1) as study:
+        assert study.optimizer.n_told == told
+        assert all(t.status == "complete" for t in study.pareto_front)  # failures never enter the results
+
+
+def test_with_several_objectives_failure_value_none_only_excludes(tmp_path):
+    result = gb.minimize(two_objectives_region_fails, SPACE, method="bofm", budget=12, seed=1, n_initial=6,
+                         directions=["minimize", "maximize"], n_constraints=1, failure_value=None)
+    assert not any("imputed" in t.attrs for t in result.trials)
+    assert any(t.status == "failed" for t in result.trials)
