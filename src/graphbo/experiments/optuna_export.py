@@ -231,9 +231,9 @@ def _add_trials_in_one_transaction(optuna: Any, study: Any, frozen: list[Any]) -
             user += [{"trial_id": trial_id, "key": k, "value_json": json.dumps(v)} for k, v in t.user_attrs.items()]
             system += [{"trial_id": trial_id, "key": k, "value_json": json.dumps(v)} for k, v in t.system_attrs.items()]
             for step, value in t.intermediate_values.items():
-                stored, kind = models.TrialIntermediateValueModel.intermediate_value_to_stored_repr(value)
-                curves.append({"trial_id": trial_id, "step": step, "intermediate_value": stored,
-                               "intermediate_value_type": kind})
+                curve_value, curve_kind = models.TrialIntermediateValueModel.intermediate_value_to_stored_repr(value)
+                curves.append({"trial_id": trial_id, "step": step, "intermediate_value": curve_value,
+                               "intermediate_value_type": curve_kind})
         for model, rows in ((models.TrialValueModel, values), (models.TrialParamModel, params),
                             (models.TrialUserAttributeModel, user), (models.TrialSystemAttributeModel, system),
                             (models.TrialIntermediateValueModel, curves)):
