@@ -303,3 +303,38 @@ def test_training_on_tiny_fashion_mnist_files(tmp_path):
     r = b.evaluate(light_config())
     assert 0.0 <= r["error"] <= 1.0 and r["error"] * 20 == pytest.approx(round(r["error"] * 20))
     assert r["value"] == NASSGD(data_path=tmp_path, epochs=1, n_repeats=1)(light_config())
+
+
+
+def test_an_evaluation_reports_its_curve_and_a_study_prunes_it_mid_training():
+    import graphbo as gb
+
+    from graphbo.pruners import Pruner
+
+    class PruneAtSecondEpoch(Pruner):
+        """Prunes every trial once it has reported two epochs (the first trial included)."""
+
+        def prune(self, curve, complete, pruned, step):
+            return step >= 2
+
+    config = light_config()
+    value = NASSGD(epochs=4).evaluate(config)["value"]  # outside a study: reports go nowhere, nothing is pruned
+    # validating after every epoch changes nothing of the training (validation draws no random number)
+    bench = NASSGD(epochs=4)
+    hp = {name: float(config[name]) for name in ("lr", "momentum", "weight_decay", "lr_gamma", "milestone1_ratio",
+                                                 "milestone2_ratio")}
+    errors = []
+    plain = bench._train_once(bench.block(config), hp, 4, 0)
+    watched = bench._train_once(bench.block(config), hp, 4, 0, lambda error, epoch: errors.append(error) is not None)
+    assert plain == watched and len(errors) == 4 and errors[-1] == plain[0]
+    # the first training's curve, in the value's terms; the last epoch's is the value (one repeat on digits)
+    result = gb.minimize(lambda c: NASSGD(epochs=4).evaluate(c)["value"], NASSGD().space, method="rs", budget=1,
+                         seed=0, initial_configs=[config], n_initial=1)
+    (done,) = result.trials
+    curve = {int(k): v for k, v in done.attrs["intermediate"].items()}
+    assert sorted(curve) == [1, 2, 3, 4] and curve[4] == pytest.approx(value) and done.value == pytest.approx(value)
+    pruned = gb.minimize(lambda c: NASSGD(epochs=4).evaluate(c)["value"], NASSGD().space, method="rs", budget=1,
+                         seed=0, initial_configs=[config], n_initial=1, pruner=PruneAtSecondEpoch())
+    (stopped,) = pruned.trials
+    assert stopped.status == "failed" and "pruned" in stopped.attrs
+    assert sorted(int(k) for k in stopped.attrs["intermediate"]) == [1, 2]  # stopped after the second epoch

@@ -97,6 +97,7 @@ import torch
 from torch import nn
 
 from ..nas.training.training import count_correct, train_module
+from ..pruners import TrialPruned, report, should_prune
 from ..spaces import Categorical, Continuous, GraphVariable, Ordinal, Space
 from .base import Benchmark
 from .nas_binary import FLOPS_WEIGHT, _load_data
@@ -635,10 +636,16 @@ class NASSGD(Benchmark):
         if key in self._cache:
             return dict(self._cache[key])
         flops = network_flops(block, self.shape, self.pool_padding)
-        t0 = time.perf_counter()
-        runs = [self._train_once(block, hp, epochs, r) for r in range(self.n_repeats)]
-        err = float(np.mean([e for e, _ in runs]))
         ratio = flops / self.max_flops
+        t0 = time.perf_counter()
+
+        def curve(error: float, epoch: int) -> bool:
+            """The first training's curve, in the value's terms, to a study's pruner; whether to stop."""
+            report(error + FLOPS_WEIGHT * ratio, epoch)
+            return should_prune()
+
+        runs = [self._train_once(block, hp, epochs, r, curve if r == 0 else None) for r in range(self.n_repeats)]
+        err = float(np.mean([e for e, _ in runs]))
         out = {"value": err + FLOPS_WEIGHT * ratio, "error": err, "errors": [e for e, _ in runs],
                "flops": flops, "flops_ratio": ratio, "epochs": epochs, "diverged": [d for _, d in runs],
                "seconds": time.perf_counter() - t0}
@@ -663,9 +670,15 @@ class NASSGD(Benchmark):
             self._data = tuple(torch.from_numpy(np.ascontiguousarray(a)) for a in (x[tr], y[tr], x[va], y[va]))
         return self._data
 
-    def _train_once(self, block: Block, hp: Mapping[str, float], epochs: int, repeat: int) -> tuple[float, bool]:
+    def _train_once(self, block: Block, hp: Mapping[str, float], epochs: int, repeat: int,
+                    curve: Any = None) -> tuple[float, bool]:
         """Validation error of the final model of one training run (graphbo.nas.training's loop) and
-        whether it diverged (a non-finite loss ends the run; it then scores the majority-class error)."""
+        whether it diverged (a non-finite loss ends the run; it then scores the majority-class error).
+
+        With ``curve(error, epoch)`` the model is validated after every epoch (validation draws no random
+        number, so the run is the same) and ``curve`` is told each error; when it returns ``True`` (a study's
+        pruner: :func:`graphbo.should_prune`) the run stops with :class:`graphbo.TrialPruned`. Outside a study
+        evaluation ``report`` does nothing and nothing is pruned (graphbo.pruners)."""
         x_tr, y_tr, x_va, y_va = self._tensors()
         run_seed = int(np.random.SeedSequence([self.seed, repeat]).generate_state(1, np.uint64)[0] >> 1)
         dev = torch.device(self.device)
@@ -679,7 +692,10 @@ class NASSGD(Benchmark):
                                                    hp["milestone2_ratio"], self.epochs),
             transform=(lambda xb, gen: _augment(xb, gen, 4, self._fill)) if self.augment else None,
             last_batch="skip",  # batch norm needs two samples in training mode
-            validate_every_epoch=False, stop_on_nonfinite_loss=True, n_threads=self.n_threads, device=dev)
+            validate_every_epoch=curve is not None, stop=None if curve is None else lambda h: curve(h[-1], len(h)),
+            stop_on_nonfinite_loss=True, n_threads=self.n_threads, device=dev)
+        if run.stopped == "early-stopping":
+            raise TrialPruned()
         if run.stopped == "diverged":
             return 1.0 - _majority_fraction(y_va), True
         return run.history[-1], False
