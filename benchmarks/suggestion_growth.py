@@ -68,6 +68,17 @@ def _optimizer(method: str, space, seed: int, n: int, burn: int, device: str | N
     return gb.BOFM(space, seed=seed, n_initial=n, **extra)
 
 
+def _timed_suggestions(opt, bench, suggestions: int) -> list[float]:
+    """Wall seconds of each of the next ``suggestions`` asks of ``opt``, each evaluated and told."""
+    times = []
+    for _ in range(suggestions):
+        t0 = time.perf_counter()
+        c = opt.ask()
+        times.append(time.perf_counter() - t0)
+        opt.tell(c, bench(c))
+    return times
+
+
 def run_told_case(method: str, n: int, suggestions: int, seed: int, burn: int, maxsat: str | None,
                   device: str | None = None) -> dict:
     """One case in this process: tell ``n`` random evaluations never asked for, time the next suggestions."""
@@ -79,12 +90,7 @@ def run_told_case(method: str, n: int, suggestions: int, seed: int, burn: int, m
     source = gb.RandomSearch(bench.space, seed=seed + 1)
     for config in source.ask(n):
         opt.tell(config, bench(config))
-    times = []
-    for _ in range(suggestions):
-        t0 = time.perf_counter()
-        c = opt.ask()
-        times.append(time.perf_counter() - t0)
-        opt.tell(c, bench(c))
+    times = _timed_suggestions(opt, bench, suggestions)
     rest = times[1:] or times
     return {"method": method, "problem": name, "n": n, "history": "told", "first_s": times[0],
             "mean_s": statistics.mean(rest), "median_s": statistics.median(rest), "times_s": times,
@@ -114,12 +120,7 @@ def run_case(method: str, n: int, suggestions: int, seed: int, burn: int, maxsat
     for c, v in told:
         resumed.tell(c, v)
     resumed.set_state(state)
-    times = []
-    for _ in range(suggestions):
-        t0 = time.perf_counter()
-        c = resumed.ask()
-        times.append(time.perf_counter() - t0)
-        resumed.tell(c, bench(c))
+    times = _timed_suggestions(resumed, bench, suggestions)
     return {"method": method, "problem": name, "n": n, "mean_s": statistics.mean(times),
             "median_s": statistics.median(times), "times_s": times, "first_fit_s": first_fit,
             "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "device": device or "default",
