@@ -131,3 +131,39 @@ def test_mean_correlation_equals_the_heat_kernels_mean_off_diagonal_correlation(
                     assert kernel.mean_correlation(i, log_beta) == pytest.approx(math.tanh(math.exp(log_beta)))
     one = GraphDiffusionKernel([gb.Categorical(["only"]).spectrum])
     assert one.mean_correlation(0, 0.0) == 1.0  # a one-value variable cannot matter
+
+
+def test_matern_form_is_the_matern52_profile_of_weighted_hamming_distance_on_complete_graphs():
+    space = gb.Space({"a": gb.Categorical([0, 1, 2]), "b": gb.Binary(), "c": gb.Categorical(list("pqrs"))})
+    kern = GraphDiffusionKernel([v.spectrum for v in space.variables], form="matern52")
+    diffusion = GraphDiffusionKernel([v.spectrum for v in space.variables])
+    log_beta = torch.tensor([[-1.0, 0.5, -2.0]], dtype=torch.float64)
+    rows = all_rows(space)
+    # per variable the distance weight of a change: -log of the factor's off-diagonal value
+    w = np.array([-math.log(kern.two_values(i, float(log_beta[0, i]))[1]) for i in range(3)])
+    d = ((rows[:, None, :] != rows[None, :, :]) * w).sum(-1)
+    r = np.sqrt(5 * d)
+    expected = (1 + r + r ** 2 / 3) * np.exp(-r)
+    ours = kern.gram(log_beta, torch.tensor(rows))[0].numpy()
+    assert np.allclose(ours, expected, rtol=1e-10, atol=1e-14)
+    assert np.allclose(np.diagonal(ours), 1.0)
+    # the same distance as the diffusion form reads: exp(-d) is that kernel
+    assert np.allclose(diffusion.gram(log_beta, torch.tensor(rows))[0].numpy(), np.exp(-d), rtol=1e-10)
+    # heavier tails: configurations apart are more correlated than under exp(-d)
+    apart = d > 1.0
+    assert (ours[apart] > np.exp(-d[apart])).all()
+    eig = np.linalg.eigvalsh(ours)
+    assert eig.min() > -1e-9 * eig.max()
+
+
+def test_matern_form_needs_unit_diagonal_factors_and_a_known_name():
+    spectra = [gb.Ordinal([0, 1, 2, 3]).spectrum]
+    with pytest.raises(ValueError, match="unit-diagonal"):
+        GraphDiffusionKernel(spectra, form="matern52", unit_diagonal=False)
+    with pytest.raises(ValueError, match="form"):
+        GraphDiffusionKernel(spectra, form="rbf")
+    # on a path the unit-diagonal factors give a zero distance from each value to itself
+    kern = GraphDiffusionKernel(spectra, form="matern52")
+    X = torch.arange(4)[:, None]
+    K = kern.gram(torch.tensor([[0.3]], dtype=torch.float64), X)[0]
+    assert torch.allclose(torch.diagonal(K), torch.ones(4, dtype=K.dtype))

@@ -171,3 +171,18 @@ def test_relevance_grows_with_importance_and_beta_reads_the_other_way():
         for weak in ("x2", "x3", "x4", "x5"):
             assert rel[strong] > rel[weak]
             assert beta[strong] < beta[weak]
+
+
+def test_matern_kernel_form_runs_reproducibly_and_finds_the_optimum():
+    def run_form(seed):
+        opt = gb.COMBO(toy_space(), seed=seed, n_initial=4, kernel_form="matern52", **FAST)
+        for _ in range(25):
+            c = opt.ask()
+            opt.tell(c, toy_objective(c))
+        return opt
+    a, b = run_form(3), run_form(3)
+    assert a.model.kernel.form == "matern52"
+    assert [h.config for h in a.history] == [h.config for h in b.history]
+    assert a.best.value == 0.0
+    with pytest.raises(ValueError, match="kernel_form"):
+        gb.COMBO(toy_space(), kernel_form="rbf")

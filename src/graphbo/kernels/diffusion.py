@@ -19,6 +19,18 @@ corner of the space has up to ``2^d`` times the prior variance and EI is drawn t
 Binary and categorical variables (complete graphs) already have a constant diagonal and are
 left as the paper has them, bit for bit.
 
+``form="matern52"`` reads ``d(v, v') = -log K(v, v')`` as a squared distance (on binary and
+categorical variables the weighted Hamming distance ``sum_i w_i [v_i != v'_i]``) and applies the
+Matern-5/2 profile to its square root (the form of Optuna's GPSampler on categories):
+
+    K_M(v, v') = (1 + sqrt(5 d) + 5 d / 3) exp(-sqrt(5 d))               (Rasmussen and Williams, Eq. 4.17)
+
+It decays as ``exp(-sqrt(5 d))`` instead of ``exp(-d)``, so configurations many changes apart stay
+correlated. It is positive definite wherever every factor is infinitely divisible (complete graphs:
+binary and categorical variables), because the Matern profile is a mixture of ``exp(-s d)`` over
+``s > 0`` and ``exp(-s d)`` is again a diffusion kernel there; elsewhere the model's Cholesky jitter
+guards it.
+
 Each factor is a look-up in a small ``|V_i| x |V_i|`` table, so the
 logarithm of a Gram matrix is a sum of look-ups. With one-hot encodings
 ``O`` (``n x D``, ``D = sum_i |V_i|``) and the block-diagonal matrix ``W`` whose
@@ -35,11 +47,15 @@ from typing import Sequence, TypedDict
 import numpy as np
 import torch
 
-from .._validation import check_device, check_dtype
+from .._validation import check_choice, check_device, check_dtype
 from ..spaces.variables import GraphSpectrum
 from ._checks import check_spectra
 
-__all__ = ["GraphDiffusionKernel", "log_floor", "has_constant_heat_diagonal"]
+__all__ = ["GraphDiffusionKernel", "KERNEL_FORMS", "log_floor", "has_constant_heat_diagonal"]
+
+#: ``form`` choices of :class:`GraphDiffusionKernel`: the diffusion kernel itself, or the Matern-5/2
+#: profile of its distance ``-log K``
+KERNEL_FORMS = ("diffusion", "matern52")
 
 _TINY = 1e-300  # floor for float64 table entries before the logarithm (exp(-beta L) is entrywise positive)
 
@@ -101,6 +117,10 @@ class GraphDiffusionKernel:
         Scale each factor to unit diagonal. By default, exactly the variables whose graph's
         heat diagonal is not constant (paths and most user graphs); ``False`` gives supplement
         Eq. 8 as the paper writes it for every variable (graphbo 0.1).
+    form : {"diffusion", "matern52"}, default "diffusion"
+        ``K`` itself, or the Matern-5/2 profile of ``d = -log K`` (module docstring). The factor
+        tables and ``log K`` are the same for both; :meth:`from_log` turns ``log K`` into the kernel.
+        ``"matern52"`` needs unit-diagonal factors (``d(v, v) = 0``).
 
     Notes
     -----
@@ -116,10 +136,16 @@ class GraphDiffusionKernel:
         dtype: torch.dtype = torch.float64,
         device: torch.device | str | None = None,
         unit_diagonal: bool | None = None,
+        form: str = "diffusion",
     ) -> None:
         spectra = check_spectra("spectra", spectra, min_length=1)
         if unit_diagonal is not None and not isinstance(unit_diagonal, bool):
             raise TypeError(f"unit_diagonal must be None (automatic), True or False, got {unit_diagonal!r}")
+        #: ``"diffusion"`` or ``"matern52"`` (:meth:`from_log`)
+        self.form: str = check_choice("form", form, KERNEL_FORMS)
+        if self.form == "matern52" and unit_diagonal is False:
+            raise ValueError("form='matern52' needs unit-diagonal factors (a zero distance from each value to "
+                             "itself); leave unit_diagonal at None")
         #: the spectra and the ``unit_diagonal`` argument it was built from (to build a variant of it)
         self.spectra: tuple[GraphSpectrum, ...] = tuple(spectra)
         self.unit_diagonal_argument = unit_diagonal
@@ -174,7 +200,7 @@ class GraphDiffusionKernel:
         True when the Laplacian has a constant eigenvector and one other eigenvalue ``c``
         (complete graphs with equal edge weights: binary and categorical variables), for then
         ``exp(-beta L) = J / k + exp(-beta c) (I - J / k)``; the normalisation and the unit-diagonal
-        scaling keep the form. Read off the spectrum, without forming a table.
+        scaling keep this shape. Read off the spectrum, without forming a table.
         """
         lam, u = self._lam[i], self._u[i]
         k = lam.shape[0]
@@ -242,6 +268,24 @@ class GraphDiffusionKernel:
         O.scatter_(1, cols, 1.0)
         return O
 
+    # -- the kernel's form -----------------------------------------------------
+    def from_log(self, log_k: torch.Tensor) -> torch.Tensor:
+        """The kernel from ``log K`` (any shape): ``exp`` for ``"diffusion"``, the Matern-5/2 profile
+        ``(1 + r + r^2 / 3) exp(-r)`` with ``r = sqrt(5 d)``, ``d = -log K >= 0``, for ``"matern52"``."""
+        if self.form == "diffusion":
+            return torch.exp(log_k)
+        r = torch.sqrt(5.0 * (-log_k).clamp_min(0.0))
+        return (1.0 + r + r.square() / 3.0) * torch.exp(-r)
+
+    def from_log_numpy(self, log_k: np.ndarray) -> np.ndarray:
+        """:meth:`from_log` for a NumPy array (the slice sampler's matrices)."""
+        if self.form == "diffusion":
+            out: np.ndarray = np.exp(log_k)
+            return out
+        r = np.sqrt(5.0 * np.maximum(-log_k, 0.0))
+        out = (1.0 + r + r * r / 3.0) * np.exp(-r)
+        return out
+
     # -- Gram matrices ------------------------------------------------------
     def log_gram(self, log_beta: torch.Tensor, X1: torch.Tensor, X2: torch.Tensor | None = None) -> torch.Tensor:
         """``log K(X1, X2)`` for every sample: shape ``(S, n1, n2)``."""
@@ -252,7 +296,7 @@ class GraphDiffusionKernel:
 
     def gram(self, log_beta: torch.Tensor, X1: torch.Tensor, X2: torch.Tensor | None = None) -> torch.Tensor:
         """``K(X1, X2)`` (unit signal variance) for every sample: shape ``(S, n1, n2)``."""
-        return torch.exp(self.log_gram(log_beta, X1, X2))
+        return self.from_log(self.log_gram(log_beta, X1, X2))
 
     def log_diag(self, log_beta: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
         """``log K(x, x)`` for each row of ``X``: shape ``(S, n)``."""

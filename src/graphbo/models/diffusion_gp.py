@@ -196,7 +196,7 @@ class DiffusionGP(Surrogate):
                     spectra[int(pos)] = alt
             k = self.kernel
             self._kernels[key] = GraphDiffusionKernel(spectra, dtype=k.dtype, device=k.device,
-                                                      unit_diagonal=k.unit_diagonal_argument)
+                                                      unit_diagonal=k.unit_diagonal_argument, form=k.form)
         return self._kernels[key]
 
     def set_warp(self, warp: np.ndarray) -> None:
@@ -251,8 +251,8 @@ class DiffusionGP(Surrogate):
                 for i in range(self.kernel.d):
                     if i != pos:
                         log_rest += sweeper._log_factor(i, st.log_beta[i])
-                lik = sweeper._beta_likelihood(pos, np.exp(log_rest), st.mean, math.exp(st.log_amp),
-                                               math.exp(st.log_noise))
+                lik = sweeper._beta_likelihood_of_log(pos, log_rest, st.mean, math.exp(st.log_amp),
+                                                      math.exp(st.log_noise))
                 grids.append(np.array([density(float(b), self.tau_beta, LOG_BETA_UPPER) + lik(float(b))
                                        for b in _WARP_GRID]))
             marginals = np.array([_logsumexp(g) + math.log(step) for g in grids])
@@ -334,7 +334,7 @@ class DiffusionGP(Surrogate):
         self._W = W
         self._B = (W @ O.T).permute(1, 0, 2).reshape(self.kernel.D, S * n)  # (D, S*n)
         self._log_diag = torch.diagonal(W, dim1=1, dim2=2).T.contiguous()  # (D, S)
-        K = torch.exp(O @ self._B.reshape(self.kernel.D, S, n).permute(1, 0, 2))  # (S, n, n)
+        K = self.kernel.from_log(O @ self._B.reshape(self.kernel.D, S, n).permute(1, 0, 2))  # (S, n, n)
         C = self._amp[:, None, None] * K + noise[:, None, None] * torch.eye(n, **t)
         L = robust_cholesky(C)
         #: largest diagonal entry of the factored matrix (jitter included) and the noise, per sample: the variance bound
@@ -343,14 +343,16 @@ class DiffusionGP(Surrogate):
         resid = (yt.expand(S, n) - self._mean[:, None])[..., None]
         self._alpha = torch.cholesky_solve(resid, L)  # (S, n, 1)
         self._Linv_T = torch.linalg.solve_triangular(L, torch.eye(n, **t).expand(S, n, n), upper=False).transpose(1, 2)
-        self._rounding = _MeanRounding(self.kernel, W, self._alpha[..., 0])
+        #: the mean bound's rounding analysis (of ``exp``: None for the Matern form, whose bounds are exact)
+        self._rounding: _MeanRounding | None = (_MeanRounding(self.kernel, W, self._alpha[..., 0])
+                                                if self.kernel.form == "diffusion" else None)
         self._B32 = self._B.to(torch.float32) if self.kernel.dtype == torch.float64 else None
         self._n = n
 
     def _cross(self, O: torch.Tensor) -> torch.Tensor:
         """``amp * k(x, x_i)`` between one-hot candidates ``O`` ``(m, D)`` and the data, ``(S, m, n)``."""
         S, n, m = len(self.samples), self._n, O.shape[0]
-        return torch.exp((O @ self._B).reshape(m, S, n).transpose(0, 1)) * self._amp[:, None, None]
+        return self.kernel.from_log((O @ self._B).reshape(m, S, n).transpose(0, 1)) * self._amp[:, None, None]
 
     def posterior(self, X: np.ndarray | torch.Tensor, chunk: int | None = None) -> Posterior:
         """Posterior of the latent function at index rows ``X`` for every sample (``S x m``).
@@ -376,7 +378,7 @@ class DiffusionGP(Surrogate):
 
         def covariance() -> torch.Tensor:
             O = self.kernel.one_hot(Xt)
-            prior = torch.exp(O @ self._W @ O.T) * self._amp[:, None, None]  # (S, m, m)
+            prior = self.kernel.from_log(O @ self._W @ O.T) * self._amp[:, None, None]  # (S, m, m)
             V = self._cross(O) @ self._Linv_T
             return prior - V @ V.transpose(1, 2)
 
@@ -403,7 +405,12 @@ class DiffusionGP(Surrogate):
           error of this pass and of :meth:`posterior`'s (:class:`_MeanRounding`). In a float64 model
           the kernel values here are formed in float32 (half the cost of the one-hot product and its
           ``exp``) where float32 products are IEEE (:func:`_ieee_float32_products`).
+
+        The rounding analysis is that of ``exp``: with the kernel's ``"matern52"`` form the bounds are the
+        exact posterior's mean and variance (no saving).
         """
+        if self._rounding is None:
+            return super().mean_and_variance_bound(X)
         Xt, chunk = self._candidates(X, chunk)
         S, n, m = len(self.samples), self._n, Xt.shape[0]
         model_dtype = self._t["dtype"]
@@ -432,8 +439,9 @@ class DiffusionGP(Surrogate):
         # rounding of this pass and of posterior()'s, together (_MeanRounding): in the model's dtype from here
         u = _unit_roundoff(dtype) + _unit_roundoff(model_dtype)
         mean_lo, mass_t = mean.to(model_dtype), mass.to(model_dtype)
-        relative, absolute = self._rounding.kernel_error(u)
-        mean_lo -= self._rounding.error(u, mass_t, (relative, absolute))
+        rounding = self._rounding
+        relative, absolute = rounding.kernel_error(u)
+        mean_lo -= rounding.error(u, mass_t, (relative, absolute))
         mean_lo.mul_(self._amp[:, None])
         mean_lo -= 2 * u * (mean_lo.abs() + self._mean.abs()[:, None])  # the products by amp, the sum with m
         mean_lo.add_(self._mean[:, None])
@@ -456,7 +464,7 @@ class DiffusionGP(Surrogate):
 
     def _prior_variance(self, O: torch.Tensor) -> torch.Tensor:
         """``amp * k(x, x)`` of one-hot rows ``O`` for every sample, ``(S, m)``."""
-        return torch.exp(O @ self._log_diag).T * self._amp[:, None]
+        return self.kernel.from_log(O @ self._log_diag).T * self._amp[:, None]
 
     @property
     def _variance_floor(self) -> float:
@@ -724,7 +732,10 @@ class _Sweeper:
         if self._carried is not None and np.array_equal(self._carried[0], st.log_beta):
             K = self._carried[1]  # the last sweep's K, for the same betas
         else:
-            K = np.exp(sum(self._log_factor(i, st.log_beta[i]) for i in range(self.kernel.d)))
+            log_k = np.zeros((self.n, self.n))
+            for i in range(self.kernel.d):
+                log_k += self._log_factor(i, st.log_beta[i])
+            K = self.kernel.from_log_numpy(log_k)
         self._carried = None
 
         # 1. constant mean, supplement Eq. (9); Eq. (7) is quadratic in m given one Cholesky factor
@@ -776,16 +787,17 @@ class _Sweeper:
         # floats; once one is not (an underflow would lose K_rest), the other factors' logs are summed instead
         beta_density = log_horseshoe_upper_of_log if gp.beta_prior == "horseshoe" else log_horseshoe_upper
         prior_of_beta = lambda b: beta_density(b, gp.tau_beta, LOG_BETA_UPPER)  # noqa: E731
+        # (the Matern form is not a product of factors: always in logs)
         in_logs = False
         for i in self.rng.permutation(self.kernel.d):
             coord, b0 = 3 + int(i), float(st.log_beta[i])
-            if not in_logs and self._underflows(K):
+            if not in_logs and (self.kernel.form != "diffusion" or self._underflows(K)):
                 in_logs = True
                 logK = sum(self._log_factor(j, st.log_beta[j]) for j in range(self.kernel.d))
             if in_logs:
                 log_rest = logK - self._log_factor(i, b0)
                 st.log_beta[i] = self._update(coord, prior_of_beta,
-                                              self._beta_likelihood(i, np.exp(log_rest), st.mean, amp, noise), b0)
+                                              self._beta_likelihood_of_log(i, log_rest, st.mean, amp, noise), b0)
                 logK = log_rest
                 logK += self._log_factor(i, st.log_beta[i])
             elif i in self._equal:
@@ -810,6 +822,20 @@ class _Sweeper:
     def _underflows(self, K: np.ndarray) -> bool:
         """Whether an entry of ``K`` is below :attr:`safe_product` (the beta updates then sum logs)."""
         return float(K.min()) < self.safe_product
+
+    def _beta_likelihood_of_log(self, i: int, log_rest: np.ndarray, mean: float, amp: float, noise: float
+                                ) -> Callable[[float], float]:
+        """Eq. (7) as a function of ``log beta_i``, the other factors' logs summed in ``log_rest``."""
+        if self.kernel.form == "diffusion":
+            return self._beta_likelihood(i, np.exp(log_rest), mean, amp, noise)
+
+        def gram(b: float) -> Callable[[np.ndarray], float]:
+            def fill(out: np.ndarray) -> float:
+                out[...] = self.kernel.from_log_numpy(log_rest + self._log_factor(i, b))
+                return amp
+            return fill
+
+        return lambda b: self._loglik_of(mean, noise, gram(b))
 
     def _beta_likelihood(self, i: int, K_rest: np.ndarray, mean: float, amp: float, noise: float
                          ) -> Callable[[float], float]:

@@ -20,12 +20,12 @@ from ..exceptions import SpaceExhaustedError
 from ..optim.graph_local_search import optimize_acquisition_on_graph
 from ..optim.known_constraints import allowed_only
 from ..optim.trust_region import TrustRegion, as_trust_region_options
-from ..kernels.diffusion import GraphDiffusionKernel
+from ..kernels.diffusion import KERNEL_FORMS, GraphDiffusionKernel
 from ..models.diffusion_gp import DiffusionGP, HyperSample
 from ..models.ordinal_warp import log_path_spectrum, log_warp_candidates
 from ..spaces.space import Space
 from ..spaces.variables import IntegerRange, Variable
-from .._validation import check_bool, check_device, check_int
+from .._validation import check_bool, check_choice, check_device, check_int
 from .base import DEFAULT_MAX_TRAIN, Configs, Optimizer, check_max_train
 
 __all__ = ["COMBO"]
@@ -58,6 +58,11 @@ class COMBO(Optimizer):
         (docs/combo_prior.md). A state saved by a graphbo without this option was sampled with the
         reference density; it is loaded as it is and the chain moves to the chosen prior over the
         next fits.
+    kernel_form : {"diffusion", "matern52"}, default "diffusion"
+        The ARD diffusion kernel of the paper, or the Matern-5/2 profile of its distance ``-log K``
+        (on binary and categorical variables the weighted Hamming distance; the form of Optuna's
+        GPSampler on categories), which keeps configurations many changes apart correlated
+        (:class:`~graphbo.kernels.diffusion.GraphDiffusionKernel`).
     n_random, n_spray, n_starts : int, defaults 20000, 20, 20
         Acquisition optimiser: random vertices, spray vertices within graph
         distance 2 of the best evaluation, and local-search starts (supplement Sec. 3).
@@ -96,7 +101,7 @@ class COMBO(Optimizer):
                  n_random: int = 20000, n_spray: int = 20, n_starts: int = 20,
                  device: str | None = None, trust_region: bool | dict = False,
                  max_train: int | None = DEFAULT_MAX_TRAIN, beta_prior: str = "horseshoe",
-                 warp_ordinals: bool = True):
+                 warp_ordinals: bool = True, kernel_form: str = "diffusion"):
         n_burn = check_int("n_burn", n_burn, minimum=0)
         n_samples = check_int("n_samples", n_samples, minimum=1)
         self.n_random = check_int("n_random", n_random, minimum=1)
@@ -113,8 +118,9 @@ class COMBO(Optimizer):
                              for n in bad)
             raise ValueError(f"COMBO handles discrete variables only: {what}; use method 'bofm' for a mixed space "
                              "(graphbo.BOFM, --method bofm on the command line)")
+        kernel_form = check_choice("kernel_form", kernel_form, KERNEL_FORMS)
         kernel = GraphDiffusionKernel([v.spectrum for v in space.variables if isinstance(v, Variable)],
-                                      device=device)
+                                      device=device, form=kernel_form)
         warps = {}
         if check_bool("warp_ordinals", warp_ordinals):
             for j in log_warp_candidates(space.variables):
