@@ -107,6 +107,49 @@ def test_the_written_means_and_ranks_equal_those_of_the_run_files(suite):
         assert f"(img/{png.name})" in text
 
 
+def test_ranks_after_fewer_evaluations_are_those_of_the_first_trials(suite):
+    out = suite / "after3.md"
+    graphbo("report", str(suite / "runs"), "--suite", "--at", "3", "--out", str(out), cwd=suite)
+    text = out.read_text()
+    assert "--at 3" in text
+    cells = {}
+    for p in PROBLEMS:
+        for m in METHODS:
+            best = []
+            for s in (0, 1):
+                with sqlite3.connect(suite / "runs" / p / m / f"seed{s}.db") as con:
+                    values = [v for (v,) in con.execute("SELECT value FROM trials ORDER BY number LIMIT 3")]
+                best.append(min(values))
+            cells[p, m] = float(np.mean(best))
+    ranks = {}
+    for p in PROBLEMS:
+        r = rankdata([cells[p, m] for m in METHODS], method="average")
+        ranks.update({(p, m): float(x) for m, x in zip(METHODS, r)})
+    rows = {row[0]: row for row in table_rows(text, "| problem | evaluations")}
+    assert set(rows) == set(PROBLEMS)
+    for p in PROBLEMS:
+        assert rows[p][1] == "3"
+        for j, m in enumerate(METHODS):
+            mean, rank = re.search(r"(-?[\d.]+) ± [\d.]+ \(([\d.]+)\)", rows[p][3 + j]).groups()
+            digits = len(mean.split(".")[1])
+            assert float(mean) == pytest.approx(cells[p, m], abs=0.51 * 10 ** -digits)
+            assert float(rank) == ranks[p, m]
+    after = text.split("## Mean rank after 3 evaluations")[1]
+    written = {row[0]: float(row[1]) for row in table_rows(after, "| method | mean rank")}
+    assert written == {m: pytest.approx(np.mean([ranks[p, m] for p in PROBLEMS]), abs=0.005) for m in METHODS}
+    # the budget's own tables are still there, first
+    assert text.index("## Mean rank\n") < text.index("## Mean rank after 3")
+
+
+def test_at_needs_suite_and_a_positive_count(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "graphbo", "report", "--at", "3", str(tmp_path)],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 2 and "--at needs --suite" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "graphbo", "report", "--suite", "--at", "0", str(tmp_path)],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 2 and "positive" in proc.stderr
+
+
 def test_the_default_file_is_in_the_runs_folder_not_the_docs(suite):
     proc = graphbo("report", str(suite / "runs"), "--suite", cwd=suite)
     assert (suite / "runs" / "suite.md").is_file()

@@ -28,6 +28,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--auto", action="store_true",
                    help="with --suite: report graphbo's auto as one method, on each problem the runs of the method "
                         "auto chooses for its space and budget (compare stores them under that name; docs/auto.md)")
+    p.add_argument("--at", type=int, action="append", default=[], metavar="N",
+                   help="with --suite: also rank the methods after N evaluations of the same runs (repeatable)")
     p.add_argument("--title", default=None,
                    help='the report\'s title (default: "Results", "Suite" with --suite, "Study NAME" for a study)')
     p.add_argument("--notes", default=None, help="markdown file whose text goes under the report's header")
@@ -53,8 +55,11 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             print(f"graphbo report: cannot read --notes: {exc}", file=sys.stderr)
             return 2
-    if args.auto and not args.suite:
-        print("graphbo report: --auto needs --suite", file=sys.stderr)
+    if (args.auto or args.at) and not args.suite:
+        print(f"graphbo report: {'--auto' if args.auto else '--at'} needs --suite", file=sys.stderr)
+        return 2
+    if any(n < 1 for n in args.at):
+        print(f"graphbo report: --at takes a positive number of evaluations, got {min(args.at)}", file=sys.stderr)
         return 2
     if files:
         return _study_report(files[0], args, notes)
@@ -62,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.suite:
         path = write_suite_report(args.dir, out=args.out, title=args.title or "Suite", notes=notes, log=args.log,
-                                  auto=args.auto)
+                                  auto=args.auto, at=args.at)
     else:
         path = write_report(args.dir, out=args.out, title=args.title or "Results", notes=notes, log=args.log)
     print(f"report written to {path}")
