@@ -101,3 +101,37 @@ def test_the_committed_split_is_the_split_its_seed_draws_half_of_each_family():
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "broad_suite.py"), "list"], capture_output=True,
                          text=True, check=True).stdout
     assert len(out.splitlines()) == len(broad_suite.PROBLEMS)
+
+
+def _run(seed, curve, finished=True):
+    return {"seed": seed, "best_so_far": list(np.minimum.accumulate(curve)), "finished": finished}
+
+
+def test_paired_comparison_pairs_by_seed_and_states_its_statistics():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import paired
+    finally:
+        sys.path.pop(0)
+    from scipy.stats import binomtest, wilcoxon
+    candidate = {"p1": {"new": [_run(0, [5, 3, 1]), _run(1, [4, 4, 4]), _run(2, [9, 9, 9], finished=False)]},
+                 "p2": {"new": [_run(0, [10, 8]), _run(1, [10, 10])]},
+                 "p3": {"new": [_run(0, [1, 1])]}}
+    baseline = {"p1": {"auto": [_run(1, [4, 3, 3]), _run(0, [5, 3, 2]), _run(2, [0, 0, 0])], "plain": [_run(0, [0, 0])]},
+                "p2": {"auto": [_run(0, [9, 9]), _run(1, [10, 7])]}}
+    rows = paired.paired_table(candidate, baseline, "new", ["plain", "auto"], None)
+    by = {r["problem"]: r for r in rows}
+    assert set(by) == {"p1", "p2"}  # p3 has no baseline
+    # the first baseline method a problem has runs of; seeds paired, unfinished runs left out
+    assert by["p1"]["baseline"] == "plain" and by["p1"]["seeds"] == [0] and list(by["p1"]["diff"]) == [1.0]
+    assert by["p2"]["baseline"] == "auto" and list(by["p2"]["diff"]) == [-1.0, 3.0]
+    assert (by["p2"]["better"], by["p2"]["worse"], by["p2"]["tied"]) == (1, 1, 0)
+    assert by["p2"]["se"] == pytest.approx(np.std([-1.0, 3.0], ddof=1) / np.sqrt(2))
+    # after fewer evaluations
+    early = paired.paired_table(candidate, baseline, "new", ["auto"], at=1)
+    assert list({r["problem"]: r for r in early}["p1"]["diff"]) == [0.0, 0.0]
+    s = paired.summary(rows)
+    assert (s["better"], s["worse"], s["tied"]) == (1, 2, 0)
+    assert s["sign_p"] == pytest.approx(binomtest(1, 3).pvalue)
+    effects = [r["effect"] for r in rows if r["effect"] != 0]
+    assert s["wilcoxon_p"] == pytest.approx(wilcoxon(effects).pvalue)
