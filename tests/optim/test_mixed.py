@@ -1,5 +1,5 @@
-"""BO-FM supplement D.1's acquisition optimisation (``method="supplement"``), and its
-``"typewise"`` variant (a start whose hill-climbing step stays is polished at once)."""
+"""BO-FM's acquisition optimisation: supplement D.1's per-start alternation, a start whose hill-climbing
+step stays polished at once."""
 
 import numpy as np
 import pytest
@@ -10,8 +10,6 @@ import graphbo as gb
 import graphbo.optim.lockstep as lockstep
 import graphbo.optim.mixed as mixed
 from graphbo.optim.mixed import optimize_acquisition_mixed
-
-PER_START = ["supplement", "typewise"]
 
 
 def mixed_space():
@@ -49,16 +47,14 @@ def projected_gradient(acquisition, space, row):
     return np.clip(x + g, 0.0, 1.0) - x  # zero at a stationary point or where the ascent direction leaves [0, 1]
 
 
-@pytest.mark.parametrize("method", PER_START)
 @pytest.mark.parametrize("rel_tol", [1e-6, 0.5])  # 0.5: the alternation stops early, the polish moves far
 @pytest.mark.parametrize("seed", range(4))
-def test_per_start_methods_return_a_type_wise_local_maximum(seed, rel_tol, method):
+def test_the_search_returns_a_type_wise_local_maximum(seed, rel_tol):
     space, acquisition = rugged(seed)
     score = lambda rows: acquisition(torch.as_tensor(np.asarray(rows, dtype=float))).numpy()  # noqa: E731
     row, value = optimize_acquisition_mixed(acquisition, space, np.random.default_rng(seed),
                                             incumbent=space.sample_index(1, seed)[0], exclude=set(),
-                                            n_random=20, n_spray=5, n_starts=4, method=method,
-                                            rel_tol=rel_tol)
+                                            n_random=20, n_spray=5, n_starts=4, rel_tol=rel_tol)
     assert value == pytest.approx(float(score(row[None])[0]))
     # discrete: no one-variable move (continuous part fixed) is better
     nbrs, _ = space.neighbor_index_batch(row[None])
@@ -77,8 +73,7 @@ def test_per_start_methods_return_a_type_wise_local_maximum(seed, rel_tol, metho
     assert -res.fun <= value + 1e-7
 
 
-@pytest.mark.parametrize("method", PER_START)
-def test_per_start_methods_find_the_maximum_of_a_separable_acquisition(method):
+def test_the_search_finds_the_maximum_of_a_separable_acquisition():
     space = mixed_space()
     disc, cont = space.discrete_indices, space.continuous_indices
     target = torch.tensor([4.0, 0.0, 2.0, 1.0], dtype=torch.float64)
@@ -89,26 +84,29 @@ def test_per_start_methods_find_the_maximum_of_a_separable_acquisition(method):
     for seed in range(3):
         row, value = optimize_acquisition_mixed(acquisition, space, np.random.default_rng(seed),
                                                 incumbent=space.sample_index(1, seed)[0], exclude=set(),
-                                                n_random=2, n_spray=0, n_starts=2, method=method)
+                                                n_random=2, n_spray=0, n_starts=2)
         np.testing.assert_array_equal(row[disc], target.numpy())
         np.testing.assert_allclose(row[cont], [0.3, 1.0], atol=1e-5)  # z's optimum 1.4 lies beyond its bound
 
 
-def test_supplement_respects_exclude_and_validates_method():
+def test_the_search_respects_exclude_and_takes_no_method_argument():
     space, acquisition = rugged(3)
-    kw = dict(incumbent=space.sample_index(1, 0)[0], n_random=50, n_spray=5, n_starts=4, method="supplement")
+    kw = dict(incumbent=space.sample_index(1, 0)[0], n_random=50, n_spray=5, n_starts=4)
     best, _ = optimize_acquisition_mixed(acquisition, space, np.random.default_rng(0), exclude=set(), **kw)
     other, _ = optimize_acquisition_mixed(acquisition, space, np.random.default_rng(0), exclude={best.tobytes()}, **kw)
     assert other.tobytes() != best.tobytes()
-    with pytest.raises(ValueError, match="method"):
+    # one procedure: the choice between three (method="typewise", ...) was removed
+    with pytest.raises(TypeError, match="method"):
         optimize_acquisition_mixed(acquisition, space, np.random.default_rng(0), exclude=set(),
-                                   **(kw | {"method": "anneal"}))
+                                   **(kw | {"method": "typewise"}))
 
 
-def test_typewise_polishes_instead_of_creeping_on_an_ill_conditioned_ridge(monkeypatch):
-    """Once the discrete part stays, D.1 takes one L-BFGS-B iteration per round, each restarted without
-    curvature, so on a narrow continuous ridge it creeps for many rounds; "typewise" polishes at once
-    and reaches the same maximum in a few."""
+def test_a_start_whose_discrete_part_stays_is_polished_instead_of_creeping_on_an_ill_conditioned_ridge(
+        monkeypatch):
+    """Once the discrete part stays, D.1's literal rounds take one L-BFGS-B iteration per round, each
+    restarted without curvature, so on a narrow continuous ridge they creep for many rounds (184
+    one-iteration calls on this case, measured before those rounds were removed); the search polishes
+    such a start at once and reaches the maximum with one iteration per discrete move at most."""
     space = mixed_space()
     disc, cont = space.discrete_indices, space.continuous_indices
     target = torch.tensor([2.0, 1.0, 3.0, 0.0], dtype=torch.float64)
@@ -118,48 +116,52 @@ def test_typewise_polishes_instead_of_creeping_on_an_ill_conditioned_ridge(monke
         d = rows[:, cont] - torch.tensor([0.55, 0.45])
         return -(rows[:, disc] - target).abs().sum(1) - ((d @ A) * d).sum(1)
 
-    calls = {}
+    one_iteration, polishes = [], []
     real_run = lockstep.Lockstep.run
 
     def counting_run(self, rows, maxiter):
-        calls[self._method] = calls.get(self._method, 0) + (rows.shape[0] if maxiter == 1 else 0)
+        (one_iteration if maxiter == 1 else polishes).append(rows.shape[0])
         return real_run(self, rows, maxiter)
 
     monkeypatch.setattr(lockstep.Lockstep, "run", counting_run)
-    found = {}
-    for method in PER_START:
-        monkeypatch.setattr(lockstep.Lockstep, "_method", method, raising=False)
-        found[method] = optimize_acquisition_mixed(acquisition, space, np.random.default_rng(5),
-                                                   incumbent=space.sample_index(1, 5)[0], exclude=set(),
-                                                   n_random=30, n_spray=0, n_starts=4, method=method)
-    for row, value in found.values():
-        np.testing.assert_array_equal(row[disc], target.numpy())
-        np.testing.assert_allclose(row[cont], [0.55, 0.45], atol=1e-3)
-    assert found["typewise"][1] >= found["supplement"][1] - 1e-9
-    assert calls["typewise"] * 5 < calls["supplement"]
+    row, value = optimize_acquisition_mixed(acquisition, space, np.random.default_rng(5),
+                                            incumbent=space.sample_index(1, 5)[0], exclude=set(),
+                                            n_random=30, n_spray=0, n_starts=4)
+    np.testing.assert_array_equal(row[disc], target.numpy())
+    np.testing.assert_allclose(row[cont], [0.55, 0.45], atol=1e-3)
+    assert value >= -1e-9  # the maximum is 0
+    # a start makes at most 3 * 4 + 1 discrete moves here (three ordinals of 5 levels, a categorical),
+    # each followed by one L-BFGS-B iteration; the rest is one polishing run of the 4 starts
+    assert sum(one_iteration) <= 4 * 13
+    assert polishes == [4]
 
 
-def test_bofm_runs_with_the_supplement_optimizer_and_no_prior():
+def test_bofm_runs_with_no_prior():
     space = gb.Space({"a": gb.Categorical(["p", "q", "r"]), "x": gb.Continuous(-1, 1), "b": gb.Binary()})
 
     def f(c):
         return (c["x"] - {"p": 0.3, "q": -0.5, "r": 0.0}[c["a"]]) ** 2 + (0.5 if c["b"] else 0.0)
 
-    opt = gb.BOFM(space, seed=0, n_initial=5, n_restarts=2, n_random=500, n_spray=10, n_starts=6,
-                  acq_optimizer="supplement", prior="none")
+    opt = gb.BOFM(space, seed=0, n_initial=5, n_restarts=2, n_random=500, n_spray=10, n_starts=6, prior="none")
     for _ in range(14):
         c = opt.ask()
         opt.tell(c, f(c))
-    assert opt.model.prior == "none" and opt.acq_optimizer == "supplement"
+    assert opt.model.prior == "none"
     assert opt.best.value < 0.1
-    with pytest.raises(ValueError, match="acq_optimizer"):
-        gb.BOFM(space, acq_optimizer="lbfgs")
+
+
+def test_bofm_has_one_acquisition_optimiser_and_no_option_to_choose_it():
+    """``acq_optimizer`` ("typewise", "supplement", "batched") was removed: the former default is the
+    one optimiser, and a run that still passes the option is told so, not silently ignored."""
+    space = gb.Space({"a": gb.Categorical(["p", "q", "r"]), "x": gb.Continuous(-1, 1)})
+    with pytest.raises(TypeError, match="acq_optimizer"):
+        gb.BOFM(space, acq_optimizer="typewise")
+    assert not hasattr(gb.BOFM(space), "acq_optimizer")
 
 
 @pytest.mark.parametrize("max_rounds", [1000, 4])  # 4: some starts run out of their own rounds
-@pytest.mark.parametrize("method", PER_START)
 @pytest.mark.parametrize("seed", range(3))
-def test_converged_starts_polished_together_end_where_each_alone_ends(seed, method, max_rounds, monkeypatch):
+def test_converged_starts_polished_together_end_where_each_alone_ends(seed, max_rounds, monkeypatch):
     """Converged starts wait for one polish in lockstep until no start moves. A start's own steps do not
     depend on when it is polished: with an acquisition whose value at a row does not depend on the batch,
     every start ends exactly where it ends when alone (where the polish comes at once), and the first
@@ -177,11 +179,11 @@ def test_converged_starts_polished_together_end_where_each_alone_ends(seed, meth
 
     monkeypatch.setattr(lockstep.Lockstep, "run", counting_run)
     together, values = mixed._alternate_per_start(acquisition, space, starts, score(starts), score, max_rounds,
-                                                  1e-6, polish_on_stall=method == "typewise")
+                                                  1e-6)
     n_polishes = len(polishes)
     for i in range(starts.shape[0]):
         alone, value = mixed._alternate_per_start(acquisition, space, starts[i:i + 1], score(starts[i:i + 1]), score,
-                                                  max_rounds, 1e-6, polish_on_stall=method == "typewise")
+                                                  max_rounds, 1e-6)
         np.testing.assert_array_equal(together[i], alone[0])
         assert values[i] == value[0]
     if max_rounds == 1000:  # the first polish waits for the last start to converge and takes all of them

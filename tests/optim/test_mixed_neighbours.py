@@ -107,15 +107,14 @@ def test_a_kernel_outside_the_fm_family_is_scored_afresh():
     assert calls == [len(nbrs)]
 
 
-@pytest.mark.parametrize("method", ["supplement", "typewise", "batched"])
-def test_the_acquisition_optimiser_makes_the_same_choice_with_the_neighbour_path(method, monkeypatch):
+def test_the_acquisition_optimiser_makes_the_same_choice_with_the_neighbour_path(monkeypatch):
     opt = _fitted("modlap", True, n=30, seed=2)
     monkeypatch.setattr(type(opt.model), "neighbour_moments_pay", lambda self, n_rows, n_neighbours: True)
     acq = LogExpectedImprovement(opt.model)
 
     def run():
         return optimize_acquisition_mixed(acq, opt.space, np.random.default_rng(4), incumbent=opt.X[np.argmin(opt.y)],
-                                          exclude=opt._exclude, n_random=400, n_starts=12, method=method)
+                                          exclude=opt._exclude, n_random=400, n_starts=12)
 
     fast_row, fast_value = run()
     calls = []

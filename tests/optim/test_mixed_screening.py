@@ -103,9 +103,8 @@ def test_only_modlap_claims_the_bound():
 
 
 @pytest.mark.parametrize("case", [0, 1])
-@pytest.mark.parametrize("method", ["supplement", "typewise", "batched"])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_pruned_pool_makes_the_same_choice(case, method, seed, monkeypatch):
+def test_pruned_pool_makes_the_same_choice(case, seed, monkeypatch):
     from graphbo.optim import mixed
 
     monkeypatch.setattr(mixed, "_LOOSE", 1.0)  # prune whatever the trial rows show
@@ -119,7 +118,7 @@ def test_pruned_pool_makes_the_same_choice(case, method, seed, monkeypatch):
         a = acq if pruned else (lambda X: acq(X))
         out[pruned] = optimize_acquisition_mixed(a, opt.space, np.random.default_rng(100 + seed), incumbent=incumbent,
                                                  exclude=set(opt._exclude), n_random=4000, n_spray=20, n_starts=6,
-                                                 method=method, chunk=500)
+                                                 chunk=500)
     assert np.array_equal(out[True][0], out[False][0])
     assert out[True][1] == pytest.approx(out[False][1], rel=1e-9, abs=1e-12)
 
@@ -228,7 +227,7 @@ def test_a_pool_whose_best_rows_were_evaluated_never_returns_them():
     opt = _fitted(1, 20, seed=4)
     acq = LogExpectedImprovement(opt.model)
     incumbent = opt.X[int(np.argmin(opt.y))]
-    args = dict(n_random=3000, n_spray=10, n_starts=3, method="typewise", chunk=500)
+    args = dict(n_random=3000, n_spray=10, n_starts=3, chunk=500)
     first, _ = optimize_acquisition_mixed(acq, opt.space, np.random.default_rng(9), incumbent=incumbent,
                                           exclude=set(opt._exclude), **args)
     # exclude the first choice and the rows the search would climb to: the answer must change
@@ -346,8 +345,7 @@ def test_screening_scores_every_row_when_its_estimates_miss_by_more_than_half_th
     np.testing.assert_array_equal(scores.bound, scores.exact)
 
 
-@pytest.mark.parametrize("method", ["supplement", "typewise"])
-def test_screened_pool_makes_the_same_choice(method, monkeypatch):
+def test_screened_pool_makes_the_same_choice(monkeypatch):
     from graphbo.models.mixed_gp import MixedGP
     from graphbo.optim import mixed
 
@@ -369,7 +367,7 @@ def test_screened_pool_makes_the_same_choice(method, monkeypatch):
             monkeypatch.setattr(MixedGP, "has_screening", property(lambda self: False))
         out[screened] = optimize_acquisition_mixed(acq, opt.space, np.random.default_rng(11), incumbent=incumbent,
                                                    exclude=set(opt._exclude), n_random=4000, n_spray=20, n_starts=6,
-                                                   method=method, chunk=500)
+                                                   chunk=500)
     np.testing.assert_array_equal(starts[True], starts[False])
     assert np.array_equal(out[True][0], out[False][0])
     assert out[True][1] == pytest.approx(out[False][1], rel=1e-9, abs=1e-12)

@@ -48,13 +48,13 @@ def test_bofm_is_seeded():
 
 @pytest.mark.parametrize("kernel", ["moddif", "general", "fnn", "prodlap", "addlap"])
 def test_every_kernel_runs_inside_bofm(kernel):
-    opt = run(2, budget=7, kernel=kernel, acq_optimizer="batched")  # the kernels, not the optimiser
+    opt = run(2, budget=7, kernel=kernel)
     assert opt.n_told == 7 and np.isfinite(opt.y).all()
     assert opt.model.params is not None
 
 
 def test_log_y_fits_on_the_log_scale():
-    opt = run(3, budget=7, log_y=True, acq_optimizer="batched")
+    opt = run(3, budget=7, log_y=True)
     y = opt.y
     assert opt.model.transform_outcome(float(y.min())) == pytest.approx(
         (np.log(y.min() - opt.model._shift) - opt.model._mu) / opt.model._sd)
@@ -62,7 +62,7 @@ def test_log_y_fits_on_the_log_scale():
 
 # -- kriging believer: ask(n) with pending points ----------------------------------------------
 
-BELIEVER = dict(n_restarts=3, n_random=3000, n_spray=20, n_starts=10, acq_optimizer="batched")  # the believer, not the inner optimiser, is tested
+BELIEVER = dict(n_restarts=3, n_random=3000, n_spray=20, n_starts=10)
 
 
 def func2c_optimizer(seed=0, n_told=12):

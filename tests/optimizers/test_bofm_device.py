@@ -18,7 +18,7 @@ from graphbo.models.mixed_gp import MixedGP
 from graphbo.optimizers import METHODS
 from graphbo.study import Study
 
-FAST = dict(n_restarts=3, n_random=2000, n_spray=10, n_starts=8, acq_optimizer="batched")
+FAST = dict(n_restarts=3, n_random=2000, n_spray=10, n_starts=8)
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(),
                           reason="no CUDA device on this machine (torch.cuda.is_available() is False)")
 
@@ -50,11 +50,8 @@ def probe_rows(sp, n=30):
     return sp.sample_index(n, np.random.default_rng(123)).astype(float)
 
 
-@pytest.mark.parametrize("acq_optimizer", ["batched", "supplement"])
-def test_explicit_cpu_gives_the_same_run_and_posterior_as_the_default(acq_optimizer):
-    # supplement D.1's per-start search is the slow one: fewer starts
-    kw = dict(acq_optimizer=acq_optimizer, n_starts=8 if acq_optimizer == "batched" else 3)
-    default, cpu = run(**kw), run(**kw, device="cpu")
+def test_explicit_cpu_gives_the_same_run_and_posterior_as_the_default():
+    default, cpu = run(), run(device="cpu")
     assert [h.config for h in cpu.history] == [h.config for h in default.history]
     assert torch.equal(cpu.model.params, default.model.params)
     rows = probe_rows(default.space)

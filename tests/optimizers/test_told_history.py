@@ -23,7 +23,7 @@ def _objective(c):
 def _make(method, **kwargs):
     if method == "combo":
         return gb.COMBO(_space(continuous=False), n_burn=5, n_samples=2, **kwargs)
-    return gb.BOFM(_space(), acq_optimizer="batched", **kwargs)
+    return gb.BOFM(_space(), **kwargs)
 
 
 @pytest.mark.parametrize("method", ["combo", "bofm"])

@@ -124,7 +124,7 @@ def _combo(**kw):
 
 
 def _bofm(**kw):
-    return BOFM(_mixed_space(), n_restarts=1, n_random=300, n_spray=5, n_starts=3, acq_optimizer="batched", **kw)
+    return BOFM(_mixed_space(), n_restarts=1, n_random=300, n_spray=5, n_starts=3, **kw)
 
 
 def _cocabo(**kw):

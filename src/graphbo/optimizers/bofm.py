@@ -3,8 +3,8 @@
 Each suggestion fits a GP with an FM kernel by type-II maximum likelihood
 (:class:`~graphbo.models.mixed_gp.MixedGP`, 10 restarts) and maximises EI by
 random + spray starts followed by alternating hill climbing and L-BFGS-B
-(:func:`~graphbo.optim.mixed.optimize_acquisition_mixed`; ``acq_optimizer``
-picks the batched alternation or supplement D.1's per-start one).
+(:func:`~graphbo.optim.mixed.optimize_acquisition_mixed`: supplement D.1's
+per-start alternation, a start polished as soon as its hill-climbing step stalls).
 Pending (asked, not yet told) configurations are hallucinated at their
 posterior mean (kriging believer), so ``ask(n)`` spreads its ``n`` suggestions.
 """
@@ -17,7 +17,7 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
-from ..optim.mixed import SEARCH_METHODS, optimize_acquisition_mixed
+from ..optim.mixed import optimize_acquisition_mixed
 from ..optim.known_constraints import allowed_only
 from ..optim.trust_region import TrustRegion, as_trust_region_options
 from .._validation import check_bool, check_choice, check_device, check_int
@@ -64,17 +64,8 @@ class BOFM(Optimizer):
         100,000 random rows; the methods of the paper's tables, ``bofm-modlap``, ``bofm-moddif``, ...,
         keep 100,000). The smaller default halves the acquisition step on the NAS + SGD space and
         reached the same acquisition value in 93 of 96 fitted models (2 lower by at most 2e-8 in
-        log-EI, 1 higher by 6e-4; ``benchmarks/bofm_ascent.py``, docs/bofm_benchmarks.md, "The pool's
-        size"): the start that wins is nearly always a spray point near the incumbent.
-    acq_optimizer : {"typewise", "supplement", "batched"}, default "typewise"
-        ``"supplement"``: every start alternates one hill-climbing step and one L-BFGS-B
-        iteration until convergence, as supplement D.1 describes; ``"typewise"``: the same,
-        except that a start whose hill-climbing step finds no better neighbour has its
-        continuous part run to L-BFGS-B's convergence at once instead of one iteration per round
-        (same local-maximum guarantee; on the 53-variable Ackley the same values at an eighth
-        of the time); ``"batched"``: all starts move together, one L-BFGS-B on the sum of
-        their objectives per round (:func:`~graphbo.optim.mixed.optimize_acquisition_mixed`;
-        docs/bofm_benchmarks.md compares them).
+        log-EI, 1 higher by 6e-4; docs/bofm_benchmarks.md, "The pool's size"): the start that wins
+        is nearly always a spray point near the incumbent.
     prior : {"auto", "weak", "scaled", "none"}, default "auto"
         Hyper-parameter fit: marginal likelihood plus priors (``"weak"``: ``N(0, 3^2)`` on the
         kernel's log-scales; ``"scaled"``: priors scaled with the number of variables, Hvarfner et
@@ -114,11 +105,10 @@ class BOFM(Optimizer):
     def __init__(self, space: Space, *, seed: int | None = None, n_initial: int = 10,
                  initial_configs: Configs | None = None, kernel: str = "modlap", n_restarts: int = 10,
                  log_y: bool = False, n_random: int = 20_000, n_spray: int = 50, n_starts: int = 40,
-                 acq_optimizer: str = "typewise", prior: str = "auto", trust_region: bool | dict = False,
+                 prior: str = "auto", trust_region: bool | dict = False,
                  restart_every: int = 10, max_train: int | None = DEFAULT_MAX_TRAIN,
                  device: str | torch.device | None = None):
         kernel = check_choice("kernel", kernel, KERNELS)
-        self.acq_optimizer = check_choice("acq_optimizer", acq_optimizer, SEARCH_METHODS)
         prior = check_choice("prior", prior, BOFM_PRIORS)
         n_restarts = check_int("n_restarts", n_restarts, minimum=1)
         log_y = check_bool("log_y", log_y)
@@ -167,7 +157,7 @@ class BOFM(Optimizer):
             acquisition,
             self.space, self.rng, incumbent=X[self._incumbent_index()] if region is None else region.centre,
             exclude=self._exclude, n_random=self.n_random, n_spray=self.n_spray, n_starts=self.n_starts,
-            method=self.acq_optimizer, region=region,
+            region=region,
         )
         # wall seconds, and CPU seconds of this process (less sensitive to other jobs on the machine)
         self.last_timing = {"fit": t1 - t0, "acquisition": time.perf_counter() - t1,
