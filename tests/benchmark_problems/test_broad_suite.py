@@ -135,3 +135,17 @@ def test_paired_comparison_pairs_by_seed_and_states_its_statistics():
     assert s["sign_p"] == pytest.approx(binomtest(1, 3).pvalue)
     effects = [r["effect"] for r in rows if r["effect"] != 0]
     assert s["wilcoxon_p"] == pytest.approx(wilcoxon(effects).pvalue)
+
+
+def test_proposal_distance_counts_changed_variables_from_the_incumbent_of_the_time():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import proposal_distance
+    finally:
+        sys.path.pop(0)
+    rows = [({"a": 0, "b": 0, "c": "x"}, 5.0), ({"a": 1, "b": 1, "c": "x"}, 3.0),  # initial design
+            ({"a": 1, "b": 0, "c": "y"}, 4.0),   # 2 from the incumbent (the second)
+            ({"a": 0, "b": 1, "c": "x"}, 1.0),   # 1 from it, improves
+            ({"a": 1, "b": 0, "c": "y"}, 2.0)]   # 3 from the new incumbent
+    evals = [{"config": c, "value": v} for c, v in rows]
+    assert proposal_distance.distances(evals, n_initial=2) == ([2, 1, 3], [1])
