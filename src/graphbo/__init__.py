@@ -47,6 +47,7 @@ _EXPORTS: dict[str, str] = {
     "RegularizedEvolution": "graphbo.optimizers",
     "BOCS": "graphbo.optimizers",
     "BOCSSDP": "graphbo.optimizers",
+    "BODi": "graphbo.optimizers",
     "TPE": "graphbo.optimizers",
     "SMAC": "graphbo.optimizers",
     "BOHB": "graphbo.optimizers",

@@ -22,7 +22,7 @@ from .optim.evolutionary import optimize_acquisition_ea as optimize_acquisition_
 from .optim.graph_local_search import optimize_acquisition_on_graph as optimize_acquisition_on_graph
 from .optim.mixed import optimize_acquisition_mixed as optimize_acquisition_mixed
 from .optimizers import (
-    BOCS as BOCS, BOCSSDP as BOCSSDP, BOFM as BOFM, BOHB as BOHB, CoCaBO as CoCaBO, COMBO as COMBO,
+    BOCS as BOCS, BOCSSDP as BOCSSDP, BODi as BODi, BOFM as BOFM, BOHB as BOHB, CoCaBO as CoCaBO, COMBO as COMBO,
     NASBOT as NASBOT, NASEvolution as NASEvolution, NASRandom as NASRandom, Observation as Observation, Optimizer as Optimizer,
     RandomSearch as RandomSearch, RegularizedEvolution as RegularizedEvolution,
     SimulatedAnnealing as SimulatedAnnealing, SMAC as SMAC, TPE as TPE, TreeBO as TreeBO,

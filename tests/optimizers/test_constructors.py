@@ -164,7 +164,7 @@ def test_a_wrong_argument_names_itself(name, make, error, pattern):
 #: errors, abstract bases, records the library builds for the user, ``Binary`` (no arguments); ``Study`` and
 #: the acquisition functions are not covered here
 NOT_HERE = {"Binary", "Optimizer", "Observation", "COMBO", "BOFM", "NASBOT", "RandomSearch", "SimulatedAnnealing",
-            "RegularizedEvolution", "BOCS", "BOCSSDP", "TPE", "SMAC", "BOHB", "CoCaBO", "NASRandom", "NASEvolution", "TreeBO",
+            "RegularizedEvolution", "BOCS", "BOCSSDP", "BODi", "TPE", "SMAC", "BOHB", "CoCaBO", "NASRandom", "NASEvolution", "TreeBO",
             "SpaceExhaustedError", "SpaceFileError", "StorageError", "InvalidArchitectureError",
             "Surrogate", "AcquisitionFunction", "Posterior", "MinimizeResult", "Trial", "Study", "Variable",
             "GraphSpectrum", "LogExpectedImprovement", "NegativeLowerConfidenceBound", "TrialPruned"}

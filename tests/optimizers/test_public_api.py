@@ -21,7 +21,7 @@ from graphbo.optimizers import (BOCS, BOFM, BOHB, COMBO, METHODS, NASBOT, SMAC, 
 from graphbo.optimizers.nasbot import NASOptimizer
 
 #: packages an optimizer needs beyond graphbo's core
-EXTRAS = {"TPE": "optuna", "OptunaGP": "optuna", "SMAC": "smac", "BOHB": "smac"}
+EXTRAS = {"TPE": "optuna", "OptunaGP": "optuna", "SMAC": "smac", "BOHB": "smac", "BODi": "botorch"}
 #: options an optimizer needs (BOHB: the full fidelity)
 REQUIRED = {"BOHB": {"max_fidelity": 9}}
 
@@ -156,6 +156,11 @@ CASES = [
     (BOCS, {"sa_steps": 2.5}, TypeError, "sa_steps"),
     (BOCS, {"sa_initial_temperature": 0}, ValueError, "sa_initial_temperature"),
     (BOCS, {"sa_cooling": 2}, ValueError, "sa_cooling"),
+    ("bodi", {"n_dictionary": 0}, ValueError, "n_dictionary must be >= 1"),
+    ("bodi", {"n_candidates": "many"}, TypeError, "n_candidates must be an integer"),
+    ("bodi", {"n_restarts": 0}, ValueError, "n_restarts"),
+    ("bodi", {"n_local_steps": -1}, ValueError, "n_local_steps must be >= 0"),
+    ("bodi", {"max_train": 5}, ValueError, "max_train"),
     (TPE, {"max_retries": -1}, ValueError, "max_retries"),
     (TPE, {"n_startup_trials": -1}, ValueError, "n_startup_trials"),
     (TPE, {"n_ei_candidates": 0}, ValueError, "n_ei_candidates"),

@@ -1,7 +1,8 @@
 """Optimizers: COMBO and baselines, all with one ask/tell protocol.
 
-TPE and GPSampler (gp-optuna), SMAC and BOHB wrap Optuna and SMAC3, and BOCS-SDP solves its relaxations with cvxpy,
-imported only when used (``pip install "graphbo[tpe]"`` / ``"graphbo[smac]"`` / ``"graphbo[bocs]"``).
+TPE and GPSampler (gp-optuna), SMAC and BOHB wrap Optuna and SMAC3, BOCS-SDP solves its relaxations with cvxpy and
+BODi fits its GP with BoTorch, imported only when used (``pip install "graphbo[tpe]"`` / ``"graphbo[smac]"`` /
+``"graphbo[bocs]"`` / ``"graphbo[botorch]"``).
 """
 
 import inspect
@@ -9,6 +10,7 @@ import inspect
 from .base import Observation, Optimizer, signature_without
 from .bocs import BOCS
 from .bocs_sdp import BOCSSDP
+from .bodi import BODi
 from .bohb import BOHB
 from .bofm import BOFM, bofm_variant
 from .cocabo import CoCaBO, CoCaBOLearnedMix, CoCaBOMix0, CoCaBOMix05, CoCaBOMix1
@@ -53,6 +55,8 @@ METHODS = {
     "bocs": BOCS,
     # BOCS with the SDP-relaxation acquisition (COMBO's "BOCS-SDP"); `bocs` is BOCS-SA
     "bocs-sdp": BOCSSDP,
+    # BODi (Deshwal et al., AISTATS 2023): GP on Hamming distances to a random dictionary, COMBO's successor
+    "bodi": BODi,
     "tpe": TPE,
     # Optuna's GPSampler (Matern-5/2 GP, log-EI): the GP-BO practitioners run, as a peer
     "gp-optuna": OptunaGP,
@@ -83,5 +87,5 @@ METHODS.update({f"bofm-{k}": bofm_variant(k) for k in _FM_KERNELS})
 from .auto import AUTO, choose_method, resolve_method  # noqa: E402
 
 __all__ = ["Optimizer", "Observation", "COMBO", "RandomSearch", "SimulatedAnnealing", "RegularizedEvolution",
-           "BOCS", "BOCSSDP", "BOHB", "BOFM", "TPE", "OptunaGP", "SMAC", "CoCaBO", "NASBOT", "NASRandom", "NASEvolution", "TreeBO", "METHODS",
+           "BOCS", "BOCSSDP", "BODi", "BOHB", "BOFM", "TPE", "OptunaGP", "SMAC", "CoCaBO", "NASBOT", "NASRandom", "NASEvolution", "TreeBO", "METHODS",
            "AUTO", "choose_method", "resolve_method"]
