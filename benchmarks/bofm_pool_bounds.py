@@ -98,8 +98,9 @@ def main() -> None:
         post = model.posterior(pool)
         pm, pv = post.mean[0], post.variance[0]
         V, C = model.split(pool)
-        bounds = {"cheap": model.mean_lower_bound(pool),
-                  "tight variance": model.mean_lower_bound(pool, tight_variance=True)}
+        screening = model.screening()
+        bounds = {"cheap": screening.mean_lower_bound(pool),
+                  "tight variance": screening.mean_lower_bound(pool, tight_variance=True)}
         k_lo, k_hi = convex_bounds(model, V, C)
         w = model._alpha[:, 0]
         mean = model._mean + k_lo @ w.clamp_min(0.0) + k_hi @ w.clamp_max(0.0)

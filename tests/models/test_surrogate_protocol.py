@@ -15,7 +15,7 @@ from graphbo.acquisition import LogExpectedImprovement, log_expected_improvement
 from graphbo.acquisition.confidence_bound import NegativeLowerConfidenceBound
 from graphbo.benchmarks import load_benchmark
 from graphbo.kernels.frequency_modulated import FMKernel
-from graphbo.models.base import Posterior, Surrogate
+from graphbo.models.base import Posterior, Screening, Surrogate
 from graphbo.models.diffusion_gp import DiffusionGP
 from graphbo.models.mixed_gp import MixedGP
 from graphbo.models.otmann_gp import OTMANNGP
@@ -150,6 +150,32 @@ class NearestNeighbourModel(Surrogate):
 
     def add_fantasies(self, X):
         self._fantasies = np.concatenate([self._fantasies, np.asarray(X)])
+
+
+def test_only_a_model_that_offers_a_screening_returns_one(case):
+    model, X, y, new = case
+    screening = model.screening()
+    if isinstance(model, MixedGP):  # a ModLap FM kernel: all three capabilities
+        assert isinstance(screening, Screening)
+        assert screening.offers_screen_moments and screening.offers_mean_lower_bound
+        assert screening.offers_neighbour_moments
+    else:  # DiffusionGP, OTMANNGP: the protocol's default
+        assert screening is None
+    assert NearestNeighbourModel().screening() is None  # a model written against the protocol alone
+
+
+def test_a_screening_offers_nothing_it_does_not_implement():
+    class Nothing(Screening):
+        pass
+
+    nothing = Nothing()
+    assert not (nothing.offers_screen_moments or nothing.offers_mean_lower_bound or nothing.offers_neighbour_moments)
+    assert not nothing.neighbour_moments_pay(100, 10_000)
+    X, one = np.zeros((1, 2)), np.zeros(1, dtype=int)
+    for ask in (lambda: nothing.screen_moments(X), lambda: nothing.mean_lower_bound(X),
+                lambda: nothing.neighbour_moments(X, one, one, one + 1)):
+        with pytest.raises(NotImplementedError):
+            ask()
 
 
 def test_a_new_surrogate_needs_no_acquisition_code():

@@ -10,6 +10,7 @@ import torch
 
 import graphbo as gb
 from graphbo.acquisition.ei import LogExpectedImprovement
+from graphbo.models.mixed_gp_screening import MixedGPScreening
 from graphbo.optim import mixed
 from graphbo.optim.mixed import _neighbour_scores, optimize_acquisition_mixed
 
@@ -47,7 +48,8 @@ def _fitted(kernel: str, continuous: bool, n: int = 25, seed: int = 0) -> gb.BOF
 def test_neighbour_moments_equal_the_posterior_of_the_neighbours(kernel, continuous, monkeypatch):
     opt = _fitted(kernel, continuous)
     model = opt.model
-    assert model.has_neighbour_moments
+    screening = model.screening()
+    assert screening is not None and screening.offers_neighbour_moments
     starts = opt.space.sample_index(12, np.random.default_rng(3)).astype(float)
     nbrs, owner = opt.space.neighbor_index_batch(starts)
     disc = opt.space.discrete_indices
@@ -56,15 +58,16 @@ def test_neighbour_moments_equal_the_posterior_of_the_neighbours(kernel, continu
 
     V, C = model.split(starts)
     Vn, Cn = model.split(nbrs.astype(float))
-    kp = model._kp
-    fast = model.kernel.neighbour_gram(kp, V, C, model._V, model._C, torch.as_tensor(owner), torch.as_tensor(var),
+    kp = model.kernel_params
+    V_train, C_train = model.conditioned_inputs
+    fast = model.kernel.neighbour_gram(kp, V, C, V_train, C_train, torch.as_tensor(owner), torch.as_tensor(var),
                                        torch.as_tensor(value))
-    exact = model.kernel(kp, Vn, Cn, model._V, model._C)
+    exact = model.kernel(kp, Vn, Cn, V_train, C_train)
     assert torch.allclose(fast, exact, rtol=1e-10, atol=1e-14)
 
     post = model.posterior(nbrs.astype(float))
     for entries in (4_000_000, 1):  # one chunk, and one row of X per chunk
-        mean, variance = model.neighbour_moments(starts, owner, var, value, entries=entries)
+        mean, variance = screening.neighbour_moments(starts, owner, var, value, entries=entries)
         assert torch.allclose(mean, post.mean[0].detach(), rtol=1e-9, atol=1e-12)
         assert torch.allclose(variance, post.variance[0].detach(), rtol=1e-8, atol=1e-12)
 
@@ -74,7 +77,7 @@ def test_neighbour_moments_equal_the_posterior_of_the_neighbours(kernel, continu
         return acq(torch.as_tensor(rows, dtype=torch.float64)).detach().numpy()
 
     used = []
-    monkeypatch.setattr(type(model), "neighbour_moments_pay", lambda self, n_rows, n_neighbours: True)
+    monkeypatch.setattr(MixedGPScreening, "neighbour_moments_pay", lambda self, n_rows, n_neighbours: True)
     scores = _neighbour_scores(acq, opt.space, starts, nbrs, owner, lambda rows: used.append(len(rows)))
     assert not used  # the factor path, not the rows afresh
     assert np.allclose(scores, score_rows(nbrs.astype(float)), rtol=1e-8, atol=1e-10)
@@ -84,16 +87,16 @@ def test_the_factor_path_is_used_only_where_it_pays():
     """Few starts (its fixed cost per variable), or ordinal variables (path graphs: as many eigenspaces as
     values and two neighbours) are scored afresh; many starts on binary and categorical variables are not."""
     binary = gb.BOFM(gb.Space([(f"b{i}", gb.Binary()) for i in range(50)] + [("x", gb.Continuous(0.0, 1.0))]),
-                     seed=0).model
+                     seed=0).model.screening()  # the cost rule reads the kernel only: no fit needed
     assert binary.neighbour_moments_pay(40, 40 * 50) and not binary.neighbour_moments_pay(1, 50)
     ordinal = gb.BOFM(gb.Space([(f"o{i}", gb.Ordinal(list(range(30)))) for i in range(8)]
-                               + [("x", gb.Continuous(0.0, 1.0))]), seed=0).model
+                               + [("x", gb.Continuous(0.0, 1.0))]), seed=0).model.screening()
     assert not ordinal.neighbour_moments_pay(40, 40 * 16)
 
 
 def test_a_kernel_outside_the_fm_family_is_scored_afresh():
     opt = _fitted("prodlap", True, n=15)
-    assert not opt.model.has_neighbour_moments
+    assert opt.model.screening() is None  # no screening at all, so no neighbour moments
     starts = opt.space.sample_index(3, np.random.default_rng(1)).astype(float)
     nbrs, owner = opt.space.neighbor_index_batch(starts)
     calls = []
@@ -109,7 +112,7 @@ def test_a_kernel_outside_the_fm_family_is_scored_afresh():
 
 def test_the_acquisition_optimiser_makes_the_same_choice_with_the_neighbour_path(monkeypatch):
     opt = _fitted("modlap", True, n=30, seed=2)
-    monkeypatch.setattr(type(opt.model), "neighbour_moments_pay", lambda self, n_rows, n_neighbours: True)
+    monkeypatch.setattr(MixedGPScreening, "neighbour_moments_pay", lambda self, n_rows, n_neighbours: True)
     acq = LogExpectedImprovement(opt.model)
 
     def run():

@@ -71,17 +71,18 @@ class _Linear:
 def test_mean_lower_bound_holds_for_every_candidate(case, n):
     opt = _fitted(case, n, seed=case)
     model = opt.model
-    assert model.has_mean_lower_bound
+    screening = model.screening()
+    assert screening is not None and screening.offers_mean_lower_bound
     rows = opt.space.sample_index(3000, np.random.default_rng(5)).astype(float)
     post = model.posterior(rows)
-    mean_lo, var_hi = model.mean_lower_bound(rows, chunk=700)  # several chunks
+    mean_lo, var_hi = screening.mean_lower_bound(rows, chunk=700)  # several chunks
     exact_mean, exact_var = post.mean[0].detach(), post.variance[0].detach()
     tol = 1e-10 * (1 + exact_mean.abs())
     assert torch.all(mean_lo <= exact_mean + tol)
     assert torch.all(var_hi >= exact_var - 1e-12)
     # the cheap variance bound is the prior variance amp k(x, x), from the same tables as the mean's bound
     V, C = model.split(rows)
-    prior = model._amp * opt.kernel.diag(model._kp, V, C)
+    prior = model.signal_variance * opt.kernel.diag(model.kernel_params, V, C)
     torch.testing.assert_close(var_hi, prior, rtol=1e-10, atol=0.0)
     assert torch.all(var_hi >= prior)
     if case == 1:  # no continuous inputs: r = 0 for every pair, the bound is the mean itself
@@ -92,14 +93,15 @@ def test_mean_lower_bound_holds_for_every_candidate(case, n):
     exact = acq(torch.as_tensor(rows)).detach().numpy()
     from graphbo.optim.mixed import _BoundedEI
 
-    bound = _BoundedEI(acq, lambda r: acq(torch.as_tensor(r)).detach().numpy()).upper_bound(rows).numpy()
+    bound = _BoundedEI(acq, screening, lambda r: acq(torch.as_tensor(r)).detach().numpy()).upper_bound(rows).numpy()
     assert np.all(bound >= exact - 1e-9 * (1 + np.abs(exact)))
 
 
 def test_only_modlap_claims_the_bound():
-    assert not _fitted(0, 12, seed=0, kernel="moddif").model.has_mean_lower_bound
-    with pytest.raises(RuntimeError, match="ModLap"):
-        _fitted(0, 12, seed=0, kernel="moddif").model.mean_lower_bound(np.zeros((1, 12)))
+    screening = _fitted(0, 12, seed=0, kernel="moddif").model.screening()
+    assert screening is not None and not screening.offers_mean_lower_bound
+    with pytest.raises(NotImplementedError, match="ModLap"):
+        screening.mean_lower_bound(np.zeros((1, 12)))
 
 
 @pytest.mark.parametrize("case", [0, 1])
@@ -142,8 +144,8 @@ def test_tight_variance_bound_lies_between_the_posterior_and_the_prior_variance(
     rows = opt.space.sample_index(2000, np.random.default_rng(6)).astype(float)
     post = model.posterior(rows)
     exact_mean, exact_var = post.mean[0].detach(), post.variance[0].detach()
-    mean_cheap, prior = model.mean_lower_bound(rows, chunk=700)
-    mean_lo, var_hi = model.mean_lower_bound(rows, chunk=700, tight_variance=True)
+    mean_cheap, prior = model.screening().mean_lower_bound(rows, chunk=700)
+    mean_lo, var_hi = model.screening().mean_lower_bound(rows, chunk=700, tight_variance=True)
     assert torch.equal(mean_lo, mean_cheap)  # the mean bound is the same
     assert torch.all(var_hi >= exact_var - 1e-12)
     assert torch.all(var_hi <= prior)
@@ -158,8 +160,8 @@ def test_tight_variance_bound_lies_between_the_posterior_and_the_prior_variance(
     model.params[layout["log_theta"]:layout["log_theta"] + opt.kernel.Dc] = 3.0
     model._condition(model._V, model._C, model._ys)
     exact_var = model.posterior(rows).variance[0].detach()
-    _, prior = model.mean_lower_bound(rows)
-    _, var_hi = model.mean_lower_bound(rows, tight_variance=True)
+    _, prior = model.screening().mean_lower_bound(rows)  # a new screening (new bound tables) for the new conditioning
+    _, var_hi = model.screening().mean_lower_bound(rows, tight_variance=True)
     assert torch.all(var_hi >= exact_var - 1e-12)
     assert float((var_hi - exact_var).mean()) < 0.5 * float((prior - exact_var).mean())
 
@@ -211,7 +213,7 @@ def test_diag_follows_the_hyper_parameters_it_is_given():
     opt = _fitted(0, 12, seed=1)
     kernel, model = opt.kernel, opt.model
     V, C = model.split(opt.space.sample_index(50, np.random.default_rng(3)).astype(float))
-    params = model._kp.clone()
+    params = model.kernel_params.clone()
     first = kernel.diag(params, V, C)
     other = params.clone()
     other[kernel.Dc + 8] += 1.0  # the ordinal's beta (after the Dc lengthscales and 8 binary betas, whose
@@ -257,8 +259,8 @@ def test_tight_variance_bound_holds_at_training_rows_and_with_fantasies(case):
     model.add_fantasies(opt.space.sample_index(4, np.random.default_rng(8)).astype(float))
     rows = np.concatenate([opt.X, opt.space.sample_index(300, np.random.default_rng(9)).astype(float)])
     exact = model.posterior(rows).variance[0].detach()
-    _, prior = model.mean_lower_bound(rows)
-    _, var_hi = model.mean_lower_bound(rows, tight_variance=True)
+    _, prior = model.screening().mean_lower_bound(rows)
+    _, var_hi = model.screening().mean_lower_bound(rows, tight_variance=True)
     assert torch.all(var_hi >= exact - 1e-12)
     assert torch.all(var_hi <= prior)
     if case == 1:  # no continuous inputs: the bound is the posterior variance, small at the training rows
@@ -271,19 +273,20 @@ def test_tight_variance_bound_holds_at_training_rows_and_with_fantasies(case):
 def test_screen_moments_are_the_posterior_up_to_the_gram_matrix_precision(case):
     opt = _fitted(case, 30, seed=case)
     model = opt.model
-    assert model.has_screening
+    screening = model.screening()
+    assert screening is not None and screening.offers_screen_moments
     rows = opt.space.sample_index(2000, np.random.default_rng(7)).astype(float)
     post = model.posterior(rows)
     mean, var = post.mean[0].detach(), post.variance[0].detach()
-    m64, v64 = model.screen_moments(rows, dtype=torch.float64)  # the same arithmetic as the posterior
+    m64, v64 = screening.screen_moments(rows, dtype=torch.float64)  # the same arithmetic as the posterior
     torch.testing.assert_close(m64, mean, rtol=1e-10, atol=1e-12)
     torch.testing.assert_close(v64, var, rtol=1e-10, atol=1e-12)
-    m32, v32 = model.screen_moments(rows)
+    m32, v32 = screening.screen_moments(rows)
     assert m32.dtype == torch.float64  # float32 Gram entries, float64 moments
     # float32's rounding of the Gram entries, relative to the prior's scale (the variance is the prior
     # variance less the explained part: its error is relative to the prior variance, not to itself)
     V, C = model.split(rows)
-    prior = float((model._amp * opt.kernel.diag(model._kp, V, C)).max())
+    prior = float((model.signal_variance * opt.kernel.diag(model.kernel_params, V, C)).max())
     assert float((m32 - mean).abs().max()) <= 1e-4 * (float(mean.abs().max()) + 1.0)
     assert float((v32 - var).abs().max()) <= 1e-4 * prior
     assert float((m32 - mean).abs().max()) > 0.0  # float32 rounding, not the float64 path
@@ -317,8 +320,12 @@ def test_screened_pool_scores_few_rows_and_takes_the_exact_best(case, kernel, mo
 
 
 def test_only_modlap_and_moddif_models_screen():
-    assert _fitted(0, 12, seed=0, kernel="moddif").model.has_screening
-    assert not _fitted(0, 12, seed=0, kernel="general").model.has_screening
+    assert _fitted(0, 12, seed=0, kernel="moddif").model.screening().offers_screen_moments
+    general = _fitted(0, 12, seed=0, kernel="general").model.screening()
+    assert general is not None and not general.offers_screen_moments  # neighbour moments only
+    assert general.offers_neighbour_moments and not general.offers_mean_lower_bound
+    with pytest.raises(NotImplementedError, match="ModLap or ModDif"):
+        general.screen_moments(np.zeros((1, 12)))
 
 
 @pytest.mark.parametrize("how", ["margin below rounding", "estimates off"])
@@ -346,7 +353,7 @@ def test_screening_scores_every_row_when_its_estimates_miss_by_more_than_half_th
 
 
 def test_screened_pool_makes_the_same_choice(monkeypatch):
-    from graphbo.models.mixed_gp import MixedGP
+    from graphbo.models.mixed_gp_screening import MixedGPScreening
     from graphbo.optim import mixed
 
     monkeypatch.setattr(mixed, "_LOOSE", -1.0)
@@ -364,10 +371,63 @@ def test_screened_pool_makes_the_same_choice(monkeypatch):
     monkeypatch.setattr(mixed, "_pool_scores", spy)
     for screened in (True, False):
         if not screened:  # the same path but every pool row scored exactly
-            monkeypatch.setattr(MixedGP, "has_screening", property(lambda self: False))
+            monkeypatch.setattr(MixedGPScreening, "offers_screen_moments", property(lambda self: False))
         out[screened] = optimize_acquisition_mixed(acq, opt.space, np.random.default_rng(11), incumbent=incumbent,
                                                    exclude=set(opt._exclude), n_random=4000, n_spray=20, n_starts=6,
                                                    chunk=500)
     np.testing.assert_array_equal(starts[True], starts[False])
+    assert np.array_equal(out[True][0], out[False][0])
+    assert out[True][1] == pytest.approx(out[False][1], rel=1e-9, abs=1e-12)
+
+
+def test_screening_is_made_once_per_conditioning_and_a_kept_one_raises_after_it():
+    opt = _fitted(0, 12, seed=2)
+    model = opt.model
+    rows = opt.space.sample_index(50, np.random.default_rng(1)).astype(float)
+    first = model.screening()
+    assert first is not None and model.screening() is first  # one per conditioning (its bound tables with it)
+    first.mean_lower_bound(rows)
+    model.add_fantasies(rows[:2])  # a new conditioning: a new screening
+    second = model.screening()
+    assert second is not first and model.screening() is second
+    starts = rows[:3]
+    nbrs, owner = opt.space.neighbor_index_batch(starts)
+    disc = opt.space.discrete_indices
+    var = (nbrs[:, disc] != starts[owner][:, disc]).argmax(1)
+    value = nbrs[np.arange(len(nbrs)), disc[var]].astype(np.int64)
+    for ask in (lambda s: s.mean_lower_bound(rows), lambda s: s.screen_moments(rows),
+                lambda s: s.neighbour_moments(starts, owner, var, value)):
+        with pytest.raises(RuntimeError, match="conditioned again"):
+            ask(first)
+    # the new screening bounds the new posterior
+    post = model.posterior(rows)
+    mean_lo, var_hi = second.mean_lower_bound(rows, tight_variance=True)
+    assert torch.all(mean_lo <= post.mean[0].detach() + 1e-10 * (1 + post.mean[0].detach().abs()))
+    assert torch.all(var_hi >= post.variance[0].detach() - 1e-12)
+    # an unfitted model has a screening (its capabilities are its kernel's) but no numbers yet
+    unfitted = gb.BOFM(opt.space, seed=0).model.screening()
+    assert unfitted is not None and unfitted.offers_mean_lower_bound
+    with pytest.raises(RuntimeError, match="not been conditioned"):
+        unfitted.mean_lower_bound(rows)
+
+
+@pytest.mark.parametrize("kernel", ["modlap", "moddif"])
+@pytest.mark.parametrize("case", [0, 2])
+def test_the_acquisition_optimiser_makes_the_same_choice_without_any_screening(case, kernel, monkeypatch):
+    """The whole of ``Surrogate.screening()`` (mean bound, float32 screening and neighbour moments, as the
+    optimiser chooses them) against a model that offers none: every row scored exactly."""
+    from graphbo.models.mixed_gp import MixedGP
+
+    opt = _fitted(case, 30, seed=case + 1, kernel=kernel)
+    acq = LogExpectedImprovement(opt.model)
+    incumbent = opt.X[int(np.argmin(opt.y))]
+    out = {}
+    for screened in (True, False):
+        if not screened:
+            monkeypatch.setattr(MixedGP, "screening", lambda self: None)
+        assert (opt.model.screening() is not None) == screened
+        out[screened] = optimize_acquisition_mixed(acq, opt.space, np.random.default_rng(12), incumbent=incumbent,
+                                                   exclude=set(opt._exclude), n_random=4000, n_spray=20, n_starts=8,
+                                                   chunk=500)
     assert np.array_equal(out[True][0], out[False][0])
     assert out[True][1] == pytest.approx(out[False][1], rel=1e-9, abs=1e-12)

@@ -484,7 +484,7 @@ class FMKernel:
         (``f_j / norm_q = 1 / (norm_q z_j)``), so a factor costs no division pass.
 
         ``dtype`` (default the kernel's): the precision of the buffers and of the result, e.g.
-        ``torch.float32`` for a screening pass at about 0.6 of the cost (``MixedGP.screen_moments``).
+        ``torch.float32`` for a screening pass at about 0.6 of the cost (``MixedGPScreening.screen_moments``).
         """
         p = self.unpack(params)
         n1, n2 = V1.shape[0], V2.shape[0]

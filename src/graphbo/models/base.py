@@ -28,7 +28,7 @@ import torch
 
 from .gp import robust_cholesky
 
-__all__ = ["Posterior", "Surrogate"]
+__all__ = ["Posterior", "Screening", "Surrogate"]
 
 
 class Posterior:
@@ -84,6 +84,61 @@ class Posterior:
         return self.mean + torch.einsum("sij,nsj->nsi", L, z)
 
 
+class Screening(abc.ABC):
+    """Cheaper answers than :meth:`Surrogate.posterior` that a conditioned surrogate may offer to acquisition
+    optimisers (:meth:`Surrogate.screening`), for the rows they only need to rank or rule out.
+
+    Each of the three capabilities is optional; its ``offers_*`` property says whether this object has it,
+    and a method whose capability is absent raises :class:`NotImplementedError` (the defaults here). All
+    answers are on the posterior's scale, for the model's single hyper-parameter sample (shape ``(m,)``),
+    without autograd. A screening object answers for the conditioning it was made for; after the model is
+    conditioned again (:meth:`Surrogate.fit`, :meth:`Surrogate.add_fantasies`) ask :meth:`Surrogate.screening`
+    again.
+    """
+
+    @property
+    def offers_screen_moments(self) -> bool:
+        """Whether :meth:`screen_moments` is offered."""
+        return False
+
+    def screen_moments(self, X: Any, dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+        """Estimates of the posterior mean and variance ``(m,)`` at the inputs ``X``, cheaper than the
+        posterior and close to it (computed partly in ``dtype``), but not bounds: a caller rescores exactly
+        the rows it keeps. Optional (:attr:`offers_screen_moments`)."""
+        raise NotImplementedError(f"{type(self).__name__} offers no screen_moments")
+
+    @property
+    def offers_mean_lower_bound(self) -> bool:
+        """Whether :meth:`mean_lower_bound` is offered (and cheaper than the posterior)."""
+        return False
+
+    def mean_lower_bound(self, X: Any, chunk: int = 8192,
+                         tight_variance: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """A lower bound of the posterior mean ``(m,)`` and an upper bound of the posterior variance ``(m,)``
+        at the inputs ``X``, in chunks of ``chunk`` rows; ``tight_variance`` asks for a tighter, costlier
+        variance bound. Optional (:attr:`offers_mean_lower_bound`)."""
+        raise NotImplementedError(f"{type(self).__name__} offers no mean_lower_bound")
+
+    @property
+    def offers_neighbour_moments(self) -> bool:
+        """Whether :meth:`neighbour_moments` is offered; whether it also costs less than the posterior of
+        the neighbours is :meth:`neighbour_moments_pay`."""
+        return False
+
+    def neighbour_moments_pay(self, n_rows: int, n_neighbours: int) -> bool:
+        """Whether :meth:`neighbour_moments` is expected to cost less than the posterior of ``n_neighbours``
+        graph neighbours of ``n_rows`` rows (``False`` where it is not offered)."""
+        return False
+
+    def neighbour_moments(self, X: Any, owner: np.ndarray, var: np.ndarray, value: np.ndarray,
+                          entries: int = 4_000_000) -> tuple[torch.Tensor, torch.Tensor]:
+        """Posterior mean and variance ``(N,)`` of graph neighbours of the rows ``X``: neighbour ``i`` is
+        row ``owner[i]`` with its ``var[i]``-th discrete variable set to index ``value[i]``; the same
+        numbers as the posterior of those rows up to rounding, working on at most about ``entries``
+        numbers at a time. Optional (:attr:`offers_neighbour_moments`)."""
+        raise NotImplementedError(f"{type(self).__name__} offers no neighbour_moments")
+
+
 class Surrogate(abc.ABC):
     """A probabilistic model of the objective: fit on data, posterior at new inputs.
 
@@ -113,6 +168,11 @@ class Surrogate(abc.ABC):
         """
         post = self.posterior(X)
         return post.mean, post.variance
+
+    def screening(self) -> Screening | None:
+        """The conditioned model's :class:`Screening` (cheaper moments, bounds and neighbour moments for
+        acquisition optimisers), or ``None`` where the model offers none of them (this default)."""
+        return None
 
     @abc.abstractmethod
     def add_fantasies(self, X: Any) -> None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any, Callable, NamedTuple, Protocol
+from typing import Any, Callable, Protocol
 
 import numpy as np
 import scipy.optimize
@@ -38,6 +38,7 @@ from ..kernels.frequency_modulated import FMKernel
 from ..spaces.space import Space
 from .base import Posterior, Surrogate
 from .gp import robust_cholesky
+from .mixed_gp_screening import MixedGPScreening
 
 __all__ = ["MixedGP", "MixedKernel", "PENALTY", "PRIORS"]
 
@@ -72,20 +73,6 @@ class MixedKernel(Protocol):
 
 
 _KERNEL_ATTRIBUTES = ("dtype", "size", "P", "Dc", "diag", "default_params", "random_params", "log_prior")
-
-
-class _BoundTables(NamedTuple):
-    """:meth:`MixedGP.mean_lower_bound`'s tables (one hot-encoded row ``O`` of the values ``>= 1``
-    times a table, plus the value-0 sums, is the log of a product over the variables)."""
-
-    mean_W: torch.Tensor  #: (width, n + 1): per training row, log K_hi or log K_lo as its weight's sign asks; log k(x, x)
-    mean_base: torch.Tensor  #: (n + 1,)
-    weights: torch.Tensor  #: (n,) amp K^-1 (y - m)
-    range_W: torch.Tensor  #: (width, 2n): log K_hi | log K_lo, for the tight variance bound
-    range_base: torch.Tensor  #: (2n,)
-    offsets: torch.Tensor  #: value v >= 1 of variable q is column offsets[q] + v
-    width: int  #: columns: sum_q (k_q - 1)
-    binary: bool  #: every variable has two values (the one-hot rows are the index rows)
 
 
 class MixedGP(Surrogate):
@@ -161,8 +148,8 @@ class MixedGP(Surrogate):
         self._y_train = np.zeros(0)
         #: the discrete and continuous column indices as tensors (:meth:`split`)
         self._columns: tuple[torch.Tensor, torch.Tensor] | None = None
-        #: :meth:`_bound_tables` of the current conditioning (reset by :meth:`_condition`)
-        self._bound_cache: _BoundTables | None = None
+        #: :meth:`screening` of the current conditioning (reset by :meth:`_condition`)
+        self._screening: MixedGPScreening | None = None
 
     # -- data transforms ------------------------------------------------------------
     def split(self, rows: np.ndarray | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -386,7 +373,7 @@ class MixedGP(Surrogate):
         self._L = robust_cholesky(K)
         self._alpha = torch.cholesky_solve((ys - mean)[:, None], self._L)
         self._V, self._C, self._ys, self._amp, self._mean, self._kp = V, C, ys, amp, mean, kp
-        self._bound_cache = None
+        self._screening = None
         #: how many of the conditioning rows (the last ones) are fantasies (:meth:`add_fantasies`)
         self.n_fantasies = 0
 
@@ -413,229 +400,78 @@ class MixedGP(Surrogate):
 
         return Posterior(mean[None], var[None], covariance)
 
-    @property
-    def has_screening(self) -> bool:
-        """Whether :meth:`screen_moments` is offered for ranking a pool: a ModLap or ModDif FM kernel (BO-FM
-        Eq. 9 in Eq. 5) on discrete variables, whose float32 Gram matrix (``FMKernel._fm_gram_inplace``)
-        costs about 0.6 of the float64 one. Not the general family or FNN: their float32 estimates were
-        measured up to 0.05 off in log-EI near the top of a pool, so the check of
-        :func:`graphbo.optim.mixed._pool_scores` often failed and the screening only added its cost."""
-        return isinstance(self.kernel, FMKernel) and self.kernel.has_neighbour_gram \
-            and self.kernel.name in ("modlap", "moddif")
-
-    def screen_moments(self, X: np.ndarray | torch.Tensor,
-                       dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
-        """Posterior mean and variance ``(m,)`` (standardised scale) at rows ``X`` from a cross-covariance
-        computed in ``dtype`` (default float32), for screening many rows at about 0.6 of the cost: the
-        Gram entries carry float32's rounding (about ``1e-6`` relative over a dozen factors), the rest
-        (Rasmussen and Williams 2006, Eq. 2.25-2.26) is float64. Not a bound: a caller that needs exact
-        values rescores the rows it keeps (:func:`graphbo.optim.mixed.optimize_acquisition_mixed`).
-        Without autograd."""
-        if not self.has_screening:
-            raise RuntimeError("screen_moments needs an FM kernel of the Eq. 5 family with discrete variables")
-        kernel = self.kernel
-        assert isinstance(kernel, FMKernel)
-        with torch.no_grad():
-            V, C = self.split(X)
-            Kx = kernel._fm_gram_inplace(self._kp, V, C, self._V, self._C, dtype=dtype).to(self.dtype)
-            return self._moments(Kx.mul_(self._amp), self._amp * kernel.diag(self._kp, V, C))
+    # -- the conditioned model (for its screening, :mod:`graphbo.models.mixed_gp_screening`); the properties
+    # -- return the model's own tensors, not copies: read them, never modify them ----------------------------
+    def _conditioned(self) -> None:
+        if not hasattr(self, "_L"):
+            raise RuntimeError("the model has not been conditioned (fit first)")
 
     @property
-    def has_mean_lower_bound(self) -> bool:
-        """Whether :meth:`mean_lower_bound` is cheaper than the posterior: an FM kernel of the
-        ModLap family (the only one whose factors are known to fall with ``r``) on discrete variables."""
-        return isinstance(self.kernel, FMKernel) and self.kernel.name == "modlap" and self.kernel.P > 0
-
-    def mean_lower_bound(self, X: np.ndarray | torch.Tensor, chunk: int = 8192,
-                         tight_variance: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        """A lower bound of the posterior mean ``(m,)`` and an upper bound of the posterior variance
-        ``(m,)``, standardised scale, without the ``(m, n)`` cross-covariance of :meth:`posterior`. The
-        variance bound is the prior variance ``amp k(x, x)``, or with ``tight_variance`` (about twice the
-        cost: one Cholesky solve per row) the posterior variance at the worst cross-covariance the
-        bounds below allow.
-
-        ModLap (BO-FM Eq. 9 in Eq. 5): the factor of variable ``q`` is
-        ``A_q(t)[v, v'] = sum_j P_j[v, v'] / (norm_q (1 + beta_q lambda_j + alpha_q t))``, with
-        ``t = r^2``, i.e. ``(beta_q L_q + (1 + alpha_q t) I)^{-1} / norm_q``: the inverse of an
-        M-matrix, so entrywise ``>= 0`` and non-increasing in ``t``. Every pair of rows in the unit
-        cube has ``r^2 <= R^2 = sum_d 1 / theta_d^2``, so ``K(t = R^2) <= k(x, x_i) <= K(t = 0)``,
-        and each of the two bounds is a product of per-variable tables, i.e. ``exp`` of one matrix
-        product of a one-hot encoding. With weights ``alpha = K^{-1}(y - m)``,
-        ``mean >= m + amp (sum_{alpha_i > 0} alpha_i K_lo + sum_{alpha_i < 0} alpha_i K_hi)``.
-        Without continuous inputs ``R = 0`` and the bound is the mean itself (up to rounding).
-
-        Tight variance: the posterior variance is ``amp k(x, x) - k^T A k`` with ``k = amp k(x, X)`` and
-        ``A = (amp K + noise I)^{-1}`` (Rasmussen and Williams 2006, Eq. 2.26). Write ``k = k_mid + d`` with
-        ``k_mid = amp (K_lo + K_hi) / 2`` and ``|d| <= h = amp (K_hi - K_lo) / 2`` entrywise. Since
-        ``d^T A d >= 0``, ``k^T A k >= k_mid^T A k_mid - 2 sum_i |(A k_mid)_i| h_i``, which bounds the
-        variance from above. Where the continuous range ``R`` is small (a few continuous inputs with long
-        lengthscales, as on the 53-dimensional Ackley) this is close to the posterior variance, often a
-        tenth of the prior's, and the acquisition's bound prunes many more rows; where ``R`` is large it
-        may say no more than the prior variance (it is never above it).
-        """
-        if not self.has_mean_lower_bound:
-            raise RuntimeError("mean_lower_bound needs a ModLap FM kernel with discrete variables")
-        with torch.no_grad():
-            t = self._bound_tables()
-            V = self._discrete_columns(self._as_rows(X))  # float index values
-            if not t.binary:
-                V = V.long()
-            n = self._V.shape[0]
-            m = V.shape[0]
-            mean = torch.empty(m, dtype=self.dtype, device=self.device)
-            prior = torch.empty(m, dtype=self.dtype, device=self.device)
-            explained = torch.zeros(m, dtype=self.dtype, device=self.device)  # lower bound of k^T A k
-            for s in range(0, m, chunk):
-                Vc = V[s:s + chunk]
-                if t.binary:  # every variable has two values: the one-hot of the values >= 1 is V itself
-                    O = Vc
-                else:  # one-hot of the values >= 1 (value 0 of every variable goes to a spare last column)
-                    cols = torch.where(Vc > 0, Vc + t.offsets, t.width)
-                    O = torch.zeros(Vc.shape[0], t.width + 1, dtype=self.dtype, device=self.device)
-                    O.scatter_(1, cols, 1.0)
-                    O = O[:, :t.width]
-                # per training row the bound of k(x, x_i) its weight's sign asks for, and k(x, x)
-                bound = torch.addmm(t.mean_base, O, t.mean_W).exp_()  # (chunk, n + 1)
-                mean[s:s + chunk] = bound[:, :n] @ t.weights
-                prior[s:s + chunk] = bound[:, n]
-                if tight_variance:
-                    K = torch.addmm(t.range_base, O, t.range_W).exp_()  # (chunk, 2n): K_hi | K_lo
-                    k_mid = (0.5 * self._amp) * (K[:, n:] + K[:, :n])
-                    half = (0.5 * self._amp) * (K[:, :n] - K[:, n:]).abs()  # K_lo may pass K_hi by ulps
-                    Ak = torch.cholesky_solve(k_mid.T, self._L)  # (n, chunk)
-                    explained[s:s + chunk] = ((k_mid.T * Ak).sum(0) - 2.0 * (Ak.abs() * half.T).sum(0)).clamp_min(0.0)
-            mean += self._mean
-            # k(x, x) as exp of a sum of logs, not FMKernel.diag's product: raised by 1e-12 against rounding
-            prior *= self._amp * (1.0 + 1e-12)
-            # the explained part is lowered by 1e-9 of the prior variance against rounding (its terms and
-            # the exact variance's are summed in different orders)
-            var = (prior - (explained - 1e-9 * prior).clamp_min(0.0)).clamp_min(1e-12)
-        return mean, var
-
-    def _bound_tables(self) -> "_BoundTables":
-        """What :meth:`mean_lower_bound` needs of the conditioned model, computed once per conditioning
-        (an acquisition optimisation asks for bounds a dozen times): the log tables of the values ``>= 1``
-        against the training rows at ``t = 0`` (``K_hi``) and ``t = R^2`` (``K_lo``) and of ``k(x, x)``'s
-        factors, with their value-0 sums (:class:`_BoundTables`)."""
-        if self._bound_cache is not None:
-            return self._bound_cache
-        fm = self.kernel
-        assert isinstance(fm, FMKernel)
-        p = fm.unpack(self._kp)
-        beta, alpha = torch.exp(p["log_beta"]), torch.exp(p["log_alpha"])
-        norms = fm._norms(p, beta)
-        R2 = float((1.0 / torch.exp(p["log_theta"]).square()).sum()) if fm.Dc else 0.0
-        weights = self._alpha[:, 0] * self._amp
-        # per variable q, its log table at t, read at the training rows: rows v of (k_q, n)
-        offsets: list[int] = []
-        delta_hi: list[torch.Tensor] = []
-        delta_lo: list[torch.Tensor] = []
-        base_hi = torch.zeros(self._V.shape[0], dtype=self.dtype, device=self.device)
-        base_lo = torch.zeros_like(base_hi)
-        width = 0
-        for q, groups in enumerate(fm.eigenspaces):
-            lam = torch.tensor([g[0] for g in groups], dtype=self.dtype, device=self.device)
-            tables = fm._es_tables[q]
-            logs = []
-            for t in (0.0, R2):
-                f = 1.0 / (norms[q] * (1.0 + beta[q] * lam + alpha[q] * t))
-                A = (f[:, None, None] * tables).sum(0)  # (k_q, k_q)
-                logs.append(A.clamp_min(1e-300).log()[:, self._V[:, q]])  # (k_q, n)
-            base_hi += logs[0][0]
-            base_lo += logs[1][0]
-            delta_hi.append(logs[0][1:] - logs[0][0])
-            delta_lo.append(logs[1][1:] - logs[1][0])
-            offsets.append(width - 1)  # value v >= 1 of variable q is column offsets[q] + v
-            width += tables.shape[1] - 1
-        # k(x, x) = prod_q d_q[v_q] (FMKernel.diag) in the same form: one more column
-        logd = fm._diag_tables(self._kp, p).log()
-        base_d = torch.zeros(1, dtype=self.dtype, device=self.device)
-        delta_d = []
-        for a, b in fm._spec_bounds:
-            base_d += logd[a]
-            delta_d.append(logd[a + 1:b] - logd[a])
-        hi, lo = torch.cat(delta_hi), torch.cat(delta_lo)  # (width, n) each
-        up = weights < 0  # a negative weight takes k's upper bound K_hi, a positive one its lower bound K_lo
-        self._bound_cache = _BoundTables(
-            mean_W=torch.cat([torch.where(up, hi, lo), torch.cat(delta_d)[:, None]], 1),
-            mean_base=torch.cat([torch.where(up, base_hi, base_lo), base_d]),
-            weights=weights, range_W=torch.cat([hi, lo], 1), range_base=torch.cat([base_hi, base_lo]),
-            offsets=torch.as_tensor(offsets, dtype=torch.long, device=self.device), width=width,
-            binary=all(int(T.shape[1]) == 2 for T in fm._es_tables))
-        return self._bound_cache
+    def conditioned_inputs(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The rows the model is conditioned on, fantasies (:meth:`add_fantasies`) last, as :meth:`split` gives
+        them: discrete index columns ``(n, P)`` (long) and unit continuous columns ``(n, Dc)``. Read-only."""
+        self._conditioned()
+        return self._V, self._C
 
     @property
-    def has_neighbour_moments(self) -> bool:
-        """Whether :meth:`neighbour_moments` is available: the kernel is an FM kernel of the Eq. 5 family
-        (:meth:`FMKernel.neighbour_gram`). Whether it also costs less is :meth:`neighbour_moments_pay`."""
-        return isinstance(self.kernel, FMKernel) and self.kernel.has_neighbour_gram
+    def alpha(self) -> torch.Tensor:
+        """The weights ``(n, 1)`` of the posterior mean, ``(amp K + noise I)^{-1} (y - m)`` on the standardised
+        scale (Rasmussen and Williams 2006, Eq. 2.25: the mean is ``m + amp k(x, X) alpha``). Read-only."""
+        self._conditioned()
+        return self._alpha
 
-    def neighbour_moments_pay(self, n_rows: int, n_neighbours: int) -> bool:
-        """Whether :meth:`neighbour_moments` is expected to cost less than the posterior of ``n_neighbours``
-        neighbours of ``n_rows`` rows. Per training row it builds ``n_rows * sum_q J_q k_q`` table
-        entries (and ``4 P n_rows`` products) where scoring afresh costs ``n_neighbours * sum_q J_q``
-        (``J_q`` eigenspaces of variable ``q``'s graph, ``k_q`` values); it also has a fixed cost of a few
-        tensor operations per variable, so it is not used for fewer than 8 rows. Measured: 50 binary
-        variables, 40 rows, 2.1x faster; 1 row, or ordinals (path graphs: many eigenspaces, two
-        neighbours), slower than afresh."""
-        if not self.has_neighbour_moments or n_rows < 8:
-            return False
-        kernel = self.kernel
-        assert isinstance(kernel, FMKernel)
-        tables = sum(int(T.shape[0]) * int(T.shape[1]) for T in kernel._es_tables) + 4 * kernel.P
-        afresh = sum(int(T.shape[0]) for T in kernel._es_tables)
-        return 2 * n_rows * tables <= n_neighbours * afresh
+    @property
+    def cholesky(self) -> torch.Tensor:
+        """The lower Cholesky factor ``(n, n)`` of ``amp K + noise I`` (the training covariance with
+        observation noise and 1e-6 jitter). Read-only."""
+        self._conditioned()
+        return self._L
 
-    def neighbour_moments(self, X: np.ndarray | torch.Tensor, owner: np.ndarray, var: np.ndarray,
-                          value: np.ndarray, entries: int = 4_000_000) -> tuple[torch.Tensor, torch.Tensor]:
-        """Posterior mean and variance ``(N,)`` (standardised scale) of graph neighbours of the mixed
-        rows ``X``: neighbour ``i`` is row ``owner[i]`` with its ``var[i]``-th discrete variable set to
-        index ``value[i]``. The same numbers as :meth:`posterior` on those rows (up to rounding), with
-        the cross-covariance from :meth:`FMKernel.neighbour_gram`, taken for the rows of ``X`` in
-        chunks whose tables and Gram rows hold at most about ``entries`` numbers. Without autograd."""
-        if not self.has_neighbour_moments:
-            raise RuntimeError("neighbour_moments needs an FM kernel of the Eq. 5 family")
-        kernel = self.kernel
-        assert isinstance(kernel, FMKernel)
-        V, C = self.split(X)
-        owner = np.asarray(owner, dtype=np.int64)
-        N, n = owner.shape[0], self._V.shape[0]
-        mean = torch.empty(N, dtype=self.dtype, device=self.device)
-        variance = torch.empty(N, dtype=self.dtype, device=self.device)
-        # rows of X in chunks whose value tables and neighbours' Gram rows stay within ``entries``
-        # per row of X and training row: its value tables, the modulating values of every eigenspace (held
-        # for a group of same-shaped variables at once), its factors and their prefix, suffix and product
-        # (4 P), or its neighbours' Gram rows
-        per_row = max(sum(int(T.shape[1]) + int(T.shape[0]) for T in kernel._es_tables) + 4 * kernel.P,
-                      int(np.bincount(owner).max()) if N else 1)
-        step = max(1, entries // max(1, per_row * n))
-        order = np.argsort(owner, kind="stable")
-        bounds = np.searchsorted(owner[order], np.arange(0, V.shape[0] + step, step))
-        with torch.no_grad():
-            for c, s in enumerate(range(0, V.shape[0], step)):
-                at = order[bounds[c]:bounds[c + 1]]
-                if at.size == 0:
-                    continue
-                own = torch.as_tensor(owner[at] - s, dtype=torch.long, device=self.device)
-                q = torch.as_tensor(np.asarray(var)[at], dtype=torch.long, device=self.device)
-                v = torch.as_tensor(np.asarray(value)[at], dtype=torch.long, device=self.device)
-                Vs, Cs = V[s:s + step], C[s:s + step]
-                Kx = self._amp * kernel.neighbour_gram(self._kp, Vs, Cs, self._V, self._C, own, q, v)
-                Vn = Vs[own].clone()
-                Vn[torch.arange(own.shape[0], device=self.device), q] = v
-                where = torch.as_tensor(at, dtype=torch.long, device=self.device)
-                mean[where], variance[where] = self._moments(Kx, self._amp * kernel.diag(self._kp, Vn, Cs[own]))
-        return mean, variance
+    @property
+    def signal_variance(self) -> torch.Tensor:
+        """``amp``, the signal variance (a scalar tensor: ``exp`` of the log signal variance in :attr:`params`)
+        the conditioning used; the prior covariance is ``amp k``. Read-only."""
+        self._conditioned()
+        return self._amp
+
+    @property
+    def constant_mean(self) -> torch.Tensor:
+        """``m``, the constant prior mean (a scalar tensor, standardised scale) the conditioning used. Read-only."""
+        self._conditioned()
+        return self._mean
+
+    @property
+    def kernel_params(self) -> torch.Tensor:
+        """The kernel's hyper-parameters (its unconstrained vector of ``kernel.size`` entries, the head of
+        :attr:`params`) the conditioning used. Read-only."""
+        self._conditioned()
+        return self._kp
+
+    def discrete_part(self, X: np.ndarray | torch.Tensor) -> torch.Tensor:
+        """The discrete columns of mixed rows ``X`` ``(m, P)`` as float index values, on the model's device
+        (a view of ``X`` where the columns are consecutive and ``X`` is already there)."""
+        return self._discrete_columns(self._as_rows(X))
+
+    def screening(self) -> MixedGPScreening | None:
+        """The conditioned model's screening (:class:`~graphbo.models.mixed_gp_screening.MixedGPScreening`:
+        float32 moments for ModLap and ModDif, a mean lower bound for ModLap, neighbour moments for the
+        FM family), made once per conditioning; ``None`` for a kernel outside the Eq. 5 family or
+        without discrete variables."""
+        if not MixedGPScreening.supports(self.kernel):
+            return None
+        if self._screening is None:
+            self._screening = MixedGPScreening(self)
+        return self._screening
 
     def _predict(self, V: torch.Tensor, C: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Posterior mean and variance ``(m,)`` (standardised scale) of the latent function."""
         Kx = self._amp * self.kernel(self._kp, V, C, self._V, self._C)  # (m, n)
-        return self._moments(Kx, self._amp * self.kernel.diag(self._kp, V, C))
+        return self.moments(Kx, self._amp * self.kernel.diag(self._kp, V, C))
 
-    def _moments(self, Kx: torch.Tensor, prior: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def moments(self, Kx: torch.Tensor, prior: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Posterior mean ``m + Kx alpha`` and variance ``prior - ||L^-1 Kx^T||^2`` (floored at 1e-12) of the
-        latent function at rows with cross-covariance ``Kx`` ``(m, n)`` to the training rows and prior
-        variance ``prior`` ``(m,)``, standardised scale (Rasmussen and Williams 2006, Eq. 2.25-2.26)."""
+        latent function at rows with cross-covariance ``Kx = amp k(x, X)`` ``(m, n)`` to the training rows and
+        prior variance ``prior`` ``(m,)``, standardised scale (Rasmussen and Williams 2006, Eq. 2.25-2.26)."""
         mean = (Kx @ self._alpha)[:, 0] + self._mean
         w = torch.linalg.solve_triangular(self._L, Kx.T, upper=False)
         return mean, (prior - w.square().sum(0)).clamp_min(1e-12)

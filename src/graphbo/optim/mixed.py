@@ -50,6 +50,7 @@ import numpy as np
 import torch
 
 from ..acquisition.ei import LogExpectedImprovement, log_mean_expected_improvement
+from ..models.base import Screening
 from ..spaces.space import Space
 from .bounded import BoundedScores, best_fresh, fresh_masks
 from .lockstep import Lockstep
@@ -141,49 +142,51 @@ _LOOSE = 0.25
 class _BoundedEI:
     """log-EI with a cheap upper bound for :class:`~graphbo.optim.bounded.BoundedScores`: log-EI
     (Jones et al. 1998) falls with the posterior mean and grows with the standard deviation, so
-    at a lower bound of the mean and the prior variance (:meth:`MixedGP.mean_lower_bound`) it
-    bounds the exact value from above."""
+    at a lower bound of the mean and an upper bound of the variance (the model's
+    :meth:`Screening.mean_lower_bound <graphbo.models.base.Screening.mean_lower_bound>`) it bounds the
+    exact value from above."""
 
     has_upper_bound = True
 
-    def __init__(self, acquisition: LogExpectedImprovement, score_rows: Callable[[np.ndarray], np.ndarray]) -> None:
-        self.acquisition, self.score_rows = acquisition, score_rows
+    def __init__(self, acquisition: LogExpectedImprovement, screening: Screening,
+                 score_rows: Callable[[np.ndarray], np.ndarray]) -> None:
+        self.acquisition, self.screening, self.score_rows = acquisition, screening, score_rows
 
     def __call__(self, rows: np.ndarray) -> np.ndarray:
         return self.score_rows(rows)
 
     def upper_bound(self, rows: np.ndarray) -> torch.Tensor:
-        mean, var = self.acquisition.model.mean_lower_bound(rows)  # type: ignore[attr-defined]
+        mean, var = self.screening.mean_lower_bound(rows)
         return log_mean_expected_improvement(mean[None], var[None], self.acquisition.best_f)
 
     def refined_bound(self, rows: np.ndarray) -> torch.Tensor:
-        """The same bound with the tight variance bound (:meth:`MixedGP.mean_lower_bound`), for the rows
-        that the cheap one could not rule out (:meth:`BoundedScores.top`)."""
-        mean, var = self.acquisition.model.mean_lower_bound(rows, tight_variance=True)  # type: ignore[attr-defined]
+        """The same bound with the tight variance bound (``mean_lower_bound(tight_variance=True)``), for the
+        rows that the cheap one could not rule out (:meth:`BoundedScores.top`)."""
+        mean, var = self.screening.mean_lower_bound(rows, tight_variance=True)
         return log_mean_expected_improvement(mean[None], var[None], self.acquisition.best_f)
 
 
 class _ScreenedEI:
     """log-EI with a float32 estimate plus :data:`SCREEN_MARGIN` as the "bound" of
-    :class:`~graphbo.optim.bounded.BoundedScores` (:meth:`MixedGP.screen_moments`): the exact values are
+    :class:`~graphbo.optim.bounded.BoundedScores` (the model's
+    :meth:`Screening.screen_moments <graphbo.models.base.Screening.screen_moments>`): the exact values are
     computed, best estimate first, for every row whose estimate comes within the margin of the best
     exact values. Not a proven bound; :func:`_pool_scores` checks the estimates against the exact
     values it computed."""
 
     has_upper_bound = True
 
-    def __init__(self, acquisition: LogExpectedImprovement, score_rows: Callable[[np.ndarray], np.ndarray],
-                 chunk: int) -> None:
-        self.acquisition, self.score_rows, self.chunk = acquisition, score_rows, chunk
+    def __init__(self, acquisition: LogExpectedImprovement, screening: Screening,
+                 score_rows: Callable[[np.ndarray], np.ndarray], chunk: int) -> None:
+        self.acquisition, self.screening, self.score_rows, self.chunk = acquisition, screening, score_rows, chunk
 
     def __call__(self, rows: np.ndarray) -> np.ndarray:
         return self.score_rows(rows)
 
     def estimate(self, rows: np.ndarray) -> np.ndarray:
-        model = self.acquisition.model
         out = []
         for s in range(0, rows.shape[0], self.chunk):
-            mean, var = model.screen_moments(rows[s:s + self.chunk])  # type: ignore[attr-defined]
+            mean, var = self.screening.screen_moments(rows[s:s + self.chunk])
             out.append(as_scores(log_mean_expected_improvement(mean[None], var[None], self.acquisition.best_f)))
         return np.concatenate(out) if out else np.empty(0)
 
@@ -199,30 +202,31 @@ SCREEN_MARGIN = 1e-2
 
 def _pool_scores(acquisition: Callable[[torch.Tensor], torch.Tensor], pool: np.ndarray,
                  score_rows: Callable[[np.ndarray], np.ndarray], chunk: int, n_starts: int) -> BoundedScores:
-    """The starting pool's scores, of which the ``n_starts`` best are taken. For log-EI of a model with a
-    cheap mean lower bound (:meth:`MixedGP.mean_lower_bound`), with branch and bound
-    (:mod:`graphbo.optim.bounded`); where that bound is loose and the model can screen in float32
-    (:meth:`MixedGP.screen_moments`), the rows are ranked by the float32 estimate and scored exactly from
-    the best down, until the estimates (plus :data:`SCREEN_MARGIN`) fall below the ``n_starts``-th best
-    exact value, and the estimates are checked (:func:`_screening_holds`; every row is scored exactly
-    where they miss); else every row exactly. The rows taken are those exact scoring takes wherever the
+    """The starting pool's scores, of which the ``n_starts`` best are taken. For log-EI of a model whose
+    :meth:`~graphbo.models.base.Surrogate.screening` offers a cheap mean lower bound
+    (:meth:`~graphbo.models.base.Screening.mean_lower_bound`), with branch and bound
+    (:mod:`graphbo.optim.bounded`); where that bound is loose and the screening offers float32 moments
+    (:meth:`~graphbo.models.base.Screening.screen_moments`), the rows are ranked by the float32 estimate and
+    scored exactly from the best down, until the estimates (plus :data:`SCREEN_MARGIN`) fall below the
+    ``n_starts``-th best exact value, and the estimates are checked (:func:`_screening_holds`; every row is
+    scored exactly where they miss); else every row exactly. The rows taken are those exact scoring takes wherever the
     estimates are within the margin of the exact values: proven for the bound, checked near the cut for
     the screening."""
-    model = getattr(acquisition, "model", None)
     if type(acquisition) is not LogExpectedImprovement or pool.shape[0] <= 4 * chunk:
         return BoundedScores.from_exact(pool, score_rows(pool))
+    screening = acquisition.model.screening()
     head = None
-    if getattr(model, "has_mean_lower_bound", False):
+    if screening is not None and screening.offers_mean_lower_bound:
         # a trial on the first ``chunk`` rows: where the bound is loose (most of them reach the best
         # exact score among them), pruning would skip few rows and only add the bounds' cost
-        bounded = _BoundedEI(acquisition, score_rows)
+        bounded = _BoundedEI(acquisition, screening, score_rows)
         head = score_rows(pool[:chunk])
         if np.mean(as_scores(bounded.upper_bound(pool[:chunk])) >= head.max()) <= _LOOSE:
             scores = BoundedScores(bounded, pool, block=chunk)
             scores.exact[:chunk], scores.scored[:chunk] = np.where(np.isnan(head), -np.inf, head), True
             return scores
-    if getattr(model, "has_screening", False):
-        screened = _ScreenedEI(acquisition, score_rows, chunk)
+    if screening is not None and screening.offers_screen_moments:
+        screened = _ScreenedEI(acquisition, screening, score_rows, chunk)
         scores = BoundedScores(screened, pool, block=256)
         if head is not None:
             scores.exact[:chunk], scores.scored[:chunk] = np.where(np.isnan(head), -np.inf, head), True
@@ -267,21 +271,23 @@ def _neighbour_scores(acquisition: Callable[[torch.Tensor], torch.Tensor], space
                       nbrs: np.ndarray, owner: np.ndarray,
                       score_rows: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
     """The acquisition at the graph neighbours ``nbrs`` of ``starts`` (``owner[i]``: the start of
-    ``nbrs[i]``). For log-EI of a model with :meth:`~graphbo.models.mixed_gp.MixedGP.neighbour_moments`
-    each neighbour's cross-covariance is its start's with one factor of Eq. 5 replaced, which is far
-    cheaper than scoring the rows afresh (``score_rows``, used otherwise, and where the model says it would
-    not pay: :meth:`~graphbo.models.mixed_gp.MixedGP.neighbour_moments_pay`); the values agree up to
-    rounding."""
-    model = getattr(acquisition, "model", None)
-    if type(acquisition) is LogExpectedImprovement and getattr(model, "has_neighbour_moments", False) \
-            and nbrs.shape[0] and model.neighbour_moments_pay(starts.shape[0], nbrs.shape[0]):  # type: ignore[union-attr]
-        disc = space.discrete_indices
-        changed = nbrs[:, disc] != starts[owner][:, disc]
-        if bool((changed.sum(1) == 1).all()):  # graph neighbours: one discrete variable changed
-            var = changed.argmax(1)
-            value = nbrs[np.arange(nbrs.shape[0]), disc[var]].astype(np.int64)
-            mean, variance = model.neighbour_moments(starts, owner, var, value)  # type: ignore[union-attr]
-            return as_scores(log_mean_expected_improvement(mean[None], variance[None], acquisition.best_f))
+    ``nbrs[i]``). For log-EI of a model whose :meth:`~graphbo.models.base.Surrogate.screening` offers
+    :meth:`~graphbo.models.base.Screening.neighbour_moments` (a :class:`~graphbo.models.mixed_gp.MixedGP`
+    with an FM kernel: each neighbour's cross-covariance is its start's with one factor of Eq. 5 replaced),
+    which is far cheaper than scoring the rows afresh (``score_rows``, used otherwise, and where the
+    screening says it would not pay: :meth:`~graphbo.models.base.Screening.neighbour_moments_pay`); the
+    values agree up to rounding."""
+    if type(acquisition) is LogExpectedImprovement and nbrs.shape[0]:
+        screening = acquisition.model.screening()
+        if screening is not None and screening.offers_neighbour_moments \
+                and screening.neighbour_moments_pay(starts.shape[0], nbrs.shape[0]):
+            disc = space.discrete_indices
+            changed = nbrs[:, disc] != starts[owner][:, disc]
+            if bool((changed.sum(1) == 1).all()):  # graph neighbours: one discrete variable changed
+                var = changed.argmax(1)
+                value = nbrs[np.arange(nbrs.shape[0]), disc[var]].astype(np.int64)
+                mean, variance = screening.neighbour_moments(starts, owner, var, value)
+                return as_scores(log_mean_expected_improvement(mean[None], variance[None], acquisition.best_f))
     return score_rows(nbrs.astype(float))
 
 
