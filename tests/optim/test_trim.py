@@ -1,0 +1,71 @@
+"""Trimming a proposal to the changes from the incumbent that the posterior mean pays for."""
+
+import numpy as np
+
+import graphbo as gb
+from graphbo.optim.trim import trim_to_paid_changes
+
+
+def _mean(rows):
+    # variable 0 pays (1 is better than 0), variable 1 costs, variables 2 and 3 do not matter
+    rows = np.asarray(rows)
+    return -2.0 * rows[:, 0] + 1.0 * rows[:, 1]
+
+
+def _all(rows):
+    return np.ones(len(rows), dtype=bool)
+
+
+def test_free_and_costly_changes_are_set_back_and_paid_ones_kept():
+    incumbent = np.zeros(4, dtype=np.int64)
+    row = np.array([1, 1, 1, 1])
+    out = trim_to_paid_changes(row, incumbent, _mean, exclude=set(), allowed=_all)
+    assert out.tolist() == [1, 0, 0, 0]
+    assert row.tolist() == [1, 1, 1, 1]  # the input is left as it is
+
+
+def test_a_jump_paid_only_as_a_whole_stays_whole():
+    def mean(rows):  # the two changes pay together, each alone costs
+        rows = np.asarray(rows)
+        both = rows[:, 0] * rows[:, 1]
+        return -5.0 * both + 1.0 * (rows[:, 0] + rows[:, 1])
+    out = trim_to_paid_changes(np.array([1, 1, 1]), np.zeros(3, dtype=np.int64), mean, exclude=set(), allowed=_all)
+    assert out.tolist() == [1, 1, 0]
+
+
+def test_a_reversal_to_an_evaluated_or_refused_row_is_not_made():
+    incumbent = np.zeros(4, dtype=np.int64)
+    row = np.array([1, 0, 1, 0])
+    # setting back variable 2 gives [1, 0, 0, 0]: already evaluated
+    out = trim_to_paid_changes(row, incumbent, _mean, exclude={np.array([1, 0, 0, 0]).tobytes()}, allowed=_all)
+    assert out.tolist() == [1, 0, 1, 0]
+    refuse_last_zero = lambda rows: np.asarray(rows)[:, 2] == 1  # noqa: E731
+    out = trim_to_paid_changes(row, incumbent, _mean, exclude=set(), allowed=refuse_last_zero)
+    assert out.tolist() == [1, 0, 1, 0]
+
+
+def test_combo_with_trimmed_proposals_changes_no_more_than_it_must():
+    space = gb.Space({f"x{i}": gb.Binary() for i in range(8)})
+
+    def f(c):  # only x0 and x1 matter
+        return -float(c["x0"]) - float(c["x1"])
+
+    opt = gb.COMBO(space, seed=0, n_initial=6, n_burn=20, n_samples=3, n_random=300, n_spray=5, n_starts=5,
+                   trim_proposals=True)
+    for _ in range(6):
+        c = opt.ask()
+        opt.tell(c, f(c))
+    for _ in range(6):
+        incumbent = opt.X[int(np.argmin(opt.y))]
+        c = opt.ask()
+        row = space.to_index(c)
+        mean = opt.model.posterior(np.stack([row, incumbent])).mean.mean(0).numpy()
+        # every change left is paid for: setting any one back (to an unevaluated row) does not lower the mean
+        for j in np.flatnonzero(row != incumbent):
+            back = row.copy()
+            back[j] = incumbent[j]
+            if back.tobytes() in {r.tobytes() for r in opt.X}:  # evaluated: not a row it may suggest
+                continue
+            assert opt.model.posterior(back[None]).mean.mean(0).item() > mean[0]
+        opt.tell(c, f(c))
+    assert opt.best.value == -2.0
