@@ -438,6 +438,7 @@ def report(runs: list[dict], command: str) -> str:
             lines.append(f"| {p} | {len(complete)} | " + " | ".join(cells) + " |")
         ranks = family_ranks.get(family, {})
         lines += ["", "Mean rank: " + ", ".join(f"{m} {np.mean(ranks[m]):.2f}" for m in methods if m in ranks), ""]
+    lines += _first_feasible_table(runs, problems)
     lines += ["## Seconds per suggestion", "", "Median over every suggestion after the initial design.", "",
               "| problem | " + " | ".join(ALL_METHODS) + " |", "|---" * (len(ALL_METHODS) + 1) + "|"]
     for p in problems:
@@ -448,6 +449,43 @@ def report(runs: list[dict], command: str) -> str:
             cells.append(f"{np.median(t):.3g}" if t else "-")
         lines.append(f"| {p} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _first_feasible_table(runs: list[dict], problems: list[str]) -> list[str]:
+    """Per black-box-constrained problem and method: the evaluations until the first feasible one (median over the
+    seeds that found one, and how many did not), and the median of the largest constraint value over the
+    evaluations after the initial design and before that first feasible one (how close the search stays to the
+    feasible region while it has none)."""
+    constrained = [p for p in problems if any(r["problem"] == p and r["n_constraints"] for r in runs)]
+    if not constrained:
+        return []
+    lines = ["## Finding a feasible configuration", "",
+             "Evaluations until the first feasible one (median over seeds; in brackets the seeds that found none "
+             "in the budget), and the median of the largest constraint value over the evaluations after the "
+             "initial design made before it (0 is the boundary of the feasible region).", "",
+             "| problem | " + " | ".join(ALL_METHODS) + " |", "|---" * (len(ALL_METHODS) + 1) + "|"]
+    for p in constrained:
+        cells = []
+        for m in ALL_METHODS:
+            mine = [r for r in runs if r["problem"] == p and r["method"] == m]
+            if not mine:
+                cells.append("-")
+                continue
+            firsts, before, missed = [], [], 0
+            for r in mine:
+                worst = [max(e["constraints"]) for e in r["evaluations"]]
+                first = next((i for i, c in enumerate(worst) if c <= 0), None)
+                if first is None:
+                    missed += 1
+                else:
+                    firsts.append(first + 1)
+                before += worst[N_INITIAL:len(worst) if first is None else first]
+            text = f"{np.median(firsts):g}" if firsts else "-"
+            text += f" ({missed} none)" if missed else ""
+            text += f"; {np.median(before):.3g}" if before else ""
+            cells.append(text)
+        lines.append(f"| {p} | " + " | ".join(cells) + " |")
+    return lines + [""]
 
 
 # -- timing -----------------------------------------------------------------------------------------------

@@ -5,8 +5,14 @@ For constraints ``c_k(x) <= 0`` modelled by independent surrogates, the constrai
 *feasible* observation. Each probability is averaged over its model's hyper-parameter samples, as EI is
 (COMBO Alg. 1, line 9): ``P_k(x) = mean_s Phi((t_k - mu_ks(x)) / sigma_ks(x))``, with ``t_k`` the threshold 0
 on the model's scale (:meth:`~graphbo.models.Surrogate.transform_outcome`). Before any feasible observation
-there is no incumbent, and the acquisition is the probability of feasibility alone (Gelbart et al. 2014,
-Sec. 3: search for a feasible point first). Everything is in log space.
+there is no incumbent, and the search is for a feasible point first (Gelbart et al. 2014, Sec. 3): each
+constraint that some observation satisfies contributes its probability of feasibility; each constraint that no
+observation satisfies contributes the expected improvement of its value below the smallest one observed,
+``E[max(c_k^* - c_k(x), 0)]`` (the constraint treated as an objective until it is met). The probability alone
+is tiny wherever the posterior mean is well above the threshold, and then largest where the posterior is most
+uncertain, not where the constraint is lowest: on contamination control with a risk constraint graphbo's
+searches spent most of their budget before the first feasible point that way (docs/outcomes_suite.md).
+Everything is in log space.
 """
 
 from __future__ import annotations
@@ -43,12 +49,25 @@ class LogConstrainedExpectedImprovement(AcquisitionFunction):
         One fitted model per constraint (feasible when the constraint is ``<= 0``).
     best_f : float or None
         The best feasible observation on the objective model's scale; ``None`` when none is feasible.
+    constraint_best : sequence of float, optional
+        Per constraint, its smallest observed value on its model's scale. Used when ``best_f`` is None: a
+        constraint whose smallest value is above its threshold (no observation satisfies it) scores the log
+        expected improvement below that value instead of its log probability of feasibility (module docstring).
+        ``None``: every constraint scores its probability.
     """
 
-    def __init__(self, model: Surrogate, constraint_models: Sequence[Surrogate], best_f: float | None):
+    def __init__(self, model: Surrogate, constraint_models: Sequence[Surrogate], best_f: float | None,
+                 constraint_best: Sequence[float] | None = None):
         super().__init__(model)
         self.constraint_models = list(constraint_models)
         self.best_f = None if best_f is None else float(best_f)
+        if constraint_best is not None and len(constraint_best) != len(self.constraint_models):
+            raise ValueError(f"constraint_best: one value per constraint model ({len(self.constraint_models)}), "
+                             f"got {len(constraint_best)}")
+        #: per constraint, the smallest observed value when no observation satisfies it (else None)
+        self.unmet_best: list[float | None] = [
+            None if constraint_best is None or float(b) <= cm.transform_outcome(0.0) else float(b)
+            for cm, b in zip(self.constraint_models, constraint_best or [0.0] * len(self.constraint_models))]
 
     def log_feasibility(self, X: Any) -> torch.Tensor:
         """``sum_k log P(c_k(x) <= 0)``, shape ``(m,)``."""
@@ -60,18 +79,31 @@ class LogConstrainedExpectedImprovement(AcquisitionFunction):
         return out
 
     def __call__(self, X: Any) -> torch.Tensor:
-        feas = self.log_feasibility(X)
         if self.best_f is None:
-            return feas
+            return self.log_progress(X)
+        feas = self.log_feasibility(X)
         post = self.model.posterior(X)
         lei = log_mean_expected_improvement(post.mean, post.variance, self.best_f)
         return lei.to(torch.float64) + feas
+
+    def log_progress(self, X: Any) -> torch.Tensor:
+        """The score while nothing is feasible: per constraint, its log probability of feasibility, or where no
+        observation satisfies it, the log expected improvement below its smallest observed value; summed."""
+        out = None
+        for cm, unmet in zip(self.constraint_models, self.unmet_best):
+            if unmet is None:
+                term = log_probability_of_feasibility(cm, X)
+            else:
+                post = cm.posterior(X)
+                term = log_mean_expected_improvement(post.mean, post.variance, unmet).to(torch.float64)
+            out = term if out is None else out + term
+        assert out is not None, "LogConstrainedExpectedImprovement needs at least one constraint model"
+        return out
 
     def upper_bound(self, X: Any) -> torch.Tensor:
         """log-EI at the objective model's mean and variance bounds: a probability is at most 1, so the log of
         the product of probabilities is at most 0 and log-EI's own bound bounds the constrained score."""
         if self.best_f is None:
-            m = len(X) if not hasattr(X, "shape") else X.shape[0]
-            return torch.zeros(m, dtype=torch.float64)
+            return self(X)
         mean, var = self.model.mean_and_variance_bound(X)
         return log_mean_expected_improvement(mean, var, self.best_f).to(torch.float64)

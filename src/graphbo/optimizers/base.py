@@ -204,7 +204,9 @@ class Optimizer:
         if self.mo_acquisition == "ehvi":
             return self._ehvi(model, np.asarray(fit_y), inputs, pending, ok)
         best = model.transform_outcome(float(np.min(np.asarray(fit_y)[ok]))) if ok.any() else None
-        return LogConstrainedExpectedImprovement(model, self._constraint_models, best)
+        lowest = None if ok.any() else [cm.transform_outcome(float(np.min(C[:, j])))
+                                         for j, cm in enumerate(self._constraint_models)]
+        return LogConstrainedExpectedImprovement(model, self._constraint_models, best, constraint_best=lowest)
 
     @property
     def _outcome_mode(self) -> bool:
