@@ -13,6 +13,7 @@ CATS = {"a": 0.0, "b": 0.4, "c": 0.8}
 
 
 def toy_space():
+    """x: continuous [-1, 1], lr: log continuous [1e-4, 1], c: categorical a/b/c, n: ordinal 1-5."""
     return gb.Space({
         "x": gb.Continuous(-1.0, 1.0),
         "lr": gb.Continuous(1e-4, 1.0, log=True),
@@ -24,6 +25,16 @@ def toy_space():
 def toy_f(config):
     return ((config["x"] - 0.3) ** 2 + 0.1 * (math.log10(config["lr"]) + 2.0) ** 2
             + CATS[config["c"]] + 0.05 * abs(config["n"] - 2))
+
+
+def binary_space(d):
+    """``d`` binary variables ``x0``, ..., ``x{d-1}``."""
+    return gb.Space({f"x{i}": gb.Binary() for i in range(d)})
+
+
+def ordinal6_categorical_binary_space():
+    """a: ordinal 0-5, b: categorical x/y/z, c: binary (36 configurations)."""
+    return gb.Space({"a": gb.Ordinal(list(range(6))), "b": gb.Categorical(["x", "y", "z"]), "c": gb.Binary()})
 
 
 class ToyMF(Benchmark):

@@ -162,7 +162,7 @@ def test_xgboost_missing_names_the_install(monkeypatch):
 
 
 # -- regularized evolution: Gaussian mutation on mixed spaces (BO-FM supp. D.2) -------------------------------------------
-def mixed_space():
+def ordinal_categorical_log_scaled_space():
     return gb.Space({
         "a": gb.Ordinal([0, 1, 2, 3]),
         "b": gb.Categorical(["x", "y", "z"]),
@@ -173,7 +173,7 @@ def mixed_space():
 
 
 def test_re_gaussian_mutation_changes_exactly_one_variable_and_stays_in_bounds():
-    space = mixed_space()
+    space = ordinal_categorical_log_scaled_space()
     assert isinstance(space["n"], IntegerRange)
     opt = RegularizedEvolution(space, seed=0)
     rng = np.random.default_rng(1)
@@ -200,7 +200,7 @@ def test_re_gaussian_mutation_changes_exactly_one_variable_and_stays_in_bounds()
 
 
 def test_re_mutation_std_is_configurable():
-    space = mixed_space()
+    space = ordinal_categorical_log_scaled_space()
     opt = RegularizedEvolution(space, seed=0, mutation_std=0.1)
     parent = space.to_index({"a": 1, "b": "y", "u": 0.5, "lr": 1e-3, "n": 30})
     steps = []
@@ -216,7 +216,7 @@ def test_re_mutation_std_is_configurable():
 
 
 def test_re_pair_mutation_changes_one_continuous_and_one_discrete_variable():
-    space = mixed_space()
+    space = ordinal_categorical_log_scaled_space()
     opt = RegularizedEvolution(space, seed=0, mutation="pair")
     cont = set(space.continuous_indices.tolist())
     for parent in space.sample_index(200, np.random.default_rng(2)):

@@ -25,7 +25,7 @@ from graphbo.kernels.frequency_modulated import FMKernel  # noqa: E402
 D = torch.float64
 
 
-def discrete_space():
+def binary_categorical_ordinal_binary_graph_space():
     return gb.Space({
         "a": gb.Binary(),
         "c": gb.Categorical(["p", "q", "r", "s"]),
@@ -35,7 +35,7 @@ def discrete_space():
     })
 
 
-def mixed_space():
+def interleaved_mixed_space():
     return gb.Space({
         "x": gb.Continuous(0.0, 1.0),
         "a": gb.Binary(),
@@ -62,7 +62,7 @@ def expm_reference(space, beta, X1, X2):
 
 # -- diffusion kernel ---------------------------------------------------------------------------------
 def test_diffusion_gram_equals_graphbo_kernel_and_the_expm_formula():
-    space = discrete_space()
+    space = binary_categorical_ordinal_binary_graph_space()
     kern = DiffusionKernel(space, unit_diagonal=False).to(D)  # supplement Eq. 8 as written
     graph = GraphDiffusionKernel([v.spectrum for v in space.variables], unit_diagonal=False)
     default, default_graph = DiffusionKernel(space).to(D), GraphDiffusionKernel([v.spectrum for v in space.variables])
@@ -97,7 +97,7 @@ def test_diffusion_beta_limits_make_a_variable_irrelevant_or_decisive():
 
 
 def test_diffusion_gram_is_psd():
-    space = discrete_space()
+    space = binary_categorical_ordinal_binary_graph_space()
     kern = DiffusionKernel(space).to(D)
     rng = np.random.default_rng(1)
     for seed in range(4):
@@ -108,7 +108,7 @@ def test_diffusion_gram_is_psd():
 
 
 def test_diffusion_batches_broadcast_like_separate_calls():
-    space = discrete_space()
+    space = binary_categorical_ordinal_binary_graph_space()
     kern = DiffusionKernel(space, batch_shape=torch.Size([2])).to(D)
     kern.beta = torch.tensor([[0.2, 0.5, 1.0, 2.0, 0.7], [1.5, 0.1, 0.3, 0.9, 2.5]])
     X1 = torch.stack([rows(space, 6, 0), rows(space, 6, 1)])  # (2, 6, d)
@@ -125,7 +125,7 @@ def test_diffusion_batches_broadcast_like_separate_calls():
 
 
 def test_diffusion_gradients_match_finite_differences():
-    space = discrete_space()
+    space = binary_categorical_ordinal_binary_graph_space()
     kern = DiffusionKernel(space).to(D)
     kern.beta = torch.tensor([0.3, 1.2, 0.8, 2.0, 0.5])
     X1, X2 = rows(space, 12, 0), rows(space, 9, 1)
@@ -152,7 +152,7 @@ def test_diffusion_gradients_match_finite_differences():
 
 
 def test_diffusion_inputs_are_checked():
-    space = discrete_space()
+    space = binary_categorical_ordinal_binary_graph_space()
     kern = DiffusionKernel(space).to(D)
     X = rows(space, 4, 0)
     bad = X.clone()
@@ -169,7 +169,7 @@ def test_diffusion_inputs_are_checked():
 
 
 def test_diffusion_in_a_mixed_space_uses_the_discrete_columns_only():
-    space = mixed_space()
+    space = interleaved_mixed_space()
     kern = DiffusionKernel(space, unit_diagonal=False).to(D)
     X = rows(space, 8, 0)
     moved = X.clone()
@@ -216,7 +216,7 @@ def test_single_task_gp_with_the_diffusion_kernel_fits_predicts_and_finds_the_re
 
 
 def test_diffusion_kernel_times_rbf_in_a_mixed_space_fits():
-    space = mixed_space()  # x, a, c, y, o
+    space = interleaved_mixed_space()  # x, a, c, y, o
     X = rows(space, 30, 3)
     Y = (torch.sin(4 * X[:, 0]) + (X[:, 2] == 1)).unsqueeze(-1)  # depends on 'x' and 'c'
     diffusion = DiffusionKernel(space, beta_constraint=Interval(1e-4, 100.0))
@@ -243,7 +243,7 @@ def split(space, X):
 
 @pytest.mark.parametrize("name", FM_KERNELS)
 def test_fm_gram_equals_graphbo_kernel(name):
-    space = mixed_space()
+    space = interleaved_mixed_space()
     kern = FrequencyModulatedKernel(space, modulation=name).to(D)
     ref = graphbo_fm(name, space)
     rng = np.random.default_rng(0)
@@ -269,7 +269,7 @@ def test_fm_gram_equals_graphbo_kernel(name):
 
 @pytest.mark.parametrize("name", FM_KERNELS)
 def test_fm_gram_is_psd(name):
-    space = mixed_space()
+    space = interleaved_mixed_space()
     kern = FrequencyModulatedKernel(space, modulation=name).to(D)
     rng = np.random.default_rng(1)
     for seed in range(3):
@@ -282,7 +282,7 @@ def test_fm_gram_is_psd(name):
 
 @pytest.mark.parametrize("name", FM_KERNELS)
 def test_fm_gradients_match_finite_differences(name):
-    space = mixed_space()
+    space = interleaved_mixed_space()
     kern = FrequencyModulatedKernel(space, modulation=name).to(D)
     kern.set_graphbo_params(graphbo_fm(name, space).random_params(np.random.default_rng(4)))
     X1, X2 = rows(space, 10, 0), rows(space, 7, 1)
@@ -308,7 +308,7 @@ def test_fm_gradients_match_finite_differences(name):
 
 
 def test_fm_batches_broadcast_like_separate_calls():
-    space = mixed_space()
+    space = interleaved_mixed_space()
     kern = FrequencyModulatedKernel(space, "modlap").to(D)
     kern.set_graphbo_params(graphbo_fm("modlap", space).random_params(np.random.default_rng(5)))
     train = rows(space, 7, 0)
@@ -338,7 +338,7 @@ def test_fm_batches_broadcast_like_separate_calls():
 @pytest.mark.parametrize("name", ["proddif", "moddif"])
 def test_fm_on_a_discrete_space_reduces_to_the_diffusion_kernel(name):
     """Without continuous variables r = 0, and ProdDif and ModDif are COMBO's normalised diffusion kernel."""
-    space = discrete_space()
+    space = binary_categorical_ordinal_binary_graph_space()
     beta = torch.tensor([0.3, 1.1, 0.6, 2.2, 0.9], dtype=D)
     fm, dk = FrequencyModulatedKernel(space, name).to(D), DiffusionKernel(space, unit_diagonal=False).to(D)
     fm.beta, dk.beta = beta, beta
@@ -350,7 +350,7 @@ def test_priors_are_registered_sampled_and_pickled():
     from botorch.optim.utils import sample_all_priors
     from gpytorch.priors import GammaPrior, LogNormalPrior
 
-    space = mixed_space()
+    space = interleaved_mixed_space()
     X = rows(space, 6, 0)
     for kern in (DiffusionKernel(space, beta_prior=GammaPrior(2.0, 1.0)).to(D),
                  FrequencyModulatedKernel(space, priors={"beta": LogNormalPrior(0.0, 1.0)}).to(D)):
@@ -367,15 +367,15 @@ def test_priors_are_registered_sampled_and_pickled():
 
 def test_fm_rejects_unknown_names():
     with pytest.raises(ValueError, match="unknown modulation"):
-        FrequencyModulatedKernel(mixed_space(), "laplace")
+        FrequencyModulatedKernel(interleaved_mixed_space(), "laplace")
     with pytest.raises(ValueError, match="no hyper-parameter"):
-        FrequencyModulatedKernel(mixed_space(), "prodlap", constraints={"alpha": Interval(0.1, 1.0)})
+        FrequencyModulatedKernel(interleaved_mixed_space(), "prodlap", constraints={"alpha": Interval(0.1, 1.0)})
     with pytest.raises(ValueError, match="length"):
-        FrequencyModulatedKernel(mixed_space(), "modlap").set_graphbo_params(torch.zeros(3))
+        FrequencyModulatedKernel(interleaved_mixed_space(), "modlap").set_graphbo_params(torch.zeros(3))
 
 
 def test_single_task_gp_with_the_fm_kernel_fits_and_predicts():
-    space = mixed_space()
+    space = interleaved_mixed_space()
 
     def objective(X):
         return torch.sin(5 * X[:, 0]) + 1.5 * (X[:, 2] == 1) + 0.3 * X[:, 4] + 0.5 * X[:, 3]
@@ -395,7 +395,7 @@ def test_single_task_gp_with_the_fm_kernel_fits_and_predicts():
 
 # -- helpers ------------------------------------------------------------------------------------------
 def test_encode_decode_and_search_spec():
-    space = mixed_space()
+    space = interleaved_mixed_space()
     configs = space.sample(5, seed=0)
     X = encode(space, configs)
     assert X.dtype == torch.float64 and X.shape == (5, len(space))

@@ -29,7 +29,7 @@ from graphbo.integrations.gpytorch import FM_KERNELS, DiffusionKernel, Frequency
 D = torch.float64
 
 
-def mixed_space():
+def interleaved_unit_mixed_space():
     return gb.Space({
         "x": gb.Continuous(0.0, 1.0),
         "a": gb.Binary(),
@@ -72,7 +72,7 @@ KINDS = ["diffusion", "modlap", "general"]
 
 @pytest.mark.parametrize("name", KINDS)
 def test_indexing_a_batched_kernel_gives_the_member_kernel(name):
-    space = mixed_space()
+    space = interleaved_unit_mixed_space()
     X = rows(space, 12, 0)
     kernel = spread(make(name, space, batch_shape=torch.Size([2, 3])).to(D))
     K = kernel(X).to_dense()
@@ -91,7 +91,7 @@ def test_indexing_a_batched_kernel_gives_the_member_kernel(name):
 
 @pytest.mark.parametrize("name", ["diffusion", "modlap"])
 def test_indexing_and_expanding_keep_active_dims(name):
-    space = mixed_space()
+    space = interleaved_unit_mixed_space()
     dims = [1, 3, 4, 6, 7]
     wide = torch.zeros(10, 8, dtype=D)
     wide[:, dims] = rows(space, 10, 1)
@@ -108,7 +108,7 @@ def test_indexing_and_expanding_keep_active_dims(name):
 
 @pytest.mark.parametrize("name", ["diffusion", "modlap"])
 def test_batched_multi_output_single_task_gp_matches_one_model_per_output(name):
-    space = mixed_space()
+    space = interleaved_unit_mixed_space()
     X = rows(space, 24, 2)
     Y = torch.stack([torch.sin(3 * X[:, 0]) + 0.5 * X[:, 4], (X[:, 2] == 1).to(D) - X[:, 1] + X[:, 3]], dim=-1)
     batch = torch.Size([2])

@@ -54,13 +54,13 @@ MIXED = {10: ["cat", "cont", "ord", "bin", "cont", "graph", "ord", "cont", "cat"
 _READS = {"test_active_dims_list": (10, [0, 2, 4, 6]), "test_active_dims_range": (10, list(range(3, 9)))}
 
 
-def _space(kinds: list[str]) -> gb.Space:
+def _space_of_kinds(kinds: list[str]) -> gb.Space:
     return gb.Space({f"v{j}_{kind}": _VARIABLES[kind]() for j, kind in enumerate(kinds)})
 
 
 def _rows(kinds: list[str], *batch: int) -> torch.Tensor:
     """Random rows of the data space with columns ``kinds``: indices for discrete columns, [0, 1] for continuous."""
-    space = _space(kinds)
+    space = _space_of_kinds(kinds)
     u = torch.rand(*batch, len(kinds))
     cols = []
     for j, kind in enumerate(kinds):
@@ -81,7 +81,7 @@ class _GraphboKernelCase(BaseKernelTestCase):
         self.kernel_kinds = [self.columns[width][j] for j in reads]
 
     def create_kernel_no_ard(self, **kwargs):
-        kernel = self.build(_space(self.kernel_kinds), **kwargs)
+        kernel = self.build(_space_of_kinds(self.kernel_kinds), **kwargs)
         gen = torch.Generator().manual_seed(1)  # the same kernel each call (the active_dims cases build two)
         with torch.no_grad():
             for _, raw in sorted(kernel.named_parameters()):

@@ -14,7 +14,7 @@ from graphbo.cli import main
 optuna = pytest.importorskip("optuna")
 
 
-def _space():
+def _integer_ordinal_categorical_log_binary_space():
     return gb.Space({"n": gb.Integer(1, 40), "k": gb.Ordinal([1, 2, 4, 8]), "act": gb.Categorical(["relu", "tanh"]),
                      "lr": gb.Continuous(1e-4, 1e-1, log=True), "b": gb.Binary()})
 
@@ -27,7 +27,8 @@ def _objective(c):
 
 def test_exported_study_has_the_same_trials(tmp_path):
     path = tmp_path / "study.db"
-    res = gb.minimize(_objective, _space(), method="rs", budget=25, seed=3, storage=path)
+    res = gb.minimize(_objective, _integer_ordinal_categorical_log_binary_space(), method="rs", budget=25, seed=3,
+                      storage=path)
     url = f"sqlite:///{tmp_path / 'optuna.db'}"
     assert main(["export", str(path), "--optuna", url]) == 0
     loaded = optuna.load_study(study_name="study", storage=url)
@@ -63,8 +64,8 @@ def test_maximising_study_keeps_its_direction(tmp_path):
     from graphbo.experiments.optuna_export import export_to_optuna
 
     path = tmp_path / "max.db"
-    res = gb.minimize(lambda c: 0.0 if c["n"] == 7 else -_objective(c), _space(), method="rs", budget=8, seed=0,
-                      storage=path, direction="maximize")
+    res = gb.minimize(lambda c: 0.0 if c["n"] == 7 else -_objective(c), _integer_ordinal_categorical_log_binary_space(),
+                      method="rs", budget=8, seed=0, storage=path, direction="maximize")
     study = export_to_optuna(path, f"sqlite:///{tmp_path / 'o.db'}", "m")
     assert study.direction == optuna.study.StudyDirection.MAXIMIZE
     assert study.best_value == pytest.approx(res.best_value)
@@ -75,7 +76,8 @@ def test_an_export_left_unfinished_is_replaced_and_if_exists_chooses_for_a_finis
     from graphbo.experiments.optuna_export import EXPORT_DONE, export_to_optuna
 
     path = tmp_path / "study.db"
-    res = gb.minimize(_objective, _space(), method="rs", budget=12, seed=3, storage=path)
+    res = gb.minimize(_objective, _integer_ordinal_categorical_log_binary_space(), method="rs", budget=12, seed=3,
+                      storage=path)
     url = f"sqlite:///{tmp_path / 'optuna.db'}"
     # what a killed export leaves: the study under its final name, marked unfinished, with some trials
     partial = optuna.create_study(storage=url, study_name="study")
@@ -133,7 +135,8 @@ def test_the_one_transaction_export_stores_what_optunas_add_trials_stores(tmp_pa
     from graphbo.experiments.optuna_export import _add_trials_in_one_transaction, export_to_optuna
 
     studies = []
-    gb.minimize(_objective, _space(), method="rs", budget=25, seed=3, storage=tmp_path / "plain.db")  # failures too
+    gb.minimize(_objective, _integer_ordinal_categorical_log_binary_space(), method="rs", budget=25, seed=3,
+                storage=tmp_path / "plain.db")  # failures too
     studies.append(tmp_path / "plain.db")
     flat = gb.Space({"a": gb.Ordinal([1, 2, 3, 4])})
     gb.minimize(lambda c: {"values": [c["a"], -c["a"]], "constraints": [c["a"] - 2.5]}, flat, method="rs",

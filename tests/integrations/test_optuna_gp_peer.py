@@ -16,7 +16,7 @@ from graphbo.optimizers import METHODS  # noqa: E402
 from graphbo.optimizers.optuna_gp import OptunaGP  # noqa: E402
 
 
-def mixed_space():
+def six_kinds_space():
     """Every kind of variable: binary, categorical, graph, ordinal, rounded-continuous integer, continuous."""
     path = np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]])
     return gb.Space({"b": gb.Binary(), "c": gb.Categorical(["x", "y", "z"]), "g": gb.GraphVariable(["p", "q", "r"], path),
@@ -51,7 +51,7 @@ def test_registered_beside_the_other_peers():
 
 
 def test_the_distributions_keep_order_where_the_space_has_it():
-    opt = OptunaGP(mixed_space(), seed=0, n_initial=2)
+    opt = OptunaGP(six_kinds_space(), seed=0, n_initial=2)
     d = opt._distributions
     kinds = {n: type(d[n]).__name__ for n in d}
     assert kinds == {"b": "CategoricalDistribution", "c": "CategoricalDistribution", "g": "CategoricalDistribution",
@@ -60,14 +60,14 @@ def test_the_distributions_keep_order_where_the_space_has_it():
 
 
 def test_suggestions_are_valid_distinct_and_reproducible_by_seed():
-    space = mixed_space()
+    space = six_kinds_space()
     first = run(OptunaGP(space, seed=4, n_initial=4), f_mixed, 7)
     for c in first:
         space.validate(c)
     assert len({tuple(sorted(c.items())) for c in first}) == 7
-    again = run(OptunaGP(mixed_space(), seed=4, n_initial=4), f_mixed, 7)
+    again = run(OptunaGP(six_kinds_space(), seed=4, n_initial=4), f_mixed, 7)
     assert again == first
-    other = run(OptunaGP(mixed_space(), seed=5, n_initial=4), f_mixed, 7)
+    other = run(OptunaGP(six_kinds_space(), seed=5, n_initial=4), f_mixed, 7)
     assert other[4:] != first[4:]
 
 

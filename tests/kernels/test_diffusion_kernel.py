@@ -11,7 +11,7 @@ import graphbo as gb
 from graphbo.kernels import GraphDiffusionKernel
 
 
-def mixed_space():
+def binary_categorical_weighted_ordinal_graph_space():
     adj = [[0, 1.5, 0.5], [1.5, 0, 0], [0.5, 0, 0]]
     return gb.Space({
         "b": gb.Binary(),
@@ -40,7 +40,7 @@ def all_rows(space):
 
 
 def test_product_of_factors_equals_explicit_product_graph_kernel():
-    space = mixed_space()
+    space = binary_categorical_weighted_ordinal_graph_space()
     kern = GraphDiffusionKernel([v.spectrum for v in space.variables], unit_diagonal=False)  # Eq. 8 as written
     rng = np.random.default_rng(0)
     log_beta = rng.normal(size=(1, len(space)))
@@ -62,7 +62,7 @@ def test_product_of_factors_equals_explicit_product_graph_kernel():
 
 
 def test_diagonal_and_cross_gram_are_consistent():
-    space = mixed_space()
+    space = binary_categorical_weighted_ordinal_graph_space()
     kern = GraphDiffusionKernel([v.spectrum for v in space.variables])
     log_beta = torch.tensor(np.random.default_rng(1).normal(size=(3, len(space))))
     X1 = torch.tensor(space.sample_index(7, 0))
@@ -89,7 +89,7 @@ def test_graph_distance_is_hamming_for_complete_graphs():
 
 
 def test_gram_matrices_are_psd():
-    space = mixed_space()
+    space = binary_categorical_weighted_ordinal_graph_space()
     kern = GraphDiffusionKernel([v.spectrum for v in space.variables])
     rng = np.random.default_rng(2)
     for _ in range(5):

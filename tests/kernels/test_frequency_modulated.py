@@ -6,7 +6,7 @@ import graphbo as gb
 from graphbo.kernels.frequency_modulated import KERNELS, FMKernel
 
 
-def mixed():
+def mixed_space_with_graph():
     adj = [[0, 1, 0, 0], [1, 0, 2, 0], [0, 2, 0, 1], [0, 0, 1, 0]]
     return gb.Space({
         "a": gb.Categorical(["p", "q", "r"]),
@@ -29,7 +29,7 @@ def kernel(name, space):
 @pytest.mark.parametrize("name", KERNELS)
 def test_gram_matrices_are_psd_on_random_mixed_data(name):
     """Thm 3.1: FM kernels with a positive definite modulating function are PD jointly."""
-    space = mixed()
+    space = mixed_space_with_graph()
     k = kernel(name, space)
     rng = np.random.default_rng(0)
     for _ in range(4):
@@ -44,7 +44,7 @@ def test_gram_matrices_are_psd_on_random_mixed_data(name):
 @pytest.mark.parametrize("name", ["modlap", "general", "fnn", "moddif"])
 def test_kernel_values_are_non_negative(name):
     """Thm 3.2: decreasing convex modulation gives a non-negative similarity."""
-    space = mixed()
+    space = mixed_space_with_graph()
     k = kernel(name, space)
     rng = np.random.default_rng(1)
     for _ in range(4):
@@ -54,7 +54,7 @@ def test_kernel_values_are_non_negative(name):
 
 def test_modlap_is_a_similarity_measure_and_moddif_is_not():
     """Eq. 3: a larger continuous distance never increases ModLap (random pairs); ModDif can (Sec. 3.3)."""
-    space = mixed()
+    space = mixed_space_with_graph()
     rng = np.random.default_rng(2)
     lap = kernel("modlap", space)
     for _ in range(200):
@@ -79,7 +79,7 @@ def test_modlap_is_a_similarity_measure_and_moddif_is_not():
 @pytest.mark.parametrize("name, g", [("modlap", lambda bl: 1 / (1 + bl)), ("moddif", lambda bl: np.exp(-bl)),
                                      ("prodlap", lambda bl: 1 / (1 + bl)), ("proddif", lambda bl: np.exp(-bl))])
 def test_reduces_to_the_graph_kernel_when_continuous_parts_coincide(name, g):
-    space = mixed()
+    space = mixed_space_with_graph()
     k = kernel(name, space)
     params = k.random_params(np.random.default_rng(3))
     rows = space.sample_index(30, 4)
@@ -103,7 +103,7 @@ def test_unknown_kernel_name():
 
 @pytest.mark.parametrize("name", KERNELS)
 def test_diag_matches_the_gram_diagonal(name):
-    space = mixed()
+    space = mixed_space_with_graph()
     k = kernel(name, space)
     params = k.random_params(np.random.default_rng(5))
     V, C = split(space, space.sample_index(40, 6))
@@ -147,7 +147,7 @@ def reference_fm(name, k, space, params, V1, C1, V2, C2):
 @pytest.mark.parametrize("name", ["modlap", "moddif", "general", "fnn"])
 def test_batched_fm_gram_matches_eq5_written_out(name):
     """Every evaluation path (autograd on precomputed pairs, symmetric or not; in-place without grad) is Eq. (5)."""
-    space = mixed()
+    space = mixed_space_with_graph()
     k = kernel(name, space)
     rng = np.random.default_rng(7)
     for _ in range(3):
@@ -171,7 +171,7 @@ def test_batched_fm_gram_matches_eq5_written_out(name):
 @pytest.mark.parametrize("name", ["modlap", "moddif", "fnn", "general"])
 def test_fm_gram_gradients_match_finite_differences(name):
     """The hand-written backward pass (modlap, moddif, fnn) and autograd (general), in hyper-parameters and inputs."""
-    space = mixed()
+    space = mixed_space_with_graph()
     k = kernel(name, space)
     rng = np.random.default_rng(8)
     params = (k.random_params(rng) * 0.5).requires_grad_()

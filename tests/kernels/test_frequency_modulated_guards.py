@@ -16,7 +16,7 @@ import graphbo as gb
 from graphbo.kernels.frequency_modulated import FMKernel, unpack_params
 
 
-def mixed():
+def mixed_space_three_continuous():
     return gb.Space({"a": gb.Categorical(["p", "q", "r"]), "x": gb.Continuous(0.0, 1.0),
                      "b": gb.Ordinal([1, 2, 3, 4, 5]), "y": gb.Continuous(-1.0, 1.0), "z": gb.Continuous(0.0, 2.0)})
 
@@ -43,7 +43,7 @@ def test_unpack_params_splits_the_vector_in_layout_order():
     ("addlap", {"log_theta": 3, "log_beta": 2, "logit_mix": 1}),
 ])
 def test_parameter_layout_has_one_entry_per_hyper_parameter(name, sizes):
-    space = mixed()  # 2 discrete, 3 continuous variables
+    space = mixed_space_three_continuous()  # 2 discrete, 3 continuous variables
     k = FMKernel(name, [space.variables[j].spectrum for j in space.discrete_indices], 3, n_terms=4)
     assert dict(k.layout) == sizes
     assert k.size == sum(sizes.values())
@@ -52,7 +52,7 @@ def test_parameter_layout_has_one_entry_per_hyper_parameter(name, sizes):
 
 
 def test_log_prior_is_independent_normals_with_sd_3():
-    k = kernel("modlap", mixed())
+    k = kernel("modlap", mixed_space_three_continuous())
     params = torch.as_tensor(np.random.default_rng(0).normal(0, 2, k.size))
     expected = sum(-0.5 * (float(t) / 3.0) ** 2 for t in params)  # log N(t; 0, 9) up to a constant
     assert float(k.log_prior(params)) == pytest.approx(expected, rel=1e-12)
@@ -72,7 +72,7 @@ def _graph_kernel_written_out(space, name, log_beta, V1, V2):
 
 @pytest.mark.parametrize("name", ["prodlap", "addlap", "proddif", "adddif"])
 def test_comparison_kernels_match_supplement_e_written_out(name):
-    space = mixed()
+    space = mixed_space_three_continuous()
     k = kernel(name, space)
     rng = np.random.default_rng(3)
     params = k.random_params(rng)

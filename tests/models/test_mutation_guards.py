@@ -144,13 +144,13 @@ def test_combo_suggestion_is_a_local_maximum_of_its_acquisition():
 # -- BO-FM: hill climbing on the discrete part ---------------------------------------------------
 
 
-def _mixed_space():
+def _ordinals_categorical_continuous_space():
     return gb.Space({**{f"d{i}": gb.Ordinal(list(range(6))) for i in range(4)},
                      "b": gb.Categorical(list("pqrs")), "x": gb.Continuous(0.0, 1.0)})
 
 
 def test_mixed_optimiser_hill_climbs_the_discrete_part_to_the_maximum():
-    space = _mixed_space()
+    space = _ordinals_categorical_continuous_space()
     disc, cont = space.discrete_indices, space.continuous_indices
     target = torch.tensor([4.0, 1.0, 5.0, 0.0, 2.0], dtype=torch.float64)
 
@@ -168,7 +168,7 @@ def test_mixed_optimiser_hill_climbs_the_discrete_part_to_the_maximum():
 def test_mixed_optimiser_returns_a_discrete_local_optimum_at_its_continuous_part():
     # A rugged table over the discrete part, coupled to the continuous part: the returned point
     # must beat every one-variable discrete neighbour with the continuous coordinate held fixed.
-    space = _mixed_space()
+    space = _ordinals_categorical_continuous_space()
     disc, cont = space.discrete_indices, space.continuous_indices
     radix = torch.tensor([6 ** 3 * 4, 6 ** 2 * 4, 6 * 4, 4, 1], dtype=torch.long)
     for seed in range(4):

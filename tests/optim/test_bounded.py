@@ -24,7 +24,7 @@ def _fitted_combo(space, objective, n, seed):
     return opt
 
 
-def _spaces():
+def _binary_and_ordinal_categorical_spaces():
     binary = gb.Space({f"b{i}": gb.Binary() for i in range(12)})
     mixed = gb.Space({"o": gb.Ordinal(list(range(30))), "c": gb.Categorical(list("abcde")),
                       "b": gb.Binary(), "p": gb.Ordinal(list(range(12)))})
@@ -37,7 +37,7 @@ def _spaces():
 @pytest.mark.parametrize("case", [0, 1])
 @pytest.mark.parametrize("n", [15, 60])
 def test_upper_bounds_hold_for_every_candidate(case, n):
-    space, f = _spaces()[case]
+    space, f = _binary_and_ordinal_categorical_spaces()[case]
     opt = _fitted_combo(space, f, n, seed=case)
     rows = space.sample_index(3000, np.random.default_rng(7))
     for acq in (LogExpectedImprovement(opt.model), NegativeLowerConfidenceBound(opt.model, kappa=1.5)):
@@ -50,7 +50,7 @@ def test_upper_bounds_hold_for_every_candidate(case, n):
 @pytest.mark.parametrize("case", [0, 1])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_pruned_optimiser_makes_the_same_choice(case, seed):
-    space, f = _spaces()[case]
+    space, f = _binary_and_ordinal_categorical_spaces()[case]
     opt = _fitted_combo(space, f, 40, seed=seed)
     acq = LogExpectedImprovement(opt.model)
     incumbent = opt.X[int(np.argmin(opt.y))]
@@ -64,7 +64,7 @@ def test_pruned_optimiser_makes_the_same_choice(case, seed):
 
 
 def test_pruning_scores_few_candidates_exactly():
-    space, f = _spaces()[0]
+    space, f = _binary_and_ordinal_categorical_spaces()[0]
     opt = _fitted_combo(space, f, 60, seed=0)
     rows = space.sample_index(4000, np.random.default_rng(3))
     scores = BoundedScores(LogExpectedImprovement(opt.model), rows)
@@ -130,7 +130,7 @@ def test_acquisition_without_a_bound_of_its_own_is_scored_once():
             Mean.calls += len(X)
             return -self.model.posterior(X).mean.mean(0)
 
-    space, f = _spaces()[0]
+    space, f = _binary_and_ordinal_categorical_spaces()[0]
     opt = _fitted_combo(space, f, 20, seed=0)
     acq = Mean(opt.model)
     assert not acq.has_upper_bound and LogExpectedImprovement(opt.model).has_upper_bound
@@ -144,7 +144,7 @@ def test_acquisition_without_a_bound_of_its_own_is_scored_once():
 def test_graph_search_never_returns_an_excluded_row(case):
     """The excluded-row look-ups cover only the rows that could win (bounded.fresh_masks): excluding the
     first choice must give another row, itself not excluded, and never a row of the excluded set."""
-    space, f = _spaces()[case]
+    space, f = _binary_and_ordinal_categorical_spaces()[case]
     opt = _fitted_combo(space, f, 30, seed=3 + case)
     acq = LogExpectedImprovement(opt.model)
     incumbent = opt.X[int(np.argmin(opt.y))]
@@ -162,7 +162,7 @@ def test_variance_bound_holds_and_is_tight_beside_the_data(case):
     """The variance bound from the nearest data point never falls below the exact posterior variance and is
     far below the prior variance at the data's own rows; the float32 mean bound
     never exceeds the exact mean and stays within a thousandth of the data's spread of it."""
-    space, f = _spaces()[case]
+    space, f = _binary_and_ordinal_categorical_spaces()[case]
     opt = _fitted_combo(space, f, 40, seed=case)
     model = opt.model
     rng = np.random.default_rng(5)

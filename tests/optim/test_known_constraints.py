@@ -8,14 +8,14 @@ from graphbo.optimizers import METHODS
 from graphbo.spaces.constraints import KnownConstraint
 
 
-def discrete_space():
+def constrained_discrete_space():
     # 8 x 8 x 3 = 192 configurations, about half of them refused
     return gb.Space({"a": gb.Ordinal(list(range(8))), "b": gb.Ordinal(list(range(8))),
                      "c": gb.Categorical(["x", "y", "z"])},
                     constraints=["a + b <= 7", "not (c == 'z' and a > 2)"])
 
 
-def mixed_space():
+def constrained_mixed_space():
     return gb.Space({"u": gb.Continuous(0.0, 1.0), "v": gb.Continuous(0.0, 1.0), "c": gb.Categorical(["p", "q"])},
                     constraints=["u + v <= 0.8", lambda cfg: not (cfg["c"] == "q" and cfg["u"] > 0.5)])
 
@@ -31,7 +31,7 @@ def bowl(cfg):
 
 @pytest.mark.parametrize("method", ["combo", "rs", "sa", "re", "cocabo"])
 def test_no_discrete_method_suggests_a_refused_configuration(method):
-    space = discrete_space()
+    space = constrained_discrete_space()
     opt = METHODS[method](space, seed=1, n_initial=4)
     for _ in range(14):
         cfg = opt.ask()
@@ -41,7 +41,7 @@ def test_no_discrete_method_suggests_a_refused_configuration(method):
 
 @pytest.mark.parametrize("method", ["bofm", "rs"])
 def test_no_mixed_method_suggests_a_refused_configuration(method):
-    space = mixed_space()
+    space = constrained_mixed_space()
     opt = METHODS[method](space, seed=2, n_initial=3, **({"n_random": 500, "n_starts": 5} if method == "bofm" else {}))
     for _ in range(8):
         cfg = opt.ask()
@@ -50,7 +50,7 @@ def test_no_mixed_method_suggests_a_refused_configuration(method):
 
 
 def test_combo_finds_the_best_allowed_configuration_without_falling_back_to_random():
-    space = discrete_space()
+    space = constrained_discrete_space()
     result = gb.minimize(bowl, space, "combo", budget=30, seed=0, n_initial=6)
     allowed = [c for c in (space.from_index(r) for r in np.ndindex(8, 8, 3)) if space.allows(c)]
     best_allowed = min(bowl(c) for c in allowed)
@@ -59,7 +59,7 @@ def test_combo_finds_the_best_allowed_configuration_without_falling_back_to_rand
 
 
 def test_sampling_draws_only_allowed_configurations_and_says_when_almost_nothing_is():
-    space = discrete_space()
+    space = constrained_discrete_space()
     rows = space.sample_index(500, 0)
     assert space.allowed_rows(rows).all()
     assert rows.shape == (500, 3)
@@ -70,7 +70,7 @@ def test_sampling_draws_only_allowed_configurations_and_says_when_almost_nothing
 
 def test_initial_configs_that_break_a_rule_are_refused():
     with pytest.raises(ValueError, match="breaks a known constraint"):
-        METHODS["combo"](discrete_space(), initial_configs=[{"a": 7, "b": 7, "c": "x"}])
+        METHODS["combo"](constrained_discrete_space(), initial_configs=[{"a": 7, "b": 7, "c": "x"}])
 
 
 @pytest.mark.parametrize("rule,match", [
@@ -125,7 +125,7 @@ def test_a_rule_that_cannot_be_evaluated_names_itself_and_the_configuration():
 
 def test_a_study_stores_its_rules_and_refuses_a_space_with_other_rules(tmp_path):
     path = tmp_path / "s.db"
-    space = discrete_space()
+    space = constrained_discrete_space()
     gb.minimize(bowl, space, "rs", budget=5, seed=0, storage=path)
     from graphbo.study import read_study_info
     assert read_study_info(path)["space_constraints"] == ["a + b <= 7", "not (c == 'z' and a > 2)"]
@@ -135,5 +135,6 @@ def test_a_study_stores_its_rules_and_refuses_a_space_with_other_rules(tmp_path)
     with pytest.raises(gb.StorageError, match="constraints"):
         gb.Study(other, "rs", storage=path)
     assert path.read_bytes() == before
-    result = gb.minimize(bowl, discrete_space(), "rs", budget=8, seed=0, storage=path)  # the same rules: resumes
+    # the same rules: resumes
+    result = gb.minimize(bowl, constrained_discrete_space(), "rs", budget=8, seed=0, storage=path)
     assert len(result.trials) == 8

@@ -12,7 +12,7 @@ import graphbo.optim.mixed as mixed
 from graphbo.optim.mixed import optimize_acquisition_mixed
 
 
-def mixed_space():
+def ordinals_categorical_two_continuous_space():
     return gb.Space({**{f"d{i}": gb.Ordinal(list(range(5))) for i in range(3)}, "b": gb.Categorical(list("pqr")),
                      "x": gb.Continuous(0.0, 1.0), "z": gb.Continuous(0.0, 1.0)})
 
@@ -20,7 +20,7 @@ def mixed_space():
 def rugged(seed):
     """A random table over the discrete part times a smooth, discrete-dependent continuous bump with
     its own centre (some centres outside [0, 1], so that the optimum can sit on a bound)."""
-    space = mixed_space()
+    space = ordinals_categorical_two_continuous_space()
     disc, cont = space.discrete_indices, space.continuous_indices
     g = np.random.default_rng(seed)
     n = 5**3 * 3
@@ -74,7 +74,7 @@ def test_the_search_returns_a_type_wise_local_maximum(seed, rel_tol):
 
 
 def test_the_search_finds_the_maximum_of_a_separable_acquisition():
-    space = mixed_space()
+    space = ordinals_categorical_two_continuous_space()
     disc, cont = space.discrete_indices, space.continuous_indices
     target = torch.tensor([4.0, 0.0, 2.0, 1.0], dtype=torch.float64)
 
@@ -107,7 +107,7 @@ def test_a_start_whose_discrete_part_stays_is_polished_instead_of_creeping_on_an
     restarted without curvature, so on a narrow continuous ridge they creep for many rounds (184
     one-iteration calls on this case, measured before those rounds were removed); the search polishes
     such a start at once and reaches the maximum with one iteration per discrete move at most."""
-    space = mixed_space()
+    space = ordinals_categorical_two_continuous_space()
     disc, cont = space.discrete_indices, space.continuous_indices
     target = torch.tensor([2.0, 1.0, 3.0, 0.0], dtype=torch.float64)
     A = torch.tensor([[1.0, 0.98], [0.98, 1.0]], dtype=torch.float64)  # condition number about 100

@@ -17,7 +17,7 @@ from graphbo.optim.mixed import _neighbour_scores, optimize_acquisition_mixed
 RING = [[1 if abs(i - j) in (1, 4) else 0 for j in range(5)] for i in range(5)]  # a 5-cycle
 
 
-def _space(continuous: bool) -> gb.Space:
+def _binaries_ordinal_categorical_ring_space(continuous: bool) -> gb.Space:
     variables = [(f"b{i}", gb.Binary()) for i in range(4)] + [
         ("o", gb.Ordinal(list(range(6)))), ("c", gb.Categorical(list("abcd"))),
         ("g", gb.GraphVariable(list("vwxyz"), RING))]
@@ -35,7 +35,8 @@ def _objective(c) -> float:
 
 
 def _fitted(kernel: str, continuous: bool, n: int = 25, seed: int = 0) -> gb.BOFM:
-    opt = gb.BOFM(_space(continuous), seed=seed, n_initial=n, kernel=kernel, n_random=300, n_starts=4, n_restarts=2)
+    opt = gb.BOFM(_binaries_ordinal_categorical_ring_space(continuous), seed=seed, n_initial=n, kernel=kernel,
+                  n_random=300, n_starts=4, n_restarts=2)
     for _ in range(n):
         c = opt.ask()
         opt.tell(c, _objective(c))

@@ -12,7 +12,7 @@ from graphbo.optim.bounded import BoundedScores, fresh_masks
 from graphbo.optim.mixed import optimize_acquisition_mixed
 
 
-def _spaces():
+def _mixed_discrete_and_binary_spaces():
     mixed = gb.Space([(f"b{i}", gb.Binary()) for i in range(8)]
                      + [("o", gb.Ordinal(list(range(7)))), ("c", gb.Categorical(list("abcd"))),
                         ("x", gb.Continuous(-1.0, 1.0)), ("z", gb.Continuous(0.0, 2.0))])
@@ -35,7 +35,7 @@ def _spaces():
 
 
 def _fitted(case, n, seed, kernel="modlap"):
-    space, f = _spaces()[case]
+    space, f = _mixed_discrete_and_binary_spaces()[case]
     opt = gb.BOFM(space, seed=seed, n_initial=n, kernel=kernel, n_random=500, n_starts=5)
     for _ in range(n):
         c = opt.ask()

@@ -12,21 +12,18 @@ from graphbo.optim.mixed import optimize_acquisition_mixed
 from graphbo.optim.trust_region import DEFAULTS, Region, TrustRegion, window_steps
 from graphbo.optimizers import METHODS
 from graphbo.study import Study
+from support import binary_space
 
 COMBO_FAST = {"n_burn": 5, "n_samples": 2, "n_random": 300, "n_spray": 5, "n_starts": 3}
 BOFM_FAST = {"n_restarts": 2, "n_random": 300, "n_spray": 5, "n_starts": 3}
 SMALL_TR = {"radius_init": 4, "fail_tol": 2, "succ_tol": 2}
 
 
-def bits(n=12):
-    return gb.Space({f"x{i}": gb.Binary() for i in range(n)})
-
-
 def onemax(c):
     return -float(sum(c.values()))
 
 
-def mixed_space():
+def categorical_three_binaries_log_integer_space():
     return gb.Space({"a": gb.Categorical(["p", "q", "r"]), "b": gb.Binary(), "c": gb.Binary(), "d": gb.Binary(),
                      "x": gb.Continuous(-1, 1), "n": gb.Integer(1, 1000, log=True)})
 
@@ -44,7 +41,7 @@ def row(space, k=0):
 # -- the state machine ---------------------------------------------------------------------------
 
 def test_counters_start_after_the_initial_design_and_the_centre_is_the_best_point():
-    space = bits()
+    space = binary_space(12)
     tr = TrustRegion(space, n_initial=3)
     events = [tr.observe(row(space, k), v) for k, v in [(1, 5.0), (2, 3.0), (3, 4.0)]]
     assert events == ["initial"] * 3
@@ -55,7 +52,7 @@ def test_counters_start_after_the_initial_design_and_the_centre_is_the_best_poin
 
 
 def test_an_improvement_below_the_relative_threshold_is_a_failure():
-    space = bits()
+    space = binary_space(12)
     tr = TrustRegion(space, n_initial=1)
     tr.observe(row(space, 0), 100.0)
     # 1e-3 * |100| = 0.1: 99.95 improves the best (it becomes the centre) but counts as a failure
@@ -90,7 +87,7 @@ def test_succ_tol_successes_expand_and_fail_tol_failures_shrink_by_the_factor():
 
 
 def test_shrinking_to_the_minimum_radius_restarts_with_a_new_random_design():
-    space = bits()
+    space = binary_space(12)
     tr = TrustRegion(space, n_initial=3, radius_init=4, fail_tol=2)
     for k, v in enumerate([3.0, 2.0, 1.0]):
         tr.observe(row(space, k), v)
@@ -122,7 +119,7 @@ def test_a_continuous_box_at_its_minimum_length_restarts():
 
 
 def test_state_is_plain_json_and_restores_exactly():
-    space = mixed_space()
+    space = categorical_three_binaries_log_integer_space()
     tr = TrustRegion(space, n_initial=2, fail_tol=1)
     rng = np.random.default_rng(1)
     for r in space.sample_index(6, rng):
@@ -135,17 +132,17 @@ def test_state_is_plain_json_and_restores_exactly():
 
 def test_options_are_checked_and_errors_name_them():
     with pytest.raises(ValueError, match="unknown option.*'radius'"):
-        TrustRegion(bits(), 3, radius=3)
+        TrustRegion(binary_space(12), 3, radius=3)
     with pytest.raises(ValueError, match="radius_init"):
-        TrustRegion(bits(), 3, radius_init=13)  # more than the 12 variables
+        TrustRegion(binary_space(12), 3, radius_init=13)  # more than the 12 variables
     with pytest.raises(ValueError, match="factor"):
-        TrustRegion(bits(), 3, factor=1.0)
+        TrustRegion(binary_space(12), 3, factor=1.0)
     with pytest.raises(ValueError, match="trust_region"):
-        gb.COMBO(bits(), trust_region={"fail_tolerance": 3})
+        gb.COMBO(binary_space(12), trust_region={"fail_tolerance": 3})
     with pytest.raises(TypeError, match="trust_region"):
-        gb.BOFM(mixed_space(), trust_region="yes")
+        gb.BOFM(categorical_three_binaries_log_integer_space(), trust_region="yes")
     with pytest.raises(ValueError, match="trust_region"):
-        METHODS["combo-tr"](bits(), trust_region=False)
+        METHODS["combo-tr"](binary_space(12), trust_region=False)
     # one or two discrete variables: the default minimum still leaves one shrink before a restart
     tr = TrustRegion(gb.Space({"a": gb.Binary(), "x": gb.Continuous(0, 1)}), 2)
     assert (tr.radius_init, tr.radius_min) == (1, 0)
@@ -154,7 +151,7 @@ def test_options_are_checked_and_errors_name_them():
 # -- regions and the acquisition optimisers ------------------------------------------------------
 
 def test_region_samples_lie_in_the_ball_and_box_and_reach_its_edge():
-    space = mixed_space()
+    space = categorical_three_binaries_log_integer_space()
     centre = space.to_index({"a": "q", "b": 1, "c": 0, "d": 1, "x": 0.9, "n": 10})
     region = Region(space, centre, radius=2, length=0.2)
     rows = region.sample(2000, np.random.default_rng(0))
@@ -244,7 +241,7 @@ def score_sum(rows):
 
 
 def test_graph_local_search_stays_in_the_region():
-    space = bits(16)
+    space = binary_space(16)
     centre = np.zeros(16, dtype=np.int64)
     region = Region(space, centre, radius=3)
     rng = np.random.default_rng(0)
@@ -263,7 +260,7 @@ def test_graph_local_search_stays_in_the_region():
 def test_mixed_search_stays_in_the_region():
     import torch
 
-    space = mixed_space()
+    space = categorical_three_binaries_log_integer_space()
     centre = space.to_index({"a": "p", "b": 0, "c": 0, "d": 0, "x": 0.0, "n": 30})
     region = Region(space, centre, radius=2, length=0.3)
 
@@ -298,22 +295,22 @@ def run_checking_regions(opt, f, budget, batch):
 
 
 def test_combo_tr_suggestions_stay_in_the_region_and_it_restarts():
-    opt = METHODS["combo-tr"](bits(), seed=0, n_initial=4, trust_region=SMALL_TR, **COMBO_FAST)
+    opt = METHODS["combo-tr"](binary_space(12), seed=0, n_initial=4, trust_region=SMALL_TR, **COMBO_FAST)
     checked = run_checking_regions(opt, onemax, 40, batch=2)
     assert checked >= 10
     assert opt.trust_region.n_restarts >= 1 or opt.trust_region.radius != 4
 
 
 def test_bofm_tr_suggestions_stay_in_the_region():
-    opt = METHODS["bofm-tr"](mixed_space(), seed=0, n_initial=4, trust_region={"radius_init": 2, "fail_tol": 2,
-                                                                               "length_init": 0.2}, **BOFM_FAST)
+    opt = METHODS["bofm-tr"](categorical_three_binaries_log_integer_space(), seed=0, n_initial=4,
+                             trust_region={"radius_init": 2, "fail_tol": 2, "length_init": 0.2}, **BOFM_FAST)
     checked = run_checking_regions(opt, mixed_f, 20, batch=2)
     assert checked >= 6
 
 
 def test_same_seed_same_run():
     def trace(seed):
-        opt = METHODS["combo-tr"](bits(), seed=seed, n_initial=4, trust_region=SMALL_TR, **COMBO_FAST)
+        opt = METHODS["combo-tr"](binary_space(12), seed=seed, n_initial=4, trust_region=SMALL_TR, **COMBO_FAST)
         for _ in range(16):
             c = opt.ask()
             opt.tell(c, onemax(c))
@@ -324,8 +321,8 @@ def test_same_seed_same_run():
 
 
 def test_trust_region_false_is_plain_combo():
-    a = gb.COMBO(bits(), seed=1, n_initial=3, **COMBO_FAST)
-    b = gb.COMBO(bits(), seed=1, n_initial=3, trust_region=False, **COMBO_FAST)
+    a = gb.COMBO(binary_space(12), seed=1, n_initial=3, **COMBO_FAST)
+    b = gb.COMBO(binary_space(12), seed=1, n_initial=3, trust_region=False, **COMBO_FAST)
     for _ in range(6):
         ca, cb = a.ask(), b.ask()
         assert ca == cb
@@ -335,8 +332,8 @@ def test_trust_region_false_is_plain_combo():
 
 
 @pytest.mark.parametrize("method, space, f, fast, tr", [
-    ("combo-tr", bits(), onemax, COMBO_FAST, SMALL_TR),
-    ("bofm-tr", mixed_space(), mixed_f, BOFM_FAST, {"radius_init": 2, "fail_tol": 2}),
+    ("combo-tr", binary_space(12), onemax, COMBO_FAST, SMALL_TR),
+    ("bofm-tr", categorical_three_binaries_log_integer_space(), mixed_f, BOFM_FAST, {"radius_init": 2, "fail_tol": 2}),
 ])
 def test_a_reopened_sqlite_study_continues_as_an_uninterrupted_one(tmp_path, method, space, f, fast, tr):
     options = dict(fast, n_initial=4, trust_region=tr)
@@ -378,7 +375,7 @@ def test_a_reopened_sqlite_study_continues_as_an_uninterrupted_one(tmp_path, met
 
 def test_an_exhausted_ball_restarts_the_region():
     # radius 2 of 6 bits: 22 vertices; without failures enough to shrink, the ball runs out first
-    opt = METHODS["combo-tr"](bits(6), seed=0, n_initial=3, trust_region={"radius_init": 2, "fail_tol": 40},
+    opt = METHODS["combo-tr"](binary_space(6), seed=0, n_initial=3, trust_region={"radius_init": 2, "fail_tol": 40},
                               **COMBO_FAST)
     seen = set()
     for _ in range(34):

@@ -15,16 +15,13 @@ from graphbo.optimizers import METHODS
 from graphbo.study import Study, read_study_info
 from graphbo.optimizers.auto import (AUTO, TR_MIN_BUDGET, TR_MIN_DIMENSIONS, choose_method, dimensions,
                                      resolve_method)
+from support import binary_space
 
 LARGE_BUDGET = max(200, TR_MIN_BUDGET)
 SMALL_BUDGET = TR_MIN_BUDGET - 1
 
 
-def binary_space(n: int) -> gb.Space:
-    return gb.Space({f"x{i}": gb.Binary() for i in range(n)})
-
-
-def mixed_space(n_binary: int, n_continuous: int) -> gb.Space:
+def binaries_continuous_space(n_binary: int, n_continuous: int) -> gb.Space:
     variables = {f"b{i}": gb.Binary() for i in range(n_binary)}
     variables.update({f"c{i}": gb.Continuous(-1.0, 1.0) for i in range(n_continuous)})
     return gb.Space(variables)
@@ -57,8 +54,8 @@ def test_dimension_threshold_is_where_the_rule_switches():
     below, at = TR_MIN_DIMENSIONS - 1, TR_MIN_DIMENSIONS
     assert choose_method(binary_space(below), LARGE_BUDGET) == "combo"
     assert choose_method(binary_space(at), LARGE_BUDGET) == "combo-tr"
-    assert choose_method(mixed_space(below - 2, 2), LARGE_BUDGET) == "bofm"
-    assert choose_method(mixed_space(at - 2, 2), LARGE_BUDGET) == "bofm-tr"
+    assert choose_method(binaries_continuous_space(below - 2, 2), LARGE_BUDGET) == "bofm"
+    assert choose_method(binaries_continuous_space(at - 2, 2), LARGE_BUDGET) == "bofm-tr"
 
 
 def test_single_valued_variables_do_not_count_as_dimensions():
@@ -76,8 +73,8 @@ def test_a_budget_that_covers_the_space_gets_no_trust_region():
 
 
 def test_small_mixed_space_gets_bofm():
-    assert choose_method(mixed_space(2, 2), LARGE_BUDGET) == "bofm"
-    assert choose_method(mixed_space(2, 2), None) == "bofm"
+    assert choose_method(binaries_continuous_space(2, 2), LARGE_BUDGET) == "bofm"
+    assert choose_method(binaries_continuous_space(2, 2), None) == "bofm"
 
 
 def test_mixed_53_dimensional_ackley_gets_bofm_with_a_trust_region():
@@ -96,7 +93,8 @@ def test_architecture_space_gets_nasbot(budget):
 def test_every_choice_is_a_method():
     from graphbo.nas import ArchitectureSpace
 
-    spaces = [binary_space(3), binary_space(60), mixed_space(1, 1), mixed_space(40, 3), ArchitectureSpace("cnn")]
+    spaces = [binary_space(3), binary_space(60), binaries_continuous_space(1, 1), binaries_continuous_space(40, 3),
+              ArchitectureSpace("cnn")]
     choices = {choose_method(s, b) for s in spaces for b in (None, 2, SMALL_BUDGET, LARGE_BUDGET)}
     assert choices == {"combo", "combo-tr", "bofm", "bofm-tr", "nasbot"}
     assert choices <= set(METHODS)
@@ -164,10 +162,6 @@ def test_compare_rejects_an_unknown_method_listing_auto(tmp_path, capsys):
 
 
 # -- auto as the default of minimize, Study and graphbo run --------------------------------------------------
-def binary_space(n):
-    return gb.Space({f"x{i}": gb.Binary() for i in range(n)})
-
-
 def test_study_defaults_to_auto_with_its_budget(tmp_path):
     assert Study(binary_space(50), auto_budget=TR_MIN_BUDGET).method == "combo-tr"
     assert Study(binary_space(50), auto_budget=TR_MIN_BUDGET - 1).method == "combo"

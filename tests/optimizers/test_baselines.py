@@ -8,6 +8,7 @@ from graphbo.optimizers.bocs import BOCS, HorseshoeGibbs, anneal_binary_quadrati
 from graphbo.optimizers.random_search import RandomSearch
 from graphbo.optimizers.regularized_evolution import RegularizedEvolution
 from graphbo.optimizers.simulated_annealing import SimulatedAnnealing
+from support import binary_space
 
 # small Gibbs chains keep the BOCS tests fast; the defaults are exercised once below
 BOCS_FAST = dict(n_burn=200, n_gibbs=20)
@@ -24,10 +25,6 @@ TARGET = [1, 0, 1, 1, 0, 0, 1, 0]
 WEIGHTS = [1.0, 1.3, 0.7, 2.0, 1.1, 0.9, 1.6, 0.8]
 
 
-def binary_space(d):
-    return gb.Space({f"x{i}": gb.Binary() for i in range(d)})
-
-
 def quadratic(cfg):
     """Quadratic function of binary variables with its unique minimum 0 at ``TARGET``."""
     x = [int(cfg[f"x{i}"]) for i in range(len(cfg))]
@@ -35,7 +32,7 @@ def quadratic(cfg):
     return value + 0.5 * x[1] * x[4] - 0.3 * x[0] * x[2] + 0.3
 
 
-def mixed_space():
+def ordinal4_categorical_binary_space():
     return gb.Space({
         "a": gb.Ordinal([0, 1, 2, 3]),
         "b": gb.Categorical(["x", "y", "z"]),
@@ -74,7 +71,8 @@ def test_finds_the_optimum_of_a_small_binary_quadratic(method, d, n_initial, bud
 @pytest.mark.parametrize("method", ["sa", "re"])
 def test_graph_baselines_find_the_optimum_of_a_mixed_space(method):
     # 24 configurations; the optimum is a=2, b="z", c=False
-    opt = run(MAKERS[method](mixed_space(), seed=3, n_initial=3), mixed_objective, 18, stop_at=0.0)
+    opt = run(MAKERS[method](ordinal4_categorical_binary_space(), seed=3, n_initial=3), mixed_objective, 18,
+              stop_at=0.0)
     assert opt.best.value == 0.0
     assert opt.best.config == {"a": 2, "b": "z", "c": False}
 
@@ -89,7 +87,7 @@ def test_bocs_with_default_settings_finds_the_optimum():
 
 @pytest.mark.parametrize("method", GRAPH_METHODS + ["bocs"])
 def test_asks_valid_distinct_configs_until_the_space_is_exhausted(method):
-    space = binary_space(5) if method == "bocs" else mixed_space()
+    space = binary_space(5) if method == "bocs" else ordinal4_categorical_binary_space()
     objective = quadratic if method == "bocs" else mixed_objective
     opt = MAKERS[method](space, seed=5, n_initial=3)
     seen = set()
@@ -107,7 +105,7 @@ def test_asks_valid_distinct_configs_until_the_space_is_exhausted(method):
 
 @pytest.mark.parametrize("method", GRAPH_METHODS + ["bocs"])
 def test_pending_asks_are_not_repeated(method):
-    space = binary_space(5) if method == "bocs" else mixed_space()
+    space = binary_space(5) if method == "bocs" else ordinal4_categorical_binary_space()
     objective = quadratic if method == "bocs" else mixed_objective
     opt = MAKERS[method](space, seed=6, n_initial=2)
     for _ in range(3):  # some history, then a batch of asks before any tell
@@ -131,7 +129,7 @@ def test_same_seed_same_run_different_seed_different_run(method):
     if method == "bocs":
         space_fn, objective, budget = (lambda: binary_space(8)), quadratic, 12
     else:
-        space_fn, objective, budget = mixed_space, mixed_objective, 12
+        space_fn, objective, budget = ordinal4_categorical_binary_space, mixed_objective, 12
     a = _sequence(method, 11, space_fn, objective, budget)
     b = _sequence(method, 11, space_fn, objective, budget)
     c = _sequence(method, 12, space_fn, objective, budget)
@@ -221,7 +219,7 @@ def test_re_children_respect_is_valid():
 
 
 def test_re_mutation_changes_exactly_one_variable_of_a_tournament_winner():
-    space = mixed_space()
+    space = ordinal4_categorical_binary_space()
     opt = RegularizedEvolution(space, seed=1, n_initial=4, population_size=4, sample_size=4)
     run(opt, mixed_objective, 4)
     best = space.to_index(opt.best.config)  # sample_size == population: the parent is the best
@@ -236,7 +234,7 @@ def test_re_population_ages():
 
 
 def test_sa_proposes_graph_neighbours_of_the_current_state():
-    space = mixed_space()
+    space = ordinal4_categorical_binary_space()
     opt = SimulatedAnnealing(space, seed=4, n_initial=3)
     run(opt, mixed_objective, 3)
     for _ in range(6):

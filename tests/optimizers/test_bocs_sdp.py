@@ -14,6 +14,7 @@ from graphbo.optim.sdp_relaxation import (
     solve_sdp_relaxation,
 )
 from graphbo.optimizers import METHODS, BOCSSDP
+from support import binary_space
 
 FAST = dict(n_burn=200, n_gibbs=20)
 
@@ -116,10 +117,6 @@ def test_invalid_problems_are_refused(bad, match):
 
 
 # -- the optimizer ----------------------------------------------------------------------------
-
-
-def binary_space(d):
-    return gb.Space({f"x{i}": gb.Binary() for i in range(d)})
 
 
 TARGET = [1, 0, 1, 1, 0, 0, 1, 0]

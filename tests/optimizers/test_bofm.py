@@ -9,7 +9,7 @@ from graphbo.benchmarks import load_benchmark
 FAST = dict(n_restarts=3, n_random=2000, n_spray=10, n_starts=8)
 
 
-def space():
+def categorical_binary_log_integer_space():
     return gb.Space({"a": gb.Categorical(["p", "q", "r"]), "x": gb.Continuous(-1, 1), "b": gb.Binary(),
                      "n": gb.Integer(1, 1000, log=True)})
 
@@ -21,7 +21,7 @@ def f(c):
 
 
 def run(seed, budget=16, **kw):
-    opt = gb.BOFM(space(), seed=seed, n_initial=5, **(FAST | kw))
+    opt = gb.BOFM(categorical_binary_log_integer_space(), seed=seed, n_initial=5, **(FAST | kw))
     for _ in range(budget):
         c = opt.ask()
         opt.tell(c, f(c))
@@ -31,11 +31,11 @@ def run(seed, budget=16, **kw):
 @pytest.mark.slow  # a quality check (an optimisation run to a budget): run with -m slow
 def test_bofm_improves_on_random_search_and_respects_the_space():
     opt = run(0, budget=20)
-    sp = space()
+    sp = categorical_binary_log_integer_space()
     for h in opt.history:
         sp.validate(h.config)
         assert isinstance(h.config["n"], int)
-    rs = gb.minimize(f, space(), method="rs", budget=20, seed=0)
+    rs = gb.minimize(f, categorical_binary_log_integer_space(), method="rs", budget=20, seed=0)
     assert opt.best.value < 0.05
     assert opt.best.value < rs.best.value
     assert opt.best.config["a"] == "q" and opt.best.config["b"] is False

@@ -23,7 +23,7 @@ CUDA = pytest.mark.skipif(not torch.cuda.is_available(),
                           reason="no CUDA device on this machine (torch.cuda.is_available() is False)")
 
 
-def space():
+def categorical_binary_ordinal_two_continuous_space():
     return gb.Space({"a": gb.Categorical(["p", "q", "r"]), "x": gb.Continuous(-1, 1), "b": gb.Binary(),
                      "k": gb.Ordinal([1, 2, 4, 8]), "y": gb.Continuous(0, 2)})
 
@@ -34,7 +34,7 @@ def f(c):
 
 
 def run(budget=15, seed=4, **kw):
-    opt = gb.BOFM(space(), seed=seed, n_initial=5, **(FAST | kw))
+    opt = gb.BOFM(categorical_binary_ordinal_two_continuous_space(), seed=seed, n_initial=5, **(FAST | kw))
     for _ in range(budget):
         c = opt.ask()
         opt.tell(c, f(c))
@@ -64,11 +64,11 @@ def test_explicit_cpu_gives_the_same_run_and_posterior_as_the_default():
 @pytest.mark.parametrize("method", ["bofm", "bofm-tr", "bofm-modlap", "bofm-prodlap"])
 def test_invalid_device_is_refused_naming_the_argument(method):
     with pytest.raises(ValueError, match=r"^device must be"):
-        METHODS[method](space(), device="tpu")
+        METHODS[method](categorical_binary_ordinal_two_continuous_space(), device="tpu")
     with pytest.raises(TypeError, match=r"^device must be"):
-        METHODS[method](space(), device=0)
+        METHODS[method](categorical_binary_ordinal_two_continuous_space(), device=0)
     # the variants pass the option on: an explicit CPU device reaches the model and the kernel
-    opt = METHODS[method](space(), device="cpu")
+    opt = METHODS[method](categorical_binary_ordinal_two_continuous_space(), device="cpu")
     assert opt.model.device.type == "cpu" and opt.kernel.device.type == "cpu"
 
 
@@ -76,9 +76,10 @@ def test_unavailable_cuda_is_refused_naming_the_argument():
     if torch.cuda.is_available():
         pytest.skip("a CUDA device is available here")
     with pytest.raises(ValueError, match=r"^device must be a device available.*is_available\(\) is False"):
-        gb.BOFM(space(), device="cuda")
+        gb.BOFM(categorical_binary_ordinal_two_continuous_space(), device="cuda")
     with pytest.raises(ValueError, match=r"^device must be"):
-        MixedGP(fm_kernel(space()), space(), device="cuda")
+        MixedGP(fm_kernel(categorical_binary_ordinal_two_continuous_space()),
+                categorical_binary_ordinal_two_continuous_space(), device="cuda")
 
 
 def test_model_tensors_live_on_the_requested_device():
@@ -94,14 +95,14 @@ def test_model_tensors_live_on_the_requested_device():
 def test_state_is_plain_floats_and_restores_on_another_device():
     """A run saved with one device (here "cpu") resumes with another (None): the state goes through
     JSON, and the resumed run makes the same next suggestions as the uninterrupted one."""
-    sp = space()
+    sp = categorical_binary_ordinal_two_continuous_space()
     a = gb.BOFM(sp, seed=7, n_initial=5, device="cpu", **FAST)
     for _ in range(9):
         c = a.ask()
         a.tell(c, f(c))
     state = json.loads(json.dumps(a.get_state()))  # fails on a tensor left in the state
     assert all(isinstance(v, float) for v in state["method"]["params"])
-    b = gb.BOFM(space(), seed=7, n_initial=5, **FAST)
+    b = gb.BOFM(categorical_binary_ordinal_two_continuous_space(), seed=7, n_initial=5, **FAST)
     for h in a.history:
         b.tell(h.config, h.value)
     b.set_state(state)
@@ -116,13 +117,14 @@ def test_state_is_plain_floats_and_restores_on_another_device():
 def test_study_resumes_on_another_device_through_runtime_options(tmp_path):
     """``device`` in ``runtime_options`` is not stored, so a study started with it resumes without it."""
     path = str(tmp_path / "bofm.db")
-    with Study(space(), "bofm", storage=path, seed=2, runtime_options={"device": "cpu"}, n_initial=4,
-               **FAST) as study:
+    with Study(categorical_binary_ordinal_two_continuous_space(), "bofm", storage=path, seed=2,
+               runtime_options={"device": "cpu"}, n_initial=4, **FAST) as study:
         for _ in range(6):
             t = study.ask()
             study.tell(t, f(t.config))
         assert study.optimizer.model.device.type == "cpu"
-    with Study(space(), "bofm", storage=path, seed=2, n_initial=4, **FAST) as study:
+    with Study(categorical_binary_ordinal_two_continuous_space(), "bofm", storage=path, seed=2, n_initial=4,
+               **FAST) as study:
         assert study.n_finished == 6
         for _ in range(2):
             t = study.ask()
@@ -133,7 +135,7 @@ def test_study_resumes_on_another_device_through_runtime_options(tmp_path):
 @CUDA
 def test_cuda_matches_cpu_within_rounding():
     cpu = run(budget=12)
-    gpu = gb.BOFM(space(), seed=4, n_initial=5, device="cuda", **FAST)
+    gpu = gb.BOFM(categorical_binary_ordinal_two_continuous_space(), seed=4, n_initial=5, device="cuda", **FAST)
     assert gpu.model.device.type == "cuda" and gpu.kernel._es_var.device.type == "cuda"
     # the same data and hyper-parameters: the same posterior up to floating-point rounding
     for h in cpu.history:
@@ -149,7 +151,7 @@ def test_cuda_matches_cpu_within_rounding():
     np.testing.assert_allclose(pg.mean.cpu().numpy(), pc.mean.numpy(), rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(pg.variance.cpu().numpy(), pc.variance.numpy(), rtol=1e-7, atol=1e-10)
     # ML-II from the same starting points reaches the same optimum on both devices
-    sp = space()
+    sp = categorical_binary_ordinal_two_continuous_space()
     fits = [MixedGP(fm_kernel(sp, dev), sp, n_restarts=3, device=dev).fit(cpu.X, cpu.y, np.random.default_rng(0))
             for dev in ("cpu", "cuda")]
     assert fits[1].fit_info["objective"] == pytest.approx(fits[0].fit_info["objective"], rel=1e-4, abs=1e-4)

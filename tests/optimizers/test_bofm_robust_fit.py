@@ -12,18 +12,18 @@ from graphbo.kernels.frequency_modulated import FMKernel
 from graphbo.models.mixed_gp import PENALTY, MixedGP
 
 
-def space():
+def func2c_space():
     return load_benchmark("func2c").space
 
 
 def model(kernel="modlap", cls=FMKernel, **kw):
-    sp = space()
+    sp = func2c_space()
     spectra = [sp.variables[j].spectrum for j in sp.discrete_indices]
     return MixedGP(cls(kernel, spectra, len(sp.continuous_indices)), sp, n_restarts=4, **kw)
 
 
 def rows(n, seed=0):
-    return space().sample_index(n, np.random.default_rng(seed)).astype(float)
+    return func2c_space().sample_index(n, np.random.default_rng(seed)).astype(float)
 
 
 def nll(m, X, y):

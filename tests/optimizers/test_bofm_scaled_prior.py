@@ -13,7 +13,7 @@ from graphbo.models.mixed_gp import MixedGP
 from graphbo.optimizers.bofm import BOFM, SCALED_PRIOR_MIN_DIMENSIONS
 
 
-def _binary_space(p: int, n_cont: int = 0) -> gb.Space:
+def _binaries_unit_continuous_space(p: int, n_cont: int = 0) -> gb.Space:
     return gb.Space([(f"b{i}", gb.Binary()) for i in range(p)] + [(f"x{j}", gb.Continuous(0.0, 1.0))
                                                                      for j in range(n_cont)])
 
@@ -26,7 +26,7 @@ def _kernel(name: str, space: gb.Space, prior: str = "scaled") -> FMKernel:
 @pytest.mark.parametrize("name", KERNELS)
 @pytest.mark.parametrize("p", [3, 30])
 def test_at_the_scaled_centre_one_binary_flip_keeps_correlation_exp_minus_one_over_d(name, p):
-    space = _binary_space(p, n_cont=2)
+    space = _binaries_unit_continuous_space(p, n_cont=2)
     k = _kernel(name, space)
     d = p + 2
     assert k.n_effective == d
@@ -45,7 +45,7 @@ def test_at_the_scaled_centre_one_binary_flip_keeps_correlation_exp_minus_one_ov
 
 
 def test_scaled_centre_of_the_continuous_lengthscale_and_the_modulation():
-    space = _binary_space(50, n_cont=3)
+    space = _binaries_unit_continuous_space(50, n_cont=3)
     p = _kernel("modlap", space).unpack(_kernel("modlap", space).default_params())
     assert torch.allclose(p["log_theta"], torch.full((3,), math.sqrt(2) + 0.5 * math.log(53), dtype=torch.float64))
     assert torch.allclose(p["log_alpha"], torch.full((50,), -math.log(50), dtype=torch.float64))
@@ -58,7 +58,7 @@ def test_single_valued_variables_do_not_count_in_d():
 
 @pytest.mark.parametrize("prior", ["weak", "scaled"])
 def test_log_prior_is_highest_at_its_centre_and_random_starts_scatter_around_it(prior):
-    space = _binary_space(25, n_cont=2)
+    space = _binaries_unit_continuous_space(25, n_cont=2)
     k = _kernel("modlap", space, prior=prior)
     centre = k.default_params()
     if prior == "weak":
@@ -76,7 +76,7 @@ def test_log_prior_is_highest_at_its_centre_and_random_starts_scatter_around_it(
 
 def test_unknown_kernel_prior_is_refused_naming_it():
     with pytest.raises(ValueError, match="prior"):
-        _kernel("modlap", _binary_space(3), prior="strong")
+        _kernel("modlap", _binaries_unit_continuous_space(3), prior="strong")
 
 
 def test_bofm_prior_choices_are_the_kernels_and_the_fits_plus_auto():
@@ -88,16 +88,16 @@ def test_bofm_prior_choices_are_the_kernels_and_the_fits_plus_auto():
 
 
 def test_bofm_prior_auto_takes_the_scaled_priors_from_the_threshold_on():
-    small = BOFM(_binary_space(SCALED_PRIOR_MIN_DIMENSIONS - 2, n_cont=1), seed=0)
-    large = BOFM(_binary_space(SCALED_PRIOR_MIN_DIMENSIONS - 1, n_cont=1), seed=0)
+    small = BOFM(_binaries_unit_continuous_space(SCALED_PRIOR_MIN_DIMENSIONS - 2, n_cont=1), seed=0)
+    large = BOFM(_binaries_unit_continuous_space(SCALED_PRIOR_MIN_DIMENSIONS - 1, n_cont=1), seed=0)
     assert (small.prior, small.kernel.prior, small.model.prior) == ("weak", "weak", "weak")
     assert (large.prior, large.kernel.prior, large.model.prior) == ("scaled", "scaled", "weak")
-    none = BOFM(_binary_space(4, n_cont=1), seed=0, prior="none")
+    none = BOFM(_binaries_unit_continuous_space(4, n_cont=1), seed=0, prior="none")
     assert (none.kernel.prior, none.model.prior) == ("weak", "none")
-    forced = BOFM(_binary_space(4, n_cont=1), seed=0, prior="scaled")
+    forced = BOFM(_binaries_unit_continuous_space(4, n_cont=1), seed=0, prior="scaled")
     assert forced.kernel.prior == "scaled"
     with pytest.raises(ValueError, match="prior"):
-        BOFM(_binary_space(4, n_cont=1), seed=0, prior="strong")
+        BOFM(_binaries_unit_continuous_space(4, n_cont=1), seed=0, prior="strong")
 
 
 def _neighbour_ranking(prior: str, seed: int) -> float:
@@ -106,7 +106,7 @@ def _neighbour_ranking(prior: str, seed: int) -> float:
     its zeros set to one, all worse): the share of (better, worse) neighbour pairs whose posterior means are
     in the right order. Setting a one to zero is better, setting a zero to one worse."""
     p = 40
-    space = _binary_space(p, n_cont=1)
+    space = _binaries_unit_continuous_space(p, n_cont=1)
     rng = np.random.default_rng(seed)
 
     def f(rows: np.ndarray) -> np.ndarray:

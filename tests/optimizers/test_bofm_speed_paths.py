@@ -22,7 +22,7 @@ from graphbo.kernels.frequency_modulated import FMKernel
 from graphbo.models.mixed_gp import MixedGP
 
 
-def _space() -> gb.Space:
+def _categorical_binary_integer_two_continuous_space() -> gb.Space:
     return gb.Space({"a": gb.Categorical(["x", "y", "z"]), "b": gb.Binary(), "c": gb.Integer(0, 6),
                      "u": gb.Continuous(0.0, 1.0), "v": gb.Continuous(0.0, 1.0)})
 
@@ -41,7 +41,7 @@ def _kernel(space: gb.Space, name: str = "modlap") -> FMKernel:
 
 
 def test_warm_fit_reaches_the_cold_optimum_and_predicts_the_same():
-    space = _space()
+    space = _categorical_binary_integer_two_continuous_space()
     X, y = _data(space, 40)
     Xq = space.sample_index(30, np.random.default_rng(5)).astype(float)
     cold = MixedGP(_kernel(space), space, n_restarts=6, restart_every=1)
@@ -60,7 +60,7 @@ def test_warm_fit_reaches_the_cold_optimum_and_predicts_the_same():
 
 
 def test_restart_schedule():
-    space = _space()
+    space = _categorical_binary_integer_two_continuous_space()
     X, y = _data(space, 30)
     model = MixedGP(_kernel(space), space, n_restarts=3, restart_every=3)
     warm = []
@@ -71,7 +71,7 @@ def test_restart_schedule():
 
 
 def test_a_warm_start_worse_than_the_default_point_runs_the_restarts():
-    space = _space()
+    space = _categorical_binary_integer_two_continuous_space()
     X, y = _data(space, 30)
     model = MixedGP(_kernel(space), space, n_restarts=4, restart_every=10, maxiter=1)
     model.fit(X, y, np.random.default_rng(0))
@@ -89,7 +89,7 @@ def test_a_warm_start_worse_than_the_default_point_runs_the_restarts():
 
 
 def test_bofm_state_keeps_the_warm_fit_count():
-    space = _space()
+    space = _categorical_binary_integer_two_continuous_space()
     X, y = _data(space, 16)
     opt = gb.BOFM(space, seed=0, n_initial=12, n_random=500, n_starts=4, n_restarts=2, restart_every=4)
     for row, v in zip(X[:12], y[:12]):
@@ -109,14 +109,14 @@ def test_bofm_state_keeps_the_warm_fit_count():
 
 
 def test_restart_every_is_validated_by_name():
-    space = _space()
+    space = _categorical_binary_integer_two_continuous_space()
     with pytest.raises(ValueError, match="restart_every"):
         MixedGP(_kernel(space), space, restart_every=0)
 
 
 @pytest.mark.parametrize("name", ["modlap", "moddif", "fnn", "general"])
 def test_blocked_gram_and_diagonal_equal_eq5(name, monkeypatch):
-    space = _space()
+    space = _categorical_binary_integer_two_continuous_space()
     kernel = _kernel(space, name)
     assert any(c is not None for cs in kernel._es_const for c in cs)  # complete graphs: constant projectors
     assert any(all(c is None for c in cs[1:]) and len(cs) > 2 for cs in kernel._es_const)  # the path graph
@@ -202,7 +202,7 @@ def test_split_takes_the_columns_without_aliasing_the_rows(order):
     """Consecutive discrete and continuous columns are sliced (a column gather of a large pool is slow),
     others gathered; either way the parts are the right columns, the continuous part keeps the autograd
     graph of a tensor input, and neither part is a view of the caller's rows."""
-    space = _space() if order == "consecutive" else gb.Space(
+    space = _categorical_binary_integer_two_continuous_space() if order == "consecutive" else gb.Space(
         {"u": gb.Continuous(0.0, 1.0), "a": gb.Categorical(["x", "y", "z"]), "v": gb.Continuous(0.0, 1.0),
          "b": gb.Binary()})
     model = MixedGP(_kernel(space), space)
@@ -224,7 +224,7 @@ def test_split_takes_the_columns_without_aliasing_the_rows(order):
 def test_projector_grid_cache_is_keyed_by_the_index_values():
     """The last small grid is kept (the acquisition optimiser asks for the same rows many times); a change of
     any index value, in either set, gives the grid of the new values, never the kept one."""
-    space = _space()
+    space = _categorical_binary_integer_two_continuous_space()
     kernel = _kernel(space)
     rng = np.random.default_rng(3)
     V1 = torch.as_tensor(space.sample_index(5, rng)[:, space.discrete_indices].astype(np.int64))

@@ -14,7 +14,7 @@ from graphbo.optimizers.cocabo import CoCaBO, CoCaBOKernel, exp3_gamma, exp3_pro
 FAST = dict(n_restarts=2, n_random=500)
 
 
-def mixed_space():
+def categorical_ordinal_log_scaled_space():
     return gb.Space({
         "c": gb.Categorical(["a", "b", "c"]),
         "o": gb.Ordinal([1, 2, 4, 8]),
@@ -133,7 +133,7 @@ def test_bandit_update_follows_exp3_with_the_best_value_per_category():
 
 # -- the optimizer ------------------------------------------------------------------------------------------------
 def test_respects_the_space_and_never_repeats():
-    space = mixed_space()
+    space = categorical_ordinal_log_scaled_space()
     opt = CoCaBO(space, seed=1, n_initial=5, **FAST)
     configs, values = run(opt, mixed_objective, 14)
     for cfg in configs:
@@ -145,10 +145,10 @@ def test_respects_the_space_and_never_repeats():
 
 
 def test_reproducible_from_the_seed():
-    space = mixed_space()
+    space = categorical_ordinal_log_scaled_space()
     a, _ = run(CoCaBO(space, seed=3, n_initial=4, **FAST), mixed_objective, 9)
-    b, _ = run(CoCaBO(mixed_space(), seed=3, n_initial=4, **FAST), mixed_objective, 9)
-    c, _ = run(CoCaBO(mixed_space(), seed=4, n_initial=4, **FAST), mixed_objective, 9)
+    b, _ = run(CoCaBO(categorical_ordinal_log_scaled_space(), seed=3, n_initial=4, **FAST), mixed_objective, 9)
+    c, _ = run(CoCaBO(categorical_ordinal_log_scaled_space(), seed=4, n_initial=4, **FAST), mixed_objective, 9)
     assert a == b
     assert a != c
 

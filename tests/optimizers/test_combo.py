@@ -9,7 +9,7 @@ from graphbo.kernels.diffusion import GraphDiffusionKernel
 FAST = dict(n_burn=10, n_samples=3, n_random=500, n_spray=5, n_starts=5)
 
 
-def toy_space():
+def ordinal6_categorical_two_binaries_space():
     return gb.Space({
         "a": gb.Ordinal(list(range(6))),
         "b": gb.Categorical(["x", "y", "z"]),
@@ -23,7 +23,7 @@ def toy_objective(cfg):
 
 
 def run(seed, budget=14):
-    opt = gb.COMBO(toy_space(), seed=seed, n_initial=4, **FAST)
+    opt = gb.COMBO(ordinal6_categorical_two_binaries_space(), seed=seed, n_initial=4, **FAST)
     for _ in range(budget):
         c = opt.ask()
         opt.tell(c, toy_objective(c))
@@ -86,25 +86,26 @@ def test_tell_rejects_configs_outside_the_space(config, match):
 
 def test_initial_design_is_distinct_and_honours_initial_configs():
     first = {"a": 0, "b": "z", "c": True, "d": False}
-    opt = gb.COMBO(toy_space(), seed=0, n_initial=6, initial_configs=[first], **FAST)
+    opt = gb.COMBO(ordinal6_categorical_two_binaries_space(), seed=0, n_initial=6, initial_configs=[first], **FAST)
     asked = [opt.ask() for _ in range(6)]
     assert asked[0] == first
     assert len({tuple(sorted(c.items())) for c in asked}) == 6
 
 
 def test_minimize_returns_the_best_and_history():
-    res = gb.minimize(toy_objective, toy_space(), method="combo", budget=12, seed=0, n_initial=4, **FAST)
+    res = gb.minimize(toy_objective, ordinal6_categorical_two_binaries_space(), method="combo", budget=12, seed=0,
+                      n_initial=4, **FAST)
     assert len(res.history) == 12
     assert res.best.value == min(h.value for h in res.history)
     assert res.best_params == res.best.config and not hasattr(res, "best_config")  # one name
     assert set(res.optimizer.relevance) == {"a", "b", "c", "d"}
     with pytest.raises(ValueError, match="unknown method"):
-        gb.minimize(toy_objective, toy_space(), method="nope", budget=3)
+        gb.minimize(toy_objective, ordinal6_categorical_two_binaries_space(), method="nope", budget=3)
 
 
 def test_random_search_is_seeded_and_distinct():
-    r1 = gb.minimize(toy_objective, toy_space(), method="rs", budget=20, seed=7)
-    r2 = gb.minimize(toy_objective, toy_space(), method="rs", budget=20, seed=7)
+    r1 = gb.minimize(toy_objective, ordinal6_categorical_two_binaries_space(), method="rs", budget=20, seed=7)
+    r2 = gb.minimize(toy_objective, ordinal6_categorical_two_binaries_space(), method="rs", budget=20, seed=7)
     assert [h.config for h in r1.history] == [h.config for h in r2.history]
     assert len({tuple(sorted(h.config.items())) for h in r1.history}) == 20
 
@@ -175,7 +176,8 @@ def test_relevance_grows_with_importance_and_beta_reads_the_other_way():
 
 def test_matern_kernel_form_runs_reproducibly_and_finds_the_optimum():
     def run_form(seed):
-        opt = gb.COMBO(toy_space(), seed=seed, n_initial=4, kernel_form="matern52", **FAST)
+        opt = gb.COMBO(ordinal6_categorical_two_binaries_space(), seed=seed, n_initial=4, kernel_form="matern52",
+                       **FAST)
         for _ in range(25):
             c = opt.ask()
             opt.tell(c, toy_objective(c))
@@ -185,4 +187,4 @@ def test_matern_kernel_form_runs_reproducibly_and_finds_the_optimum():
     assert [h.config for h in a.history] == [h.config for h in b.history]
     assert a.best.value == 0.0
     with pytest.raises(ValueError, match="kernel_form"):
-        gb.COMBO(toy_space(), kernel_form="rbf")
+        gb.COMBO(ordinal6_categorical_two_binaries_space(), kernel_form="rbf")

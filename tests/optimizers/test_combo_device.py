@@ -17,7 +17,7 @@ CUDA = pytest.mark.skipif(not torch.cuda.is_available(),
 FAST = dict(n_burn=20, n_samples=3, n_random=500, n_spray=5, n_starts=3)
 
 
-def space():
+def categorical_binaries_warpable_ordinal_space():
     # a warpable ordinal (positive, > 11 values, spanning decades) exercises the graph choice's kernels too
     return gb.Space({"a": gb.Categorical(["p", "q", "r"]), "b": gb.Binary(), "c": gb.Binary(),
                      "w": gb.Ordinal([2 ** k for k in range(13)]), "k": gb.Ordinal([0, 1, 2, 3])})
@@ -29,7 +29,7 @@ def f(c):
 
 
 def run(budget=14, seed=3, **kw):
-    opt = gb.COMBO(space(), seed=seed, n_initial=6, **(FAST | kw))
+    opt = gb.COMBO(categorical_binaries_warpable_ordinal_space(), seed=seed, n_initial=6, **(FAST | kw))
     for _ in range(budget):
         c = opt.ask()
         opt.tell(c, f(c))
@@ -54,7 +54,7 @@ def test_explicit_cpu_gives_the_same_run_and_posterior_as_the_default():
 @CUDA
 def test_cuda_matches_cpu_within_rounding_and_stays_on_the_device():
     cpu = run()
-    gpu = gb.COMBO(space(), seed=3, n_initial=6, device="cuda", **FAST)
+    gpu = gb.COMBO(categorical_binaries_warpable_ordinal_space(), seed=3, n_initial=6, device="cuda", **FAST)
     assert gpu.model.kernel.device.type == "cuda"
     for h in cpu.history:
         gpu.tell(h.config, h.value)

@@ -23,11 +23,11 @@ from graphbo.models.otmann_gp import OTMANNGP
 from graphbo.nas.domain.space import ArchitectureSpace
 
 
-def discrete_space():
+def binary_ordinal3_space():
     return gb.Space({"a": gb.Binary(), "o": gb.Ordinal([1, 2, 3])})
 
 
-def mixed_space():
+def categorical_continuous_space():
     return gb.Space({"c": gb.Categorical(["x", "y", "z"]), "r": gb.Continuous(0.0, 1.0)})
 
 
@@ -36,11 +36,11 @@ def spectra(space):
 
 
 def diffusion_kernel():
-    return GraphDiffusionKernel(spectra(discrete_space()))
+    return GraphDiffusionKernel(spectra(binary_ordinal3_space()))
 
 
 def fm_kernel(space=None):
-    space = mixed_space() if space is None else space
+    space = categorical_continuous_space() if space is None else space
     return FMKernel("modlap", spectra(space), len(space.continuous_indices))
 
 
@@ -92,23 +92,27 @@ CASES = [
      "spectra must be a sequence of GraphSpectrum"),
     ("GraphDiffusionKernel", lambda: GraphDiffusionKernel([]), ValueError, "spectra must hold at least 1"),
     ("GraphDiffusionKernel", lambda: GraphDiffusionKernel([np.eye(2)]), TypeError, r"spectra\[0\] must be"),
-    ("GraphDiffusionKernel", lambda: GraphDiffusionKernel(spectra(discrete_space()), dtype=torch.int64),
+    ("GraphDiffusionKernel", lambda: GraphDiffusionKernel(spectra(binary_ordinal3_space()), dtype=torch.int64),
      ValueError, "dtype must be a torch floating dtype"),
-    ("GraphDiffusionKernel", lambda: GraphDiffusionKernel(spectra(discrete_space()), dtype="float64"),
+    ("GraphDiffusionKernel", lambda: GraphDiffusionKernel(spectra(binary_ordinal3_space()), dtype="float64"),
      TypeError, "dtype must be a torch floating dtype"),
-    ("GraphDiffusionKernel", lambda: GraphDiffusionKernel(spectra(discrete_space()), device="tpu"),
+    ("GraphDiffusionKernel", lambda: GraphDiffusionKernel(spectra(binary_ordinal3_space()), device="tpu"),
      ValueError, r"device must be .*'cpu'"),
-    ("GraphDiffusionKernel", lambda: GraphDiffusionKernel(spectra(discrete_space()), device=0), TypeError,
+    ("GraphDiffusionKernel", lambda: GraphDiffusionKernel(spectra(binary_ordinal3_space()), device=0), TypeError,
      "device must be"),
-    ("FMKernel", lambda: FMKernel("lap", spectra(mixed_space()), 1), ValueError,
+    ("FMKernel", lambda: FMKernel("lap", spectra(categorical_continuous_space()), 1), ValueError,
      r"name must be one of \['modlap', 'moddif', 'general', 'fnn', 'prodlap', 'addlap', 'proddif', 'adddif'\]"),
-    ("FMKernel", lambda: FMKernel(None, spectra(mixed_space()), 1), TypeError, "name must be the kernel's name"),
+    ("FMKernel", lambda: FMKernel(None, spectra(categorical_continuous_space()), 1), TypeError,
+     "name must be the kernel's name"),
     ("FMKernel", lambda: FMKernel("modlap", None, 1), TypeError, "spectra must be a sequence"),
-    ("FMKernel", lambda: FMKernel("modlap", spectra(mixed_space()), -1), ValueError, "n_continuous must be >= 0"),
-    ("FMKernel", lambda: FMKernel("modlap", spectra(mixed_space()), 1.5), TypeError, "n_continuous must be"),
-    ("FMKernel", lambda: FMKernel("general", spectra(mixed_space()), 1, n_terms=0), ValueError,
+    ("FMKernel", lambda: FMKernel("modlap", spectra(categorical_continuous_space()), -1), ValueError,
+     "n_continuous must be >= 0"),
+    ("FMKernel", lambda: FMKernel("modlap", spectra(categorical_continuous_space()), 1.5), TypeError,
+     "n_continuous must be"),
+    ("FMKernel", lambda: FMKernel("general", spectra(categorical_continuous_space()), 1, n_terms=0), ValueError,
      "n_terms must be >= 1"),
-    ("FMKernel", lambda: FMKernel("modlap", spectra(mixed_space()), 1, dtype=np.float64), TypeError, "dtype"),
+    ("FMKernel", lambda: FMKernel("modlap", spectra(categorical_continuous_space()), 1, dtype=np.float64), TypeError,
+     "dtype"),
     ("OTMANNKernel", lambda: gb.OTMANNKernel("rnn"), ValueError, "kind"),
     # -- surrogate models ---------------------------------------------------------------------------------
     ("DiffusionGP", lambda: DiffusionGP(fm_kernel()), TypeError, "kernel must be a graphbo.GraphDiffusionKernel"),
@@ -118,13 +122,17 @@ CASES = [
     ("DiffusionGP", lambda: DiffusionGP(diffusion_kernel(), tau_beta=0.0), ValueError, "tau_beta must be > 0"),
     ("DiffusionGP", lambda: DiffusionGP(diffusion_kernel(), tau_noise="small"), TypeError,
      "tau_noise must be a number"),
-    ("MixedGP", lambda: MixedGP(diffusion_kernel(), mixed_space()), TypeError, "kernel must be a graphbo.FMKernel"),
+    ("MixedGP", lambda: MixedGP(diffusion_kernel(), categorical_continuous_space()), TypeError,
+     "kernel must be a graphbo.FMKernel"),
     ("MixedGP", lambda: MixedGP(fm_kernel(), {"c": 1}), TypeError, "space must be a graphbo.Space"),
-    ("MixedGP", lambda: MixedGP(fm_kernel(discrete_space()), mixed_space()), ValueError,
+    ("MixedGP", lambda: MixedGP(fm_kernel(binary_ordinal3_space()), categorical_continuous_space()), ValueError,
      "kernel has 2 discrete and 0 continuous inputs"),
-    ("MixedGP", lambda: MixedGP(fm_kernel(), mixed_space(), n_restarts=0), ValueError, "n_restarts must be >= 1"),
-    ("MixedGP", lambda: MixedGP(fm_kernel(), mixed_space(), log_y=1), TypeError, "log_y must be True or False"),
-    ("MixedGP", lambda: MixedGP(fm_kernel(), mixed_space(), maxiter="many"), TypeError, "maxiter must be an integer"),
+    ("MixedGP", lambda: MixedGP(fm_kernel(), categorical_continuous_space(), n_restarts=0), ValueError,
+     "n_restarts must be >= 1"),
+    ("MixedGP", lambda: MixedGP(fm_kernel(), categorical_continuous_space(), log_y=1), TypeError,
+     "log_y must be True or False"),
+    ("MixedGP", lambda: MixedGP(fm_kernel(), categorical_continuous_space(), maxiter="many"), TypeError,
+     "maxiter must be an integer"),
     ("OTMANNGP", lambda: OTMANNGP("rnn"), ValueError, r"kind must be one of \['cnn', 'mlp'\]"),
     ("OTMANNGP", lambda: OTMANNGP("mlp", nu_strs=[0.1, -0.2]), ValueError, r"nu_strs\[1\] must be >= 0"),
     ("OTMANNGP", lambda: OTMANNGP("mlp", nu_strs=0.1), TypeError, "nu_strs must be a sequence"),
@@ -183,7 +191,7 @@ def test_valid_arguments_are_kept_in_their_canonical_types():
     assert (var.low, var.high, var.log) == (0.5, 3.0, True) and type(var.low) is float
     assert gb.Integer(1.0, 4.0).values == (1, 2, 3, 4)
     assert isinstance(gb.Integer(0, 100, max_ordinal=200), gb.Ordinal)
-    kern = FMKernel("ModLap", spectra(mixed_space()), 1.0)
+    kern = FMKernel("ModLap", spectra(categorical_continuous_space()), 1.0)
     assert (kern.name, kern.Dc, type(kern.Dc)) == ("modlap", 1, int)
     gp = DiffusionGP(diffusion_kernel(), n_burn=np.int64(3), n_samples=2.0, tau_beta=1)
     assert (gp.n_burn, gp.n_samples, gp.tau_beta) == (3, 2, 1.0) and type(gp.n_samples) is int
@@ -194,35 +202,39 @@ def test_valid_arguments_are_kept_in_their_canonical_types():
 # -- the GPyTorch kernels -----------------------------------------------------------------------------------
 GPYTORCH_CASES = [
     ("DiffusionKernel", lambda g: g.DiffusionKernel({"a": gb.Binary()}), TypeError, "space must be a graphbo.Space"),
-    ("DiffusionKernel", lambda g: g.DiffusionKernel(mixed_space(), beta_constraint=(0.0, 1.0)), TypeError,
-     "beta_constraint must be a gpytorch.constraints.Interval"),
-    ("DiffusionKernel", lambda g: g.DiffusionKernel(mixed_space(), beta_prior="horseshoe"), TypeError,
+    ("DiffusionKernel", lambda g: g.DiffusionKernel(categorical_continuous_space(), beta_constraint=(0.0, 1.0)),
+     TypeError, "beta_constraint must be a gpytorch.constraints.Interval"),
+    ("DiffusionKernel", lambda g: g.DiffusionKernel(categorical_continuous_space(), beta_prior="horseshoe"), TypeError,
      "beta_prior must be None or a gpytorch.priors.Prior"),
-    ("DiffusionKernel", lambda g: g.DiffusionKernel(mixed_space(), batch_shape=2), TypeError,
+    ("DiffusionKernel", lambda g: g.DiffusionKernel(categorical_continuous_space(), batch_shape=2), TypeError,
      "batch_shape must be None or a torch.Size"),
-    ("DiffusionKernel", lambda g: g.DiffusionKernel(mixed_space(), batch_shape=[-1]), ValueError,
+    ("DiffusionKernel", lambda g: g.DiffusionKernel(categorical_continuous_space(), batch_shape=[-1]), ValueError,
      r"batch_shape\[0\] must be >= 0"),
-    ("DiffusionKernel", lambda g: g.DiffusionKernel(mixed_space(), active_dims=[0]), ValueError,
+    ("DiffusionKernel", lambda g: g.DiffusionKernel(categorical_continuous_space(), active_dims=[0]), ValueError,
      r"active_dims must give one column per variable of the space \(2"),
-    ("DiffusionKernel", lambda g: g.DiffusionKernel(mixed_space(), active_dims=[0, "1"]), TypeError,
+    ("DiffusionKernel", lambda g: g.DiffusionKernel(categorical_continuous_space(), active_dims=[0, "1"]), TypeError,
      r"active_dims\[1\] must be an integer"),
-    ("FrequencyModulatedKernel", lambda g: g.FrequencyModulatedKernel(mixed_space(), "laplace"), ValueError,
-     r"modulation must be one of \['modlap'"),
-    ("FrequencyModulatedKernel", lambda g: g.FrequencyModulatedKernel(mixed_space(), modulation=9), TypeError,
-     "modulation must be a str"),
-    ("FrequencyModulatedKernel", lambda g: g.FrequencyModulatedKernel(mixed_space(), "general", n_terms=0),
+    ("FrequencyModulatedKernel", lambda g: g.FrequencyModulatedKernel(categorical_continuous_space(), "laplace"),
+     ValueError, r"modulation must be one of \['modlap'"),
+    ("FrequencyModulatedKernel", lambda g: g.FrequencyModulatedKernel(categorical_continuous_space(), modulation=9),
+     TypeError, "modulation must be a str"),
+    ("FrequencyModulatedKernel", lambda g: g.FrequencyModulatedKernel(categorical_continuous_space(), "general",
+                                                                      n_terms=0),
      ValueError, "n_terms must be >= 1"),
-    ("FrequencyModulatedKernel", lambda g: g.FrequencyModulatedKernel(mixed_space(), constraints=[("beta", 1)]),
+    ("FrequencyModulatedKernel", lambda g: g.FrequencyModulatedKernel(categorical_continuous_space(),
+                                                                      constraints=[("beta", 1)]),
      TypeError, "constraints must be a dict"),
-    ("FrequencyModulatedKernel", lambda g: g.FrequencyModulatedKernel(mixed_space(), constraints={"beta": 1.0}),
+    ("FrequencyModulatedKernel", lambda g: g.FrequencyModulatedKernel(categorical_continuous_space(),
+                                                                      constraints={"beta": 1.0}),
      TypeError, r"constraints\['beta'\] must be a gpytorch.constraints.Interval"),
-    ("FrequencyModulatedKernel", lambda g: g.FrequencyModulatedKernel(mixed_space(), priors={"beta": None}),
+    ("FrequencyModulatedKernel", lambda g: g.FrequencyModulatedKernel(categorical_continuous_space(),
+                                                                      priors={"beta": None}),
      TypeError, r"priors\['beta'\] must be a gpytorch.priors.Prior"),
-    ("FrequencyModulatedKernel", lambda g: g.FrequencyModulatedKernel(mixed_space(), "prodlap",
+    ("FrequencyModulatedKernel", lambda g: g.FrequencyModulatedKernel(categorical_continuous_space(), "prodlap",
                                                                        priors={"alpha": _gamma_prior()}),
      ValueError, r"priors names no hyper-parameter\(s\) \['alpha'\]; the keys must be among \['theta', 'beta'\]"),
-    ("FrequencyModulatedKernel", lambda g: g.FrequencyModulatedKernel(mixed_space(), batch_shape="2"), TypeError,
-     "batch_shape"),
+    ("FrequencyModulatedKernel", lambda g: g.FrequencyModulatedKernel(categorical_continuous_space(), batch_shape="2"),
+     TypeError, "batch_shape"),
 ]
 
 
@@ -247,10 +259,11 @@ def test_the_gpytorch_kernels_accept_valid_arguments():
 
     from graphbo.integrations.gpytorch import DiffusionKernel, FrequencyModulatedKernel
 
-    kern = DiffusionKernel(mixed_space(), beta_constraint=Interval(1e-4, 100.0), batch_shape=(2,),
+    kern = DiffusionKernel(categorical_continuous_space(), beta_constraint=Interval(1e-4, 100.0), batch_shape=(2,),
                            active_dims=torch.tensor([3, 1]))
     assert kern.batch_shape == torch.Size([2]) and kern.active_dims.tolist() == [3, 1]
-    fm = FrequencyModulatedKernel(mixed_space(), "General", n_terms=2.0, priors={"beta": _gamma_prior()})
+    fm = FrequencyModulatedKernel(categorical_continuous_space(), "General", n_terms=2.0,
+                                  priors={"beta": _gamma_prior()})
     assert (fm.modulation, fm.n_terms) == ("general", 2)
 
 

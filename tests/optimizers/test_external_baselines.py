@@ -38,7 +38,7 @@ def make(method, space, seed, n_initial):
     return cls(space, seed=seed, n_initial=n_initial, **kwargs)
 
 
-def small_space():  # 2 * 2 * 3 * 4 = 48 configurations
+def discrete_space_of_48():  # 2 * 2 * 3 * 4 = 48 configurations
     return gb.Space(
         {"a": gb.Binary(), "b": gb.Binary(), "c": gb.Categorical(["x", "y", "z"]), "d": gb.Ordinal([1, 2, 3, 4])}
     )
@@ -66,7 +66,7 @@ METHODS = ["tpe", "smac"]
 
 @pytest.mark.parametrize("method", METHODS)
 def test_respects_space_never_repeats_and_reproduces(method, capfd):
-    space = small_space()
+    space = discrete_space_of_48()
     opt = make(method, space, seed=3, n_initial=5)
     configs = run(opt, f_small, 25)
     for c in configs:
@@ -80,7 +80,7 @@ def test_respects_space_never_repeats_and_reproduces(method, capfd):
     # PYTHONHASHSEED (a shorter run is a prefix)
     script = (
         "import json, sys; sys.path.insert(0, sys.argv[1]); import test_external_baselines as T; "
-        f"opt = T.make({method!r}, T.small_space(), seed=3, n_initial=5); "
+        f"opt = T.make({method!r}, T.discrete_space_of_48(), seed=3, n_initial=5); "
         "print(json.dumps(T.run(opt, T.f_small, 12)))"
     )
     env = dict(os.environ, PYTHONHASHSEED="12345")
@@ -104,12 +104,12 @@ def test_exhausts_a_tiny_space_without_repeats(method):
 @pytest.mark.parametrize("method", METHODS)
 def test_initial_design_is_shared_with_combo(method):
     for seed in (0, 7):
-        opt = make(method, small_space(), seed=seed, n_initial=6)
-        combo = gb.COMBO(small_space(), seed=seed, n_initial=6)
+        opt = make(method, discrete_space_of_48(), seed=seed, n_initial=6)
+        combo = gb.COMBO(discrete_space_of_48(), seed=seed, n_initial=6)
         assert [opt.ask() for _ in range(6)] == [combo.ask() for _ in range(6)]
 
 
-def mixed_space():  # 8 * 16 * 25 = 3200 configurations
+def discrete_space_of_3200():  # 8 * 16 * 25 = 3200 configurations
     return gb.Space(
         {
             "b0": gb.Binary(),
@@ -148,9 +148,9 @@ def test_uses_the_observations(method):
     seeds, n_initial, budget = (0, 1), 10, 20
     tail, tail_random = [], []
     for seed in seeds:
-        opt = make(method, mixed_space(), seed=seed, n_initial=n_initial)
+        opt = make(method, discrete_space_of_3200(), seed=seed, n_initial=n_initial)
         run(opt, f_mixed, budget)
-        rs = gb.RandomSearch(mixed_space(), seed=seed, n_initial=n_initial)
+        rs = gb.RandomSearch(discrete_space_of_3200(), seed=seed, n_initial=n_initial)
         run(rs, f_mixed, budget)
         np.testing.assert_array_equal(opt.y[:n_initial], rs.y[:n_initial])  # shared initial design
         tail.extend(opt.y[n_initial:])
@@ -162,7 +162,7 @@ def test_uses_the_observations(method):
 def test_pending_suggestions_are_not_repeated(method):
     """Asks before any tell (initial design and model-based alike): all distinct, told in any order,
     and the library ends up with exactly the told evaluations (no dangling or duplicated trials)."""
-    space = small_space()
+    space = discrete_space_of_48()
     opt = make(method, space, seed=1, n_initial=3)
     asked = [opt.ask() for _ in range(6)]
     assert len({key(c) for c in asked}) == 6
@@ -181,7 +181,7 @@ def test_pending_suggestions_are_not_repeated(method):
 
 def test_smac_output_directory_is_temporary():
     cls = _cls("smac")
-    opt = cls(small_space(), seed=0, n_initial=2)
+    opt = cls(discrete_space_of_48(), seed=0, n_initial=2)
     out = Path(opt._tmpdir.name)
     assert out.is_dir()
     assert Path(os.getcwd()).resolve() not in out.resolve().parents
@@ -198,7 +198,7 @@ def test_missing_package_names_the_extra(method, module, monkeypatch):
     cls = mod.TPE if method == "tpe" else mod.SMAC
     monkeypatch.setitem(sys.modules, module, None)  # makes `import module` raise ImportError
     with pytest.raises(ImportError, match=rf'pip install "graphbo\[{method}\]"'):
-        cls(small_space(), seed=0)
+        cls(discrete_space_of_48(), seed=0)
 
 
 @pytest.mark.parametrize("method", METHODS)

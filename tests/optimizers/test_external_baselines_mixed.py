@@ -32,7 +32,7 @@ def make(method, space, seed, n_initial):
     return SMAC(space, seed=seed, n_initial=n_initial, n_challengers=1000)
 
 
-def mixed_space():
+def rounded_integers_mixed_space():
     return gb.Space(
         {
             "lr": gb.Continuous(1e-4, 1.0, log=True),
@@ -61,7 +61,7 @@ def run(opt, f, budget):
 
 @pytest.mark.parametrize("method", ["tpe", "smac"])
 def test_mixed_space_bounds_integers_log_scale_and_reproducibility(method):
-    space = mixed_space()
+    space = rounded_integers_mixed_space()
     assert isinstance(space["n"], gb.spaces.IntegerRange) and isinstance(space["w"], gb.spaces.IntegerRange)
     opt = make(method, space, seed=0, n_initial=2)
     configs = run(opt, f_mixed, BUDGET[method])
@@ -93,7 +93,7 @@ def test_mixed_space_bounds_integers_log_scale_and_reproducibility(method):
     n = 6
     script = (
         "import json, sys; sys.path.insert(0, sys.argv[1]); import test_external_baselines_mixed as T; "
-        f"opt = T.make({method!r}, T.mixed_space(), seed=0, n_initial=2); "
+        f"opt = T.make({method!r}, T.rounded_integers_mixed_space(), seed=0, n_initial=2); "
         f"print(json.dumps(T.run(opt, T.f_mixed, {n})))"
     )
     env = dict(os.environ, PYTHONHASHSEED="4321")
@@ -104,7 +104,7 @@ def test_mixed_space_bounds_integers_log_scale_and_reproducibility(method):
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == configs[:n]
 
 
-def small_space():  # 2 * 2 * 3 = 12 configurations
+def discrete_space_of_12():  # 2 * 2 * 3 = 12 configurations
     return gb.Space({"a": gb.Binary(), "b": gb.Binary(), "c": gb.Categorical(["x", "y", "z"])})
 
 
@@ -118,7 +118,7 @@ def key(c):
 
 @pytest.mark.parametrize("method", ["tpe", "smac"])
 def test_failed_configurations_are_recorded_and_never_proposed_again(method):
-    space = small_space()
+    space = discrete_space_of_12()
     opt = make(method, space, seed=1, n_initial=2)
     asked = [opt.ask() for _ in range(4)]  # 2 from the random design, 2 from the method
     failed = [asked[0], asked[3]]  # one the method did not propose, one it did

@@ -10,7 +10,7 @@ from graphbo.optimizers import METHODS
 FAST_COMBO = {"n_burn": 5, "n_samples": 2, "n_random": 200, "n_spray": 5, "n_starts": 3}
 
 
-def small_space():
+def categorical_binary_ordinal4_space():
     return gb.Space({"a": gb.Categorical(["x", "y", "z"]), "b": gb.Binary(), "c": gb.Ordinal([1, 2, 3, 4])})
 
 
@@ -20,7 +20,7 @@ def all_configs(space):
 
 @pytest.mark.parametrize("method", ["rs", "combo", "sa"])
 def test_a_pending_configuration_is_never_suggested_until_it_is_removed(method):
-    space = small_space()
+    space = categorical_binary_ordinal4_space()
     options = FAST_COMBO if method == "combo" else {}
     opt = METHODS[method](space, seed=0, n_initial=3, **options)
     configs = all_configs(space)
@@ -36,7 +36,7 @@ def test_a_pending_configuration_is_never_suggested_until_it_is_removed(method):
 
 
 def test_pending_configurations_condition_the_model_and_told_ones_are_not_pending():
-    space = small_space()
+    space = categorical_binary_ordinal4_space()
     opt = gb.COMBO(space, seed=1, n_initial=4, **FAST_COMBO)
     for _ in range(4):
         c = opt.ask()
@@ -53,7 +53,7 @@ def test_pending_configurations_condition_the_model_and_told_ones_are_not_pendin
 
 
 def test_remove_pending_of_a_configuration_not_in_flight_does_nothing():
-    space = small_space()
+    space = categorical_binary_ordinal4_space()
     opt = gb.RandomSearch(space, seed=0)
     asked = opt.ask()
     opt.remove_pending(next(c for c in all_configs(space) if c != asked))

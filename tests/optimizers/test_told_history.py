@@ -11,7 +11,7 @@ import pytest
 import graphbo as gb
 
 
-def _space(continuous=True):
+def _binary_categorical_ordinal6_space(continuous=True):
     variables = {"a": gb.Binary(), "b": gb.Categorical(["x", "y", "z"]), "c": gb.Ordinal(list(range(6)))}
     return gb.Space({**variables, "r": gb.Continuous(0.0, 1.0)} if continuous else variables)
 
@@ -22,8 +22,8 @@ def _objective(c):
 
 def _make(method, **kwargs):
     if method == "combo":
-        return gb.COMBO(_space(continuous=False), n_burn=5, n_samples=2, **kwargs)
-    return gb.BOFM(_space(), **kwargs)
+        return gb.COMBO(_binary_categorical_ordinal6_space(continuous=False), n_burn=5, n_samples=2, **kwargs)
+    return gb.BOFM(_binary_categorical_ordinal6_space(), **kwargs)
 
 
 @pytest.mark.parametrize("method", ["combo", "bofm"])
@@ -53,7 +53,7 @@ def test_pending_evaluations_count_towards_the_initial_design_too():
 
 
 def test_given_initial_configs_are_asked_even_after_a_told_history():
-    space = _space(continuous=False)
+    space = _binary_categorical_ordinal6_space(continuous=False)
     given = {"a": True, "b": "z", "c": 5}
     opt = gb.COMBO(space, seed=0, n_initial=2, initial_configs=[given], n_burn=5, n_samples=2)
     for config in gb.RandomSearch(space, seed=1).ask(6):
@@ -66,7 +66,7 @@ def test_given_initial_configs_are_asked_even_after_a_told_history():
 
 
 def test_the_count_of_given_initial_configs_survives_a_resume():
-    space = _space(continuous=False)
+    space = _binary_categorical_ordinal6_space(continuous=False)
     given = [{"a": True, "b": "z", "c": 5}, {"a": False, "b": "y", "c": 1}]
     opt = gb.COMBO(space, seed=0, n_initial=2, initial_configs=given, n_burn=5, n_samples=2)
     history = [c for c in gb.RandomSearch(space, seed=1).ask(6) if c not in given]

@@ -23,6 +23,7 @@ from graphbo.optimizers.cocabo import CoCaBO
 from graphbo.optimizers.base import DEFAULT_MAX_TRAIN, MIN_MAX_TRAIN, training_subset
 from graphbo.optimizers.nasbot import NASBOT
 from graphbo.optimizers.treebo import TreeBO, chain_of
+from support import binary_space
 
 CAP = 30
 N_TOLD = 60
@@ -78,11 +79,7 @@ def test_the_subset_is_a_function_of_the_key():
 
 
 # -- the optimizers: real fits --------------------------------------------------------------------------
-def _binary_space():
-    return gb.Space({f"x{i}": gb.Binary() for i in range(8)})
-
-
-def _mixed_space():
+def _categorical_ordinal_binary_continuous_space():
     return gb.Space({"c": gb.Categorical(list("abcd")), "o": gb.Ordinal([1, 2, 3, 4, 5]),
                      "b": gb.Binary(), "r": gb.Continuous(0.0, 1.0)})
 
@@ -120,15 +117,15 @@ def _nas_data(space, n, seed, chains=None):
 
 
 def _combo(**kw):
-    return COMBO(_binary_space(), n_burn=5, n_samples=2, n_random=300, n_spray=5, n_starts=3, **kw)
+    return COMBO(binary_space(8), n_burn=5, n_samples=2, n_random=300, n_spray=5, n_starts=3, **kw)
 
 
 def _bofm(**kw):
-    return BOFM(_mixed_space(), n_restarts=1, n_random=300, n_spray=5, n_starts=3, **kw)
+    return BOFM(_categorical_ordinal_binary_continuous_space(), n_restarts=1, n_random=300, n_spray=5, n_starts=3, **kw)
 
 
 def _cocabo(**kw):
-    return CoCaBO(_mixed_space(), n_restarts=1, n_random=300, n_starts=2, **kw)
+    return CoCaBO(_categorical_ordinal_binary_continuous_space(), n_restarts=1, n_random=300, n_starts=2, **kw)
 
 
 def _nasbot(**kw):

@@ -4,7 +4,7 @@ import pytest
 import graphbo as gb
 
 
-def small_space():
+def binary_categorical_ordinal_cycle_space():
     adj = [[0, 1, 0, 2], [1, 0, 1, 0], [0, 1, 0, 1], [2, 0, 1, 0]]  # weighted 4-cycle
     return gb.Space({
         "b": gb.Binary(),
@@ -15,7 +15,7 @@ def small_space():
 
 
 def test_round_trip_and_size():
-    space = small_space()
+    space = binary_categorical_ordinal_cycle_space()
     assert space.size == 2 * 3 * 4 * 4
     for config in space.sample(50, seed=1):
         row = space.to_index(config)
@@ -25,7 +25,7 @@ def test_round_trip_and_size():
 
 
 def test_sampling_is_seeded_and_uniform():
-    space = small_space()
+    space = binary_categorical_ordinal_cycle_space()
     assert space.sample(20, seed=3) == space.sample(20, seed=3)
     assert space.sample(20, seed=3) != space.sample(20, seed=4)
     rows = space.sample_index(40000, seed=0)
@@ -34,7 +34,7 @@ def test_sampling_is_seeded_and_uniform():
 
 
 def test_neighbours_follow_each_graph():
-    space = small_space()
+    space = binary_categorical_ordinal_cycle_space()
     config = {"b": False, "c": "green", "o": 2, "g": "n"}
     nbrs = space.neighbors(config)
     changed = {}
@@ -108,10 +108,10 @@ def test_duplicate_names_raise():
 )
 def test_bad_configs_raise(config, match):
     with pytest.raises(ValueError, match=match):
-        small_space().validate(config)
+        binary_categorical_ordinal_cycle_space().validate(config)
 
 
-def mixed_space():
+def categorical_continuous_integers_space():
     return gb.Space({
         "c": gb.Categorical(["a", "b"]),
         "lr": gb.Continuous(1e-4, 1e-1, log=True),
@@ -130,7 +130,7 @@ def test_integer_representation_depends_on_the_range():
 
 
 def test_mixed_rows_scale_continuous_values_to_the_unit_interval():
-    space = mixed_space()
+    space = categorical_continuous_integers_space()
     assert space.row_dtype == np.float64 and space.size == float("inf")
     assert space.continuous_indices.tolist() == [1, 2, 4] and space.discrete_indices.tolist() == [0, 3]
     row = space.to_index({"c": "b", "lr": 1e-2, "x": 0.5, "depth": 3, "units": 64})
@@ -143,7 +143,7 @@ def test_mixed_rows_scale_continuous_values_to_the_unit_interval():
 
 
 def test_mixed_sampling_is_seeded_in_bounds_and_canonical_for_rounded_integers():
-    space = mixed_space()
+    space = categorical_continuous_integers_space()
     rows = space.sample_index(500, seed=0)
     assert np.array_equal(rows, space.sample_index(500, seed=0))
     for cfg in space.sample(200, seed=1):
@@ -163,7 +163,7 @@ def test_mixed_sampling_is_seeded_in_bounds_and_canonical_for_rounded_integers()
 ])
 def test_mixed_configs_are_validated(config, match):
     with pytest.raises(ValueError, match=match):
-        mixed_space().validate(config)
+        categorical_continuous_integers_space().validate(config)
 
 
 @pytest.mark.parametrize("make, match", [
@@ -178,4 +178,4 @@ def test_bad_continuous_definitions(make, match):
 
 def test_combo_refuses_continuous_variables_and_points_to_bofm():
     with pytest.raises(ValueError, match="BOFM"):
-        gb.COMBO(mixed_space())
+        gb.COMBO(categorical_continuous_integers_space())

@@ -16,12 +16,12 @@ from graphbo.storage.sqlite import BLOCKS_KEY, SQLiteStorage, _tables
 from graphbo.study import Study, read_study_info
 
 
-def _space():
+def _six_ordinals_space():
     return gb.Space({f"x{i}": gb.Ordinal(list(range(10))) for i in range(6)})
 
 
 def _fill(path, n, running_first=False):
-    space = _space()
+    space = _six_ordinals_space()
     with Study(space, "rs", storage=path, seed=0, n_initial=0) as study:
         first = study.ask() if running_first else None
         told = 0
@@ -67,7 +67,7 @@ def test_a_block_with_a_running_trial_is_sealed_once_it_finishes(tmp_path):
     path = tmp_path / "s.db"
     study, first = _fill(path, BLOCK_SIZE + 5, running_first=True)
     assert _digests(path) == []  # trial 0 still running: block 0 stays open
-    with Study(_space(), "rs", storage=path, n_initial=0) as again:
+    with Study(_six_ordinals_space(), "rs", storage=path, n_initial=0) as again:
         trial = again.ask()  # the trial left running is handed out again first
         assert trial.number == 0
         again.tell(trial, 1.0)
@@ -99,7 +99,7 @@ def test_a_sealed_row_that_a_load_would_refuse_is_never_sealed(tmp_path):
         conn.execute("DROP TRIGGER trials_checksum_stale")
         conn.execute("UPDATE trials SET checksum = NULL WHERE number = 3")
         conn.execute(trigger)
-    with Study(_space(), "rs", storage=path, n_initial=0) as again:
+    with Study(_six_ordinals_space(), "rs", storage=path, n_initial=0) as again:
         config = again.ask().config
         again.tell(config, 1.0)
     assert _digests(path) == []  # the block is whole and finished, but one row has no checksum
@@ -115,7 +115,7 @@ def test_a_study_reopened_from_sealed_blocks_is_the_one_replayed_trial_by_trial(
     runs = []
     for p in (path, unsealed):
         store = SQLiteStorage(p)
-        with Study(_space(), "rs", storage=store, n_initial=0) as study:
+        with Study(_six_ordinals_space(), "rs", storage=store, n_initial=0) as study:
             trials = [(t.number, t.config, t.row.tolist(), t.status, t.value) for t in study.trials]
             asked = []
             for _ in range(5):

@@ -12,14 +12,10 @@ from pathlib import Path
 
 import pytest
 
-import graphbo as gb
 from graphbo.storage import CorruptStudyError, SQLiteStorage
 from graphbo.storage.base import Trial, now
 from graphbo.study import Study, read_study_info
-
-
-def make_space():
-    return gb.Space({"a": gb.Ordinal(list(range(6))), "b": gb.Categorical(["x", "y", "z"]), "c": gb.Binary()})
+from support import ordinal6_categorical_binary_space
 
 
 def f(c):
@@ -48,7 +44,7 @@ def rows(path, sql):
 
 
 def open_study(path) -> Study:
-    return Study(make_space(), "rs", storage=str(path), seed=0, n_initial=2)
+    return Study(ordinal6_categorical_binary_space(), "rs", storage=str(path), seed=0, n_initial=2)
 
 
 def refused(path, match: str) -> str:

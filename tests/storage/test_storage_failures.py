@@ -25,13 +25,10 @@ import graphbo as gb
 from graphbo.storage import (CorruptStudyError, NewerFormatError, NotAStudyError, SQLiteStorage, StorageError,
                              StudyAccessError, StudyLockedError)
 from graphbo.study import Study, read_study_info
+from support import ordinal6_categorical_binary_space
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 SPACE = "gb.Space({'a': gb.Ordinal(list(range(6))), 'b': gb.Categorical(['x', 'y', 'z']), 'c': gb.Binary()})"
-
-
-def make_space():
-    return gb.Space({"a": gb.Ordinal(list(range(6))), "b": gb.Categorical(["x", "y", "z"]), "c": gb.Binary()})
 
 
 def f(c):
@@ -80,7 +77,7 @@ def sha256(path) -> str:
 
 
 def small_study(path, n=4) -> None:
-    with Study(make_space(), "rs", storage=str(path), seed=0, n_initial=2) as study:
+    with Study(ordinal6_categorical_binary_space(), "rs", storage=str(path), seed=0, n_initial=2) as study:
         for _ in range(n):
             trial = study.ask()
             study.tell(trial, f(trial.config))
@@ -120,7 +117,7 @@ def test_a_second_writer_process_is_refused_at_once_and_readers_keep_working(tmp
         before = sha256(path)
         t0 = time.perf_counter()
         with pytest.raises(StudyLockedError, match=f"being written by process {writer.pid} on host"):
-            Study(make_space(), "rs", storage=path, seed=0, n_initial=2)
+            Study(ordinal6_categorical_binary_space(), "rs", storage=path, seed=0, n_initial=2)
         assert time.perf_counter() - t0 < 5  # immediate, not after SQLite's busy timeout
         info = read_study_info(path)  # a reader while the writer runs (WAL)
         assert (info["n_running"], info["n_complete"], info["writer"]["pid"]) == (1, 0, writer.pid)
@@ -147,7 +144,7 @@ def test_a_second_writer_process_is_refused_at_once_and_readers_keep_working(tmp
     finally:
         writer.kill()
         writer.wait()
-    with Study(make_space(), "rs", storage=path, seed=0, n_initial=2) as study:
+    with Study(ordinal6_categorical_binary_space(), "rs", storage=path, seed=0, n_initial=2) as study:
         trials = study.trials
         assert [(t.number, t.status, t.config) for t in trials] == [(0, "complete", in_flight)]
         again = study.ask()
@@ -203,7 +200,7 @@ def test_a_lock_left_by_a_killed_process_is_taken_over(tmp_path):
     pid, config = dead.stdout.split(" ", 1)
     in_flight = json.loads(config)
     assert read_study_info(path)["writer"]["pid"] == int(pid)  # the dead process's lock
-    with Study(make_space(), "rs", storage=path, seed=0, n_initial=2) as study:
+    with Study(ordinal6_categorical_binary_space(), "rs", storage=path, seed=0, n_initial=2) as study:
         running = study.running_trials
         assert [(t.number, t.config, t.crashes) for t in running] == [(3, in_flight, 1)]
         assert study.ask().config == in_flight  # handed out again: max_retries=1
@@ -221,13 +218,13 @@ def test_graphbo_unlock_clears_a_lock_that_cannot_be_checked_here(tmp_path, caps
     raw(path, "INSERT INTO meta (key, value) VALUES ('writer', ?)", (json.dumps(lock),))
     before = sha256(path)
     with pytest.raises(StudyLockedError, match=f"another-host.example.*graphbo unlock {path}"):
-        Study(make_space(), "rs", storage=path, seed=0, n_initial=2)
+        Study(ordinal6_categorical_binary_space(), "rs", storage=path, seed=0, n_initial=2)
     assert sha256(path) == before
     assert cli_main(["unlock", path]) == 0
     out = capsys.readouterr().out
     assert "process 4242 on host another-host.example" in out
     assert cli_main(["unlock", path]) == 0 and "no writer lock" in capsys.readouterr().out
-    with Study(make_space(), "rs", storage=path, seed=0, n_initial=2) as study:
+    with Study(ordinal6_categorical_binary_space(), "rs", storage=path, seed=0, n_initial=2) as study:
         assert study.n_finished == 2
     assert cli_main(["unlock", str(tmp_path / "missing.db")]) == 2
     assert "no graphbo study" in capsys.readouterr().err
@@ -235,7 +232,7 @@ def test_graphbo_unlock_clears_a_lock_that_cannot_be_checked_here(tmp_path, caps
 
 def test_telling_a_configuration_twice_is_refused_and_adds_nothing(tmp_path):
     path = str(tmp_path / "s.db")
-    with Study(make_space(), "rs", storage=path, seed=0, n_initial=2) as study:
+    with Study(ordinal6_categorical_binary_space(), "rs", storage=path, seed=0, n_initial=2) as study:
         trial = study.ask()
         study.tell(trial, 1.0)
         config = {"a": 5, "b": "z", "c": 1}
@@ -280,7 +277,7 @@ def test_a_trial_that_kills_its_process_is_rerun_once_then_recorded_failed(tmp_p
     assert second.returncode == -11 and second.stdout == "segfault\n", second.stderr[-2000:]
     # the second run took the dead first run's lock over and counted the crash, durably, before re-running it
     assert raw(path, "SELECT number, status, crashes FROM trials WHERE status = 'running'") == [(2, "running", 1)]
-    result = gb.minimize(f, make_space(), "rs", budget=6, seed=0, storage=path, n_initial=2)
+    result = gb.minimize(f, ordinal6_categorical_binary_space(), "rs", budget=6, seed=0, storage=path, n_initial=2)
     failed = result.trials[2]
     assert (failed.status, failed.config, failed.crashes) == ("failed", poison, 2)
     assert "process died 2 times while evaluating it" in failed.error and "max_retries=1" in failed.error
@@ -291,9 +288,9 @@ def test_a_trial_that_kills_its_process_is_rerun_once_then_recorded_failed(tmp_p
 def test_max_retries_zero_fails_a_crashed_trial_at_once_and_a_clean_close_counts_nothing(tmp_path):
     path = str(tmp_path / "s.db")
     small_study(path, 2)
-    with Study(make_space(), "rs", storage=path, seed=0, n_initial=2) as study:
+    with Study(ordinal6_categorical_binary_space(), "rs", storage=path, seed=0, n_initial=2) as study:
         interrupted = study.ask()  # closed with the trial running, as after Ctrl-C: not a crash
-    with Study(make_space(), "rs", storage=path, seed=0, n_initial=2, max_retries=0) as study:
+    with Study(ordinal6_categorical_binary_space(), "rs", storage=path, seed=0, n_initial=2, max_retries=0) as study:
         assert [(t.number, t.crashes) for t in study.running_trials] == [(interrupted.number, 0)]
     dead = run_child(f"""
         study = Study(space, "rs", storage={path!r}, seed=0, n_initial=2)
@@ -301,12 +298,12 @@ def test_max_retries_zero_fails_a_crashed_trial_at_once_and_a_clean_close_counts
         os._exit(0)
     """)
     assert int(dead.stdout) == interrupted.number
-    with Study(make_space(), "rs", storage=path, seed=0, n_initial=2, max_retries=0) as study:
+    with Study(ordinal6_categorical_binary_space(), "rs", storage=path, seed=0, n_initial=2, max_retries=0) as study:
         t = study.trials[interrupted.number]
         assert (t.status, t.crashes) == ("failed", 1) and "max_retries=0" in t.error
         assert study.ask().number == interrupted.number + 1
     with pytest.raises(ValueError, match="max_retries"):
-        Study(make_space(), "rs", seed=0, max_retries=-1)
+        Study(ordinal6_categorical_binary_space(), "rs", seed=0, max_retries=-1)
 
 
 # -- 3. storage faults: one error line each, the file byte-identical -----------------------------------------
@@ -314,7 +311,7 @@ def refused(path, kind, match, space=None):
     """Opening ``path`` raises ``kind`` (a StorageError) with one line naming it; the file does not change."""
     before = sha256(path) if os.path.isfile(path) else None
     with pytest.raises(kind, match=match) as info:
-        Study(space or make_space(), "rs", storage=str(path), seed=0, n_initial=2)
+        Study(space or ordinal6_categorical_binary_space(), "rs", storage=str(path), seed=0, n_initial=2)
     message = str(info.value)
     assert str(path) in message and len(message.splitlines()) == 1
     if before is not None:
@@ -404,7 +401,7 @@ def test_random_bit_flips_are_refused_or_change_no_trial(good, tmp_path):
         path.write_bytes(bytes(flipped))
         before = sha256(path)
         try:
-            with Study(make_space(), "rs", storage=str(path), seed=0, n_initial=2) as study:
+            with Study(ordinal6_categorical_binary_space(), "rs", storage=str(path), seed=0, n_initial=2) as study:
                 loaded = [(t.number, t.config, t.status, t.value, t.started, t.finished) for t in study.trials]
         except StorageError as exc:
             assert len(str(exc).splitlines()) == 1

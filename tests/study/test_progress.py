@@ -16,7 +16,7 @@ import graphbo as gb
 from graphbo.progress import ProgressBar
 
 
-def space():
+def binary_categorical_ordinal4_space():
     return gb.Space({"a": gb.Binary(), "b": gb.Categorical([1, 2, 3]), "c": gb.Ordinal([0, 5, 10, 20])})
 
 
@@ -25,7 +25,8 @@ def objective(config):
 
 
 def test_minimize_shows_the_final_count_and_the_best_value(capfd):
-    result = gb.minimize(objective, space(), method="rs", budget=7, seed=3, show_progress=True)
+    result = gb.minimize(objective, binary_categorical_ordinal4_space(), method="rs", budget=7, seed=3,
+                         show_progress=True)
     out, err = capfd.readouterr()
     assert out == ""  # the bar goes to standard error only
     assert "7/7" in err
@@ -34,7 +35,7 @@ def test_minimize_shows_the_final_count_and_the_best_value(capfd):
 
 
 def test_a_maximising_study_shows_its_best_in_the_users_sign(capfd):
-    with gb.Study(space(), "rs", seed=1, direction="maximize") as study:
+    with gb.Study(binary_categorical_ordinal4_space(), "rs", seed=1, direction="maximize") as study:
         study.optimize(objective, 6, show_progress=True)
         err = capfd.readouterr().err
         assert study.best_value > 0
@@ -45,9 +46,10 @@ def test_a_maximising_study_shows_its_best_in_the_users_sign(capfd):
 
 def test_a_resumed_study_starts_its_bar_from_its_finished_trials(tmp_path, capfd):
     path = tmp_path / "s.db"
-    gb.minimize(objective, space(), method="rs", budget=3, seed=0, storage=path, show_progress=False)
+    gb.minimize(objective, binary_categorical_ordinal4_space(), method="rs", budget=3, seed=0, storage=path,
+                show_progress=False)
     assert capfd.readouterr().err == ""
-    with gb.Study(space(), "rs", storage=path) as study:
+    with gb.Study(binary_categorical_ordinal4_space(), "rs", storage=path) as study:
         study.optimize(objective, 8, show_progress=True)
         assert study.n_finished == 8
     err = capfd.readouterr().err
@@ -56,15 +58,16 @@ def test_a_resumed_study_starts_its_bar_from_its_finished_trials(tmp_path, capfd
 
 
 def test_parallel_workers_show_the_bar_too(capfd):
-    result = gb.minimize(objective, space(), method="rs", budget=5, seed=0, n_workers=2, show_progress=True)
+    result = gb.minimize(objective, binary_categorical_ordinal4_space(), method="rs", budget=5, seed=0, n_workers=2,
+                         show_progress=True)
     err = capfd.readouterr().err
     assert "5/5" in err and f"best {result.best_value:.6g}" in err
 
 
 def test_nothing_is_printed_when_standard_error_is_not_a_terminal(capfd):
     assert not sys.stderr.isatty()
-    gb.minimize(objective, space(), method="rs", budget=4, seed=0)
-    with gb.Study(space(), "rs", seed=0) as study:
+    gb.minimize(objective, binary_categorical_ordinal4_space(), method="rs", budget=4, seed=0)
+    with gb.Study(binary_categorical_ordinal4_space(), "rs", seed=0) as study:
         study.optimize(objective, 4)
     assert capfd.readouterr() == ("", "")
 
@@ -77,7 +80,7 @@ def test_the_bar_is_closed_when_the_objective_interrupts_the_run(capfd):
         return objective(config)
 
     interrupted.calls = 0
-    with gb.Study(space(), "rs", seed=0) as study:
+    with gb.Study(binary_categorical_ordinal4_space(), "rs", seed=0) as study:
         with pytest.raises(KeyboardInterrupt):
             study.optimize(interrupted, 6, show_progress=True)
         assert study.n_finished == 2 and len(study.running_trials) == 1
@@ -96,8 +99,8 @@ def test_a_bar_that_is_not_shown_creates_nothing():
 @pytest.mark.parametrize("bad", [1, 0, "yes", 1.0])
 def test_an_invalid_show_progress_is_refused_naming_the_argument(bad):
     with pytest.raises(TypeError, match="show_progress"):
-        gb.minimize(objective, space(), method="rs", budget=2, seed=0, show_progress=bad)
-    with gb.Study(space(), "rs", seed=0) as study:
+        gb.minimize(objective, binary_categorical_ordinal4_space(), method="rs", budget=2, seed=0, show_progress=bad)
+    with gb.Study(binary_categorical_ordinal4_space(), "rs", seed=0) as study:
         with pytest.raises(TypeError, match="show_progress"):
             study.optimize(objective, 2, show_progress=bad)
         assert study.n_finished == 0
@@ -105,12 +108,13 @@ def test_an_invalid_show_progress_is_refused_naming_the_argument(bad):
 
 def test_study_optimize_counts_the_budget_over_sessions_and_calls_back(tmp_path):
     seen = []
-    with gb.Study(space(), "rs", storage=tmp_path / "s.db", seed=2) as study:
+    with gb.Study(binary_categorical_ordinal4_space(), "rs", storage=tmp_path / "s.db", seed=2) as study:
         study.optimize(objective, 3, callback=lambda n, c, v, opt, s: seen.append((n, v)))
         assert study.optimize(objective, 5) is study
         assert study.n_finished == 5
     assert [n for n, _ in seen] == [0, 1, 2]
-    assert [v for _, v in seen] == [t.value for t in gb.Study(space(), "rs", storage=tmp_path / "s.db").trials[:3]]
+    assert [v for _, v in seen] == [t.value for t in gb.Study(binary_categorical_ordinal4_space(), "rs",
+                                                              storage=tmp_path / "s.db").trials[:3]]
 
 
 def test_a_failing_objective_is_a_warning_of_the_graphbo_logger(caplog):
@@ -120,7 +124,7 @@ def test_a_failing_objective_is_a_warning_of_the_graphbo_logger(caplog):
         return objective(config)
 
     with caplog.at_level(logging.DEBUG, logger="graphbo"):
-        result = gb.minimize(fails_on_b2, space(), method="rs", budget=12, seed=0)
+        result = gb.minimize(fails_on_b2, binary_categorical_ordinal4_space(), method="rs", budget=12, seed=0)
     assert result.n_failed > 0
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING and r.name.startswith("graphbo")]
     assert len(warnings) == result.n_failed
@@ -132,12 +136,12 @@ def test_a_failing_objective_is_a_warning_of_the_graphbo_logger(caplog):
 def test_creating_and_resuming_a_study_is_logged_with_its_path(tmp_path, caplog):
     path = str(tmp_path / "runs" / "s.db")
     with caplog.at_level(logging.INFO, logger="graphbo"):
-        gb.minimize(objective, space(), method="rs", budget=3, seed=0, storage=path)
+        gb.minimize(objective, binary_categorical_ordinal4_space(), method="rs", budget=3, seed=0, storage=path)
     created = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO and "created" in r.getMessage()]
     assert len(created) == 1 and path in created[0]
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="graphbo"):
-        gb.Study(space(), "rs", storage=path).close()
+        gb.Study(binary_categorical_ordinal4_space(), "rs", storage=path).close()
     resumed = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
     assert len(resumed) == 1 and path in resumed[0] and "resumed" in resumed[0] and "3 trials" in resumed[0]
 

@@ -20,7 +20,7 @@ VALUES_B = ["x", "y", "z"]
 VALUES_D = [0.1, 0.2, 0.5, 1.0]
 
 
-def discrete_space():
+def ordinal6_categorical_ordinal_space():
     """36 configurations: small enough for random search to see them all."""
     return gb.Space({"a": gb.Ordinal(list(range(6))), "b": gb.Categorical(VALUES_B), "d": gb.Ordinal(VALUES_D)})
 
@@ -38,7 +38,7 @@ def all_values(space, f):
 
 # -- direction="maximize" --------------------------------------------------------------------------------------
 def test_maximize_finds_the_maximum_and_reports_it_in_the_users_sign():
-    space = discrete_space()
+    space = ordinal6_categorical_ordinal_space()
     values = all_values(space, bump)
     result = minimize(bump, space, method="rs", budget=len(values), seed=0, direction="maximize")
     assert result.direction == "maximize"
@@ -54,7 +54,7 @@ def test_maximize_finds_the_maximum_and_reports_it_in_the_users_sign():
 
 
 def test_maximize_callback_gets_the_objectives_own_value():
-    space = discrete_space()
+    space = ordinal6_categorical_ordinal_space()
     seen = []
     result = minimize(bump, space, method="rs", budget=10, seed=1, direction="maximize",
                       callback=lambda number, config, value, opt, s: seen.append((number, value, bump(config))))
@@ -63,7 +63,7 @@ def test_maximize_callback_gets_the_objectives_own_value():
 
 
 def test_failure_value_is_in_the_users_sign():
-    space = discrete_space()
+    space = ordinal6_categorical_ordinal_space()
     with Study(space, "rs", seed=0, direction="maximize") as study:
         t = study.ask()
         study.fail(t, "boom", value=-7.0)
@@ -78,16 +78,16 @@ def test_failure_value_is_in_the_users_sign():
 def test_direction_is_validated_naming_the_argument(tmp_path, bad):
     path = tmp_path / "s.db"
     with pytest.raises(ValueError, match="direction must be 'minimize' or 'maximize'"):
-        minimize(bump, discrete_space(), method="rs", budget=3, seed=0, storage=path, direction=bad)
+        minimize(bump, ordinal6_categorical_ordinal_space(), method="rs", budget=3, seed=0, storage=path, direction=bad)
     with pytest.raises(ValueError, match="direction must be"):
-        Study(discrete_space(), "rs", storage=path, direction=bad)
+        Study(ordinal6_categorical_ordinal_space(), "rs", storage=path, direction=bad)
     assert not path.exists()  # refused before anything is written
 
 
 # -- the direction is stored and checked on resume --------------------------------------------------------------
 def test_sqlite_study_keeps_its_direction(tmp_path):
     path = tmp_path / "max.db"
-    space = discrete_space()
+    space = ordinal6_categorical_ordinal_space()
     first = minimize(bump, space, method="rs", budget=6, seed=3, storage=path, direction="maximize")
     info = read_study_info(path)
     assert info["direction"] == "maximize" and info["format"] == FORMAT_VERSION
@@ -109,7 +109,7 @@ def test_sqlite_study_keeps_its_direction(tmp_path):
 
 def test_every_study_is_written_in_the_one_format_with_the_release_that_made_it(tmp_path):
     path = tmp_path / "min.db"
-    minimize(bump, discrete_space(), method="rs", budget=3, seed=0, storage=path)
+    minimize(bump, ordinal6_categorical_ordinal_space(), method="rs", budget=3, seed=0, storage=path)
     info = read_study_info(path)
     assert info["format"] == FORMAT_VERSION and info["direction"] == "minimize"
     assert info["graphbo_version"] == gb.__version__ and int(gb.__version__.split(".")[0]) >= 1
@@ -117,7 +117,7 @@ def test_every_study_is_written_in_the_one_format_with_the_release_that_made_it(
 
 def test_old_study_without_direction_reads_as_minimize(tmp_path):
     path = tmp_path / "old.db"
-    space = discrete_space()
+    space = ordinal6_categorical_ordinal_space()
     minimize(bump, space, method="rs", budget=5, seed=0, storage=path)
     with sqlite3.connect(path) as conn:  # as a graphbo before directions wrote it
         conn.execute("DELETE FROM meta WHERE key = 'direction'")
@@ -133,7 +133,7 @@ def test_old_study_without_direction_reads_as_minimize(tmp_path):
 
 def test_damaged_direction_is_refused(tmp_path):
     path = tmp_path / "bad.db"
-    minimize(bump, discrete_space(), method="rs", budget=2, seed=0, storage=path)
+    minimize(bump, ordinal6_categorical_ordinal_space(), method="rs", budget=2, seed=0, storage=path)
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE meta SET value = ? WHERE key = 'direction'", (json.dumps("sideways"),))
     conn.close()
@@ -170,11 +170,11 @@ def test_best_params_and_value_raise_when_nothing_completed():
     def broken(c):
         raise RuntimeError("nope")
 
-    result = minimize(broken, discrete_space(), method="rs", budget=3, seed=0)
+    result = minimize(broken, ordinal6_categorical_ordinal_space(), method="rs", budget=3, seed=0)
     for attr in ("best_params", "best_value"):
         with pytest.raises(ValueError, match="no evaluation completed"):
             getattr(result, attr)
-    with Study(discrete_space(), "rs", seed=0) as study:
+    with Study(ordinal6_categorical_ordinal_space(), "rs", seed=0) as study:
         study.fail(study.ask(), "nope")
         study.ask()
         for attr in ("best_params", "best_value"):
@@ -190,10 +190,11 @@ def test_result_repr_is_one_short_line():
     assert "\n" not in text and len(text) < 300, text
     assert text.startswith("MinimizeResult(method='rs', trials=40 (complete 40, failed 0)")
     assert f"best_value={result.best_value:.6g}" in text and f"... {30 - REPR_PARAMS} more" in text
-    maximized = minimize(bump, discrete_space(), method="rs", budget=4, seed=0, direction="maximize")
+    maximized = minimize(bump, ordinal6_categorical_ordinal_space(), method="rs", budget=4, seed=0,
+                         direction="maximize")
     assert "direction='maximize'" in repr(maximized) and "'b': " in repr(maximized)
 
-    failed = minimize(lambda c: None, discrete_space(), method="rs", budget=2, seed=0)
+    failed = minimize(lambda c: None, ordinal6_categorical_ordinal_space(), method="rs", budget=2, seed=0)
     assert repr(failed) == "MinimizeResult(method='rs', trials=2 (complete 0, failed 2), no completed trial)"
 
 

@@ -25,7 +25,7 @@ FAST = {"n_burn": 5, "n_samples": 2, "n_random": 300, "n_spray": 5, "n_starts": 
 BUDGET = 12
 
 
-def make_space():
+def ordinal6_categorical_binary_ordinal_space():
     return gb.Space({
         "a": gb.Ordinal(list(range(6))),
         "b": gb.Categorical(["x", "y", "z"]),
@@ -54,7 +54,8 @@ def options(method):
 
 def run_job(path, method, budget=BUDGET, fn=slow_objective):
     """The deterministic run that the crash test kills (in a subprocess) and resumes."""
-    return minimize(fn, make_space(), method, budget=budget, seed=3, storage=path, **options(method))
+    return minimize(fn, ordinal6_categorical_binary_ordinal_space(), method, budget=budget, seed=3, storage=path,
+                    **options(method))
 
 
 def trace(result):
@@ -66,7 +67,8 @@ def trace(result):
 def test_sigkilled_study_resumes_to_the_same_trace(tmp_path, method):
     reference = trace(run_job(str(tmp_path / "full.db"), method))
     assert len(reference) == BUDGET
-    assert trace(minimize(slow_objective, make_space(), method, budget=BUDGET, seed=3, **options(method))) == reference
+    assert trace(minimize(slow_objective, ordinal6_categorical_binary_ordinal_space(), method, budget=BUDGET, seed=3,
+                          **options(method))) == reference
     rng = np.random.default_rng(1 if method == "combo" else 2)
     for attempt in range(3):
         path = tmp_path / f"killed{attempt}.db"
@@ -108,7 +110,7 @@ def test_ctrl_c_keeps_running_trials_for_the_resume(tmp_path):
         run_job(path, "combo", fn=interrupted)
     info = read_study_info(path)
     assert (info["n_complete"], info["n_running"], info["n_failed"]) == (5, 1, 0)
-    with Study(make_space(), "combo", storage=path, seed=3, **options("combo")) as study:
+    with Study(ordinal6_categorical_binary_ordinal_space(), "combo", storage=path, seed=3, **options("combo")) as study:
         assert [(t.number, t.status) for t in study.trials][-1] == (5, "running")
         assert study.ask().config == reference[5][0]  # the interrupted trial comes back first, same number
         assert study.trials[5].status == "running" and len(study.trials) == 6
@@ -117,7 +119,7 @@ def test_ctrl_c_keeps_running_trials_for_the_resume(tmp_path):
 
 def test_study_ask_tell_fail_persist_and_reload(tmp_path):
     path = str(tmp_path / "sub" / "s.db")
-    study = Study(make_space(), "rs", storage=path, seed=0, n_initial=2)
+    study = Study(ordinal6_categorical_binary_ordinal_space(), "rs", storage=path, seed=0, n_initial=2)
     trials = study.ask(3)
     assert [t.status for t in trials] == ["running"] * 3 and read_study_info(path)["n_running"] == 3
     study.tell(trials[1], 2.5)
@@ -139,7 +141,8 @@ def test_study_ask_tell_fail_persist_and_reload(tmp_path):
         (0, "failed", None, "ValueError: nope"), (1, "complete", 2.5, None), (2, "complete", 1.0, None),
         (3, "complete", 7.0, None)]
     assert json.loads(rows[3][4]) == extra and all(r[5] for r in rows)
-    again = Study(make_space(), "rs", storage=path, n_initial=2)  # seed None: the stored one
+    # seed None: the stored one
+    again = Study(ordinal6_categorical_binary_ordinal_space(), "rs", storage=path, n_initial=2)
     assert again.seed == 0 and again.user_attrs == {"note": {"k": [1, 2]}}
     assert [t.status for t in again.trials] == ["failed", "complete", "complete", "complete"]
     assert again.best.value == 1.0 and again.optimizer.n_told == 3
@@ -177,8 +180,8 @@ def flaky(c):
 def test_failures_are_recorded_and_the_budget_completes(tmp_path, n_workers):
     path = str(tmp_path / "f.db")
     t0 = time.perf_counter()
-    result = minimize(flaky, make_space(), "rs", budget=10, seed=0, storage=path, n_workers=n_workers, timeout=0.5,
-                      n_initial=5, initial_configs=list(BAD.values()))
+    result = minimize(flaky, ordinal6_categorical_binary_ordinal_space(), "rs", budget=10, seed=0, storage=path,
+                      n_workers=n_workers, timeout=0.5, n_initial=5, initial_configs=list(BAD.values()))
     elapsed = time.perf_counter() - t0
     assert elapsed < 4.5  # the 5-second evaluation was cut at 0.5 s
     assert len(result.trials) == 10 and result.n_complete == 5 and result.n_failed == 5
@@ -237,7 +240,7 @@ def test_foreign_corrupt_newer_or_mismatched_files_raise_and_stay_identical(tmp_
         before = Path(path).read_bytes()
         args = dict(method="rs", seed=3, **options("rs"))
         args.update(kw)
-        space = args.pop("space", None) or make_space()
+        space = args.pop("space", None) or ordinal6_categorical_binary_ordinal_space()
         with pytest.raises(StorageError, match=match) as info:
             Study(space, storage=str(path), **args)
         assert str(path) in str(info.value)
@@ -289,15 +292,17 @@ def test_foreign_corrupt_newer_or_mismatched_files_raise_and_stay_identical(tmp_
                         "d": gb.Ordinal([0.1, 0.2, 0.5, 1.0])})
     refused(good, "another space", space=renamed)
     with pytest.raises(StorageError, match="newer graphbo"):
-        minimize(objective, make_space(), "rs", budget=6, seed=3, storage=str(newer), n_initial=3)
+        minimize(objective, ordinal6_categorical_binary_ordinal_space(), "rs", budget=6, seed=3, storage=str(newer),
+                 n_initial=3)
     assert good.read_bytes() == good_bytes
-    assert len(Study(make_space(), "rs", storage=str(good), seed=3, n_initial=3).trials) == 4  # still fine
+    assert len(Study(ordinal6_categorical_binary_ordinal_space(), "rs", storage=str(good), seed=3,
+                     n_initial=3).trials) == 4  # still fine
 
 
 # -- parallel ---------------------------------------------------------------------------------------------
 def test_process_workers_overlap_and_suggest_distinct_configs(tmp_path):
     t0 = time.perf_counter()
-    result = minimize(sleepy, make_space(), "combo", budget=16, seed=0, n_workers=2,
+    result = minimize(sleepy, ordinal6_categorical_binary_ordinal_space(), "combo", budget=16, seed=0, n_workers=2,
                       storage=str(tmp_path / "p.db"), n_initial=3, **FAST)
     wall = time.perf_counter() - t0
     serial = sum(t.evaluate_seconds for t in result.trials)
@@ -313,7 +318,7 @@ def test_process_workers_overlap_and_suggest_distinct_configs(tmp_path):
         peak = max(peak, level)
     assert peak == 2
     with pytest.raises(TypeError, match="picklable"):
-        minimize(lambda c: 0.0, make_space(), "rs", budget=2, n_workers=2)
+        minimize(lambda c: 0.0, ordinal6_categorical_binary_ordinal_space(), "rs", budget=2, n_workers=2)
 
 
 def quick(c):
@@ -331,12 +336,14 @@ def test_interrupted_parallel_run_leaves_running_trials_and_resumes(tmp_path):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        minimize(quick, make_space(), "rs", budget=10, seed=0, n_workers=2, storage=path, callback=stop, n_initial=3)
+        minimize(quick, ordinal6_categorical_binary_ordinal_space(), "rs", budget=10, seed=0, n_workers=2, storage=path,
+                 callback=stop, n_initial=3)
     info = read_study_info(path)
     assert info["n_complete"] in (4, 5) and info["n_running"] == 1 and info["n_failed"] == 0
-    with Study(make_space(), "rs", storage=path, seed=0, n_initial=3) as study:
+    with Study(ordinal6_categorical_binary_ordinal_space(), "rs", storage=path, seed=0, n_initial=3) as study:
         running = study.running_trials[0]
-    result = minimize(quick, make_space(), "rs", budget=10, seed=0, n_workers=2, storage=path, n_initial=3)
+    result = minimize(quick, ordinal6_categorical_binary_ordinal_space(), "rs", budget=10, seed=0, n_workers=2,
+                      storage=path, n_initial=3)
     assert result.n_complete == 10 and [t.number for t in result.trials] == list(range(10))
     assert result.trials[running.number].config == running.config
     assert result.trials[running.number].status == "complete"
@@ -351,8 +358,8 @@ def test_dask_local_cluster_executor_runs_to_completion(tmp_path):
         # Warm the workers up (imports of this module, graphbo and torch), so that a loaded
         # machine's first-call latency is not mistaken for the objective running past its timeout.
         client.run(flaky, BAD["nan"])
-        result = minimize(flaky, make_space(), "rs", budget=8, seed=0, n_workers=2, timeout=1.0,
-                          storage=str(tmp_path / "d.db"), executor=client.get_executor(),
+        result = minimize(flaky, ordinal6_categorical_binary_ordinal_space(), "rs", budget=8, seed=0, n_workers=2,
+                          timeout=1.0, storage=str(tmp_path / "d.db"), executor=client.get_executor(),
                           n_initial=3, initial_configs=[BAD["raise"], BAD["sleep"]])
     assert len(result.trials) == 8 and result.n_complete == 6 and result.n_failed == 2
     errors = sorted(t.error for t in result.failed_trials)
@@ -369,7 +376,7 @@ def test_cli_run_with_storage_and_resume(tmp_path, capsys):
     assert cli_main(["resume", path, "--budget", "8", "--workers", "2", "--quiet"]) == 0
     assert read_study_info(path)["n_complete"] == 8
     py = str(tmp_path / "py.db")
-    Study(make_space(), "rs", storage=py, seed=0).close()
+    Study(ordinal6_categorical_binary_ordinal_space(), "rs", storage=py, seed=0).close()
     capsys.readouterr()
     assert cli_main(["resume", py]) == 2
     err = capsys.readouterr().err
@@ -472,11 +479,11 @@ def test_a_store_without_tell_order_replays_by_trial_number():
     from graphbo.storage import InMemoryStorage
 
     store = InMemoryStorage()
-    study = Study(make_space(), "rs", storage=store, seed=0)
+    study = Study(ordinal6_categorical_binary_ordinal_space(), "rs", storage=store, seed=0)
     for value in (3.0, 1.0, 2.0):
         study.tell(study.ask(), value)
     study.close()  # one writer at a time, in memory too
     store._trials = {n: dataclasses.replace(t, tell_order=None) for n, t in store._trials.items()}
-    again = Study(make_space(), "rs", storage=store, seed=0)
+    again = Study(ordinal6_categorical_binary_ordinal_space(), "rs", storage=store, seed=0)
     assert [o.value for o in again.history] == [3.0, 1.0, 2.0]
     assert again.best.value == 1.0

@@ -30,7 +30,7 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
 
-def small_space():
+def ordinal3_categorical_ordinal3_space():
     return gb.Space({"a": gb.Ordinal([0, 1, 2]), "b": gb.Categorical(["x", "y", "z"]), "c": gb.Ordinal([0, 1, 2])})
 
 
@@ -167,7 +167,7 @@ def test_the_excluded_view_is_the_union_of_evaluated_and_pending():
 
 @pytest.mark.parametrize("method", ["rs", "sa", "re", "tpe"])
 def test_suggestions_are_never_told_failed_or_pending_ones(method):
-    space = small_space()
+    space = ordinal3_categorical_ordinal3_space()
     opt = METHODS[method](space, seed=3, n_initial=4)
     seen, pending = [], []
     while len(seen) < space.size:
@@ -184,7 +184,7 @@ def test_suggestions_are_never_told_failed_or_pending_ones(method):
 
 
 def test_exhaustion_counts_a_pending_row_once():
-    space = small_space()
+    space = ordinal3_categorical_ordinal3_space()
     opt = METHODS["rs"](space, seed=0, n_initial=0)
     configs = [opt.ask() for _ in range(space.size - 1)]
     for c in configs:
@@ -202,9 +202,10 @@ def test_minimize_takes_max_retries_and_checks_it_by_name(tmp_path):
     assert inspect.signature(gb.minimize).parameters["max_retries"].default == 1
     path = tmp_path / "s.db"
     with pytest.raises(ValueError, match="^max_retries must be >= 0"):
-        gb.minimize(f, small_space(), "rs", budget=3, seed=0, storage=str(path), max_retries=-1)
+        gb.minimize(f, ordinal3_categorical_ordinal3_space(), "rs", budget=3, seed=0, storage=str(path), max_retries=-1)
     with pytest.raises(TypeError, match="^max_retries must be an integer"):
-        gb.minimize(f, small_space(), "rs", budget=3, seed=0, storage=str(path), max_retries="1")
+        gb.minimize(f, ordinal3_categorical_ordinal3_space(), "rs", budget=3, seed=0, storage=str(path),
+                    max_retries="1")
     assert not path.exists()
 
 
@@ -230,7 +231,8 @@ def test_minimize_max_retries_decides_how_often_a_crashed_trial_runs_again(tmp_p
         dead = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=ENV, capture_output=True,
                               text=True, timeout=120)
         assert dead.returncode == 7, dead.stderr
-    result = gb.minimize(f, small_space(), "rs", budget=6, seed=0, storage=path, n_initial=2, max_retries=2)
+    result = gb.minimize(f, ordinal3_categorical_ordinal3_space(), "rs", budget=6, seed=0, storage=path, n_initial=2,
+                         max_retries=2)
     failed = [t for t in result.trials if t.status == "failed"]
     assert len(failed) == 1 and failed[0].crashes == 3 and "max_retries=2" in failed[0].error
     assert failed[0].config == json.loads(poison.read_text())
@@ -244,7 +246,7 @@ def test_minimize_max_retries_decides_how_often_a_crashed_trial_runs_again(tmp_p
                                                   (True, TypeError, "^seed must be an integer")])
 def test_study_names_a_wrong_seed(seed, error, message, tmp_path):
     with pytest.raises(error, match=message):
-        Study(small_space(), "rs", storage=str(tmp_path / "s.db"), seed=seed)
+        Study(ordinal3_categorical_ordinal3_space(), "rs", storage=str(tmp_path / "s.db"), seed=seed)
     assert not (tmp_path / "s.db").exists()
 
 
@@ -253,7 +255,7 @@ def test_study_names_a_wrong_seed(seed, error, message, tmp_path):
                          ids=["np.bool_", "complex", "np.complex128", "str", "bytes", "bool", "None", "array",
                               "10**400", "nan"])
 def test_study_tell_and_fail_refuse_what_is_not_a_finite_real_number(value):
-    with Study(small_space(), "rs", seed=0) as study:
+    with Study(ordinal3_categorical_ordinal3_space(), "rs", seed=0) as study:
         trial = study.ask()
         with pytest.raises(ValueError, match="^tell: value"):
             study.tell(trial, value)
@@ -266,7 +268,7 @@ def test_study_tell_and_fail_refuse_what_is_not_a_finite_real_number(value):
 @pytest.mark.parametrize("value, expected", [(np.float32(0.5), 0.5), (np.int64(3), 3.0), (np.array(2.5), 2.5),
                                              (7, 7.0)])
 def test_study_tell_takes_real_numbers_of_any_kind(value, expected):
-    with Study(small_space(), "rs", seed=0) as study:
+    with Study(ordinal3_categorical_ordinal3_space(), "rs", seed=0) as study:
         trial = study.tell(study.ask(), value)
         assert trial.value == expected and type(trial.value) is float
 
