@@ -236,3 +236,23 @@ def test_matern_form_slice_sampler_scores_the_matern_likelihood():
             assert lik(b) == pytest.approx(_gaussian_loglik(y, st.mean, amp * K + noise * np.eye(25)), abs=1e-6)
     # and the fit predicts the data it was given
     assert np.corrcoef(gp.posterior(X).mean.mean(0).numpy(), y)[0, 1] > 0.95
+
+
+def test_a_first_fit_on_a_large_told_history_burns_in_for_thirty_sweeps():
+    from graphbo.models.diffusion_gp import LARGE_FIRST_FIT, LARGE_FIRST_FIT_BURN_IN
+
+    space = gb.Space({f"b{i}": gb.Binary() for i in range(6)} | {"c": gb.Categorical(list("pqr"))})
+    kern = GraphDiffusionKernel([v.spectrum for v in space.variables])
+
+    def samples(n, n_burn):
+        X = space.sample_index(n, np.random.default_rng(n))
+        y = X[:, 0] * 2.0 - X[:, 3] + 0.1 * np.random.default_rng(n + 1).normal(size=n)
+        gp = DiffusionGP(kern, n_burn=n_burn, n_samples=2).fit(X, y, np.random.default_rng(0))
+        return np.stack([s.log_beta for s in gp.samples])
+
+    large = LARGE_FIRST_FIT
+    assert np.array_equal(samples(large, 100), samples(large, LARGE_FIRST_FIT_BURN_IN))
+    assert np.array_equal(samples(large, 12), samples(large, 12))  # fewer than 30 asked: as asked
+    assert not np.array_equal(samples(large, 12), samples(large, LARGE_FIRST_FIT_BURN_IN))
+    small = LARGE_FIRST_FIT - 1
+    assert not np.array_equal(samples(small, 100), samples(small, LARGE_FIRST_FIT_BURN_IN))
