@@ -5,8 +5,8 @@
 
 Both sides are run folders (``graphbo compare`` / ``benchmarks/broad_suite.py run`` output, or their packed
 tables). On each problem the candidate's runs (``--method``) are paired by seed with the baseline's runs of the
-first of ``--baseline-method`` that has them (``combo,auto``: a plain ``combo`` run where there is one, else
-``auto``'s, which is ``combo`` on those problems): same seed, same initial design. Every objective is minimised,
+first of ``--baseline-method`` that has a finished run of that seed (``combo,auto``: a plain ``combo`` run
+where there is one, else ``auto``'s, which is ``combo`` on those problems): same seed, same initial design. Every objective is minimised,
 so a negative difference means the candidate found better.
 
 Per problem: the per-seed differences of the best value after ``--at`` evaluations (default: at the budget),
@@ -52,10 +52,16 @@ def paired_table(candidate: dict, baseline: dict, method: str, baseline_methods:
     for bench in sorted(candidate):
         if method not in candidate[bench] or bench not in baseline:
             continue
-        base_method = next((m for m in baseline_methods if m in baseline[bench]), None)
-        if base_method is None:
+        cand = _by_seed(candidate[bench][method], at)
+        base, used = {}, []
+        for m in reversed(baseline_methods):  # the first listed method wins where several have a seed
+            found = _by_seed(baseline[bench].get(m, []), at)
+            base.update(found)
+            if found:
+                used.append(m)
+        if not base:
             continue
-        cand, base = _by_seed(candidate[bench][method], at), _by_seed(baseline[bench][base_method], at)
+        base_method = "/".join(reversed(used))
         seeds = sorted(set(cand) & set(base))
         if not seeds:
             continue

@@ -122,8 +122,9 @@ def test_paired_comparison_pairs_by_seed_and_states_its_statistics():
     rows = paired.paired_table(candidate, baseline, "new", ["plain", "auto"], None)
     by = {r["problem"]: r for r in rows}
     assert set(by) == {"p1", "p2"}  # p3 has no baseline
-    # the first baseline method a problem has runs of; seeds paired, unfinished runs left out
-    assert by["p1"]["baseline"] == "plain" and by["p1"]["seeds"] == [0] and list(by["p1"]["diff"]) == [1.0]
+    # per seed the first baseline method with a finished run of it; seeds paired, unfinished runs left out
+    assert by["p1"]["baseline"] == "plain/auto" and by["p1"]["seeds"] == [0, 1]
+    assert list(by["p1"]["diff"]) == [1.0, 1.0]  # seed 0 against plain's 0, seed 1 against auto's 3
     assert by["p2"]["baseline"] == "auto" and list(by["p2"]["diff"]) == [-1.0, 3.0]
     assert (by["p2"]["better"], by["p2"]["worse"], by["p2"]["tied"]) == (1, 1, 0)
     assert by["p2"]["se"] == pytest.approx(np.std([-1.0, 3.0], ddof=1) / np.sqrt(2))
@@ -131,8 +132,8 @@ def test_paired_comparison_pairs_by_seed_and_states_its_statistics():
     early = paired.paired_table(candidate, baseline, "new", ["auto"], at=1)
     assert list({r["problem"]: r for r in early}["p1"]["diff"]) == [0.0, 0.0]
     s = paired.summary(rows)
-    assert (s["better"], s["worse"], s["tied"]) == (1, 2, 0)
-    assert s["sign_p"] == pytest.approx(binomtest(1, 3).pvalue)
+    assert (s["better"], s["worse"], s["tied"]) == (1, 3, 0)
+    assert s["sign_p"] == pytest.approx(binomtest(1, 4).pvalue)
     effects = [r["effect"] for r in rows if r["effect"] != 0]
     assert s["wilcoxon_p"] == pytest.approx(wilcoxon(effects).pvalue)
 
