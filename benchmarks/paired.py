@@ -53,15 +53,13 @@ def paired_table(candidate: dict, baseline: dict, method: str, baseline_methods:
         if method not in candidate[bench] or bench not in baseline:
             continue
         cand = _by_seed(candidate[bench][method], at)
-        base, used = {}, []
+        base, source = {}, {}
         for m in reversed(baseline_methods):  # the first listed method wins where several have a seed
-            found = _by_seed(baseline[bench].get(m, []), at)
-            base.update(found)
-            if found:
-                used.append(m)
+            for seed, value in _by_seed(baseline[bench].get(m, []), at).items():
+                base[seed], source[seed] = value, m
         if not base:
             continue
-        base_method = "/".join(reversed(used))
+        base_method = "/".join(m for m in baseline_methods if m in {source[s] for s in set(cand) & set(base)})
         seeds = sorted(set(cand) & set(base))
         if not seeds:
             continue
