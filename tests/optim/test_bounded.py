@@ -57,7 +57,7 @@ def test_pruned_optimiser_makes_the_same_choice(case, seed):
     out = {}
     for prune in (True, False):
         out[prune] = optimize_acquisition_on_graph(acq, space, np.random.default_rng(100 + seed), incumbent=incumbent,
-                                                   exclude=set(opt._exclude), n_random=2000, n_starts=10,
+                                                   exclude=set(opt.excluded_rows), n_random=2000, n_starts=10,
                                                    prune=prune)
     assert np.array_equal(out[True][0], out[False][0])
     assert out[True][1] == pytest.approx(out[False][1], rel=1e-9, abs=1e-12)
@@ -150,10 +150,10 @@ def test_graph_search_never_returns_an_excluded_row(case):
     incumbent = opt.X[int(np.argmin(opt.y))]
     args = dict(n_random=2000, n_starts=10)
     first, _ = optimize_acquisition_on_graph(acq, space, np.random.default_rng(5), incumbent=incumbent,
-                                             exclude=set(opt._exclude), **args)
-    exclude = set(opt._exclude) | {first.tobytes()}
+                                             exclude=set(opt.excluded_rows), **args)
+    exclude = set(opt.excluded_rows) | {first.tobytes()}
     second, _ = optimize_acquisition_on_graph(acq, space, np.random.default_rng(5), incumbent=incumbent, exclude=exclude, **args)
-    assert first.tobytes() not in opt._exclude
+    assert first.tobytes() not in opt.excluded_rows
     assert second.tobytes() not in exclude and not np.array_equal(first, second)
 
 

@@ -150,8 +150,8 @@ def test_the_acquisition_search_returns_the_best_configuration_neither_told_nor_
     opt.add_pending(space.from_index(1 - peak))
     closeness = lambda rows: -np.count_nonzero(rows != peak, axis=1).astype(float)  # noqa: E731
     pool = np.vstack([peak, 1 - peak, space.sample_index(30, np.random.default_rng(1))])
-    row = opt._search(closeness, pool, opt._exclude)  # the peak itself scores best, but it is told
-    assert row is not None and row.tobytes() not in opt._exclude
+    row = opt._search(closeness, pool, opt.excluded_rows)  # the peak itself scores best, but it is told
+    assert row is not None and row.tobytes() not in opt.excluded_rows
     assert hamming_by_hand(row, peak) == 1
 
 

@@ -194,7 +194,7 @@ def test_exhaustion_counts_a_pending_row_once():
     with pytest.raises(SpaceExhaustedError):
         opt.ask()
     opt.tell(last, f(last))
-    assert len(opt._exclude) == space.size
+    assert len(opt.excluded_rows) == space.size
 
 
 # -- b. minimize(max_retries=) ----------------------------------------------------------------------------------------

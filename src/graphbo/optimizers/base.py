@@ -510,6 +510,12 @@ class Optimizer:
         return self.space.is_discrete and len(self._exclude) >= self.space.size
 
     @property
+    def excluded_rows(self) -> frozenset[bytes]:
+        """The index rows this optimizer will not suggest (told, failed or pending), each as ``row.tobytes()``:
+        the ``exclude`` argument of the acquisition optimisers (:mod:`graphbo.optim`). A snapshot."""
+        return frozenset(self._exclude)
+
+    @property
     def X(self) -> np.ndarray:
         """Index rows of the told evaluations, shape ``(n, d)``."""
         return np.array(self._X, dtype=self.space.row_dtype).reshape(-1, len(self.space))
