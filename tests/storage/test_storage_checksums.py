@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from graphbo.storage import CorruptStudyError, SQLiteStorage
+import graphbo as gb
+from graphbo.storage import FORMAT_VERSION, CorruptStudyError, SQLiteStorage
 from graphbo.storage.base import Trial, now
 from graphbo.study import Study, read_study_info
 from support import ordinal6_categorical_binary_space
@@ -154,26 +155,35 @@ def test_attributes_restarts_and_crash_counts_keep_their_checksums(tmp_path):
     assert sha256(path) == before
 
 
-def test_a_file_without_checksums_opens_and_gets_them_for_what_is_written_next(good, tmp_path):
-    """An earlier graphbo's file (no checksum columns, no trigger) opens; its rows are not verified; writing to
-    it adds the columns, and the rows written from then on are verified."""
+def test_a_file_without_checksums_opens_and_is_converted_once_on_its_first_write(good, tmp_path):
+    """An earlier graphbo's file (no checksum columns, no trigger) opens; its rows are not verified until
+    the first write converts it: every row sealed as it then reads, the current format stamped, the earlier
+    one kept; from then on a changed row is refused."""
     path = tmp_path / "old.db"
     shutil.copy(good, path)
     raw(str(path), "DROP TRIGGER trials_checksum_stale; ALTER TABLE trials DROP COLUMN checksum; "
-                   "ALTER TABLE meta DROP COLUMN checksum; UPDATE trials SET value = value + 1e-9 WHERE number = 2")
+                   "ALTER TABLE meta DROP COLUMN checksum; UPDATE trials SET value = value + 1e-9 WHERE number = 2; "
+                   "UPDATE meta SET value = '2' WHERE key = 'format'")
     assert SQLiteStorage(path).load().trials[2].value == pytest.approx(f(SQLiteStorage(good).load().trials[2].config)
                                                                        + 1e-9)  # unverified: the documented limit
     with open_study(path) as study:
         trial = study.ask()
         study.tell(trial, f(trial.config))
-    assert rows(path, "SELECT number FROM trials WHERE checksum IS NOT NULL") == [(6,)]
+    assert rows(path, "SELECT count(*) FROM trials WHERE checksum IS NULL") == [(0,)]
+    assert rows(path, "SELECT count(*) FROM meta WHERE checksum IS NULL") == [(0,)]
+    meta = SQLiteStorage(path).load().meta
+    assert meta["format"] == FORMAT_VERSION and meta["graphbo_version"] == gb.__version__
+    assert meta["converted_from"] == {"format": 2, "graphbo_version": SQLiteStorage(good).load().meta["graphbo_version"]}
     assert len(SQLiteStorage(path).load().trials) == 7
     nulls = tmp_path / "nulls.db"
     shutil.copy(good, nulls)
     raw(str(nulls), "UPDATE trials SET checksum = NULL; UPDATE meta SET checksum = NULL")
     assert len(SQLiteStorage(nulls).load().trials) == 6
-    raw(str(path), _UNSEEN + "UPDATE trials SET value = value + 1e-9 WHERE number = 6")
-    refused(path, "trial 6: stored values do not match")
+    for number in (2, 6):  # a row sealed by the conversion and one written after it
+        changed = tmp_path / f"changed{number}.db"
+        shutil.copy(path, changed)
+        raw(str(changed), _UNSEEN + f"UPDATE trials SET value = value + 1e-9 WHERE number = {number}")
+        refused(changed, f"trial {number}: stored values do not match")
 
 
 def test_a_trial_finished_by_an_earlier_graphbo_is_unverified_not_refused(good, tmp_path):

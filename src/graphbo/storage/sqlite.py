@@ -20,14 +20,15 @@ Each row of the three tables also has a ``checksum`` column
 trial's ``state``, which graphbo never reads back): written with every write of
 the row, verified for every row that has one on load, so a bit flipped inside a
 stored value is refused (:class:`CorruptStudyError` naming the trial or meta
-key). A file of an earlier graphbo gets the columns when this one first opens
-it for writing (``ALTER TABLE`` in that write transaction); its rows written
-before have none and are not verified. The triggers ``trials_checksum_stale``
+key). A file of an earlier graphbo (storage format 1 or 2, or no checksum
+columns) is converted once, when this one first opens it for writing, in that
+write transaction: it gets the columns, its rows are sealed as they read then,
+and it is stamped with the current format (the earlier pair kept under the meta
+key ``converted_from``), which the earlier version refuses as newer. Until then
+it is read as it is, its rows unverified. The triggers ``trials_checksum_stale``
 and ``trial_attrs_checksum_stale`` clear the checksum of a trial (attribute)
-that an UPDATE leaves with its old one (an earlier graphbo finishing a trial, a
-hand edit): that row is then unverified, not refused. The storage
-format number is unchanged, so earlier graphbo versions still read and write
-these files.
+that an UPDATE leaves with its old one (a hand edit): that row is then
+unverified, not refused.
 
 Every write is one ``BEGIN IMMEDIATE`` transaction, committed (``synchronous
 = FULL``) before the method returns. An existing file is first read through a
@@ -531,7 +532,7 @@ class SQLiteStorage(Storage):
                     conn.execute("ROLLBACK")
                     conn.close()
                     raise self._locked(held)
-            _add_checksums(conn)
+            _convert_earlier_file(conn)
             if held is not None:
                 _count_crashes(conn, held)
                 self.taken_over = held
@@ -673,7 +674,7 @@ class SQLiteStorage(Storage):
                                        "writing this study)")
             if row is not None:
                 if isinstance(held, dict):
-                    _add_checksums(conn)
+                    _convert_earlier_file(conn)
                     _count_crashes(conn, held)
                 conn.execute("DELETE FROM meta WHERE key = 'writer'")
             conn.execute("COMMIT")
@@ -893,18 +894,51 @@ def _count_crashes(conn: sqlite3.Connection, held: Mapping[str, Any]) -> None:
         _seal_trials(conn, numbers)
 
 
-def _add_checksums(conn: sqlite3.Connection) -> None:
-    """In a write transaction: give a file of an earlier graphbo its ``checksum`` columns and the trigger that
-    clears a stale one (its rows stay without checksums, so unverified)."""
+def _convert_earlier_file(conn: sqlite3.Connection) -> None:
+    """In a write transaction: the one-time conversion of a file an earlier graphbo wrote (storage format below
+    :data:`FORMAT_VERSION`, or without checksum columns) to the current format; nothing for a current file.
+
+    It gets the ``checksum`` and ``crashes`` columns and the triggers that clear a stale checksum; every row is
+    sealed as it reads now (so verified from then on: what changed in it before cannot be told); a study without
+    a ``direction`` records ``"minimize"`` (what it meant); ``format`` becomes :data:`FORMAT_VERSION` and
+    ``graphbo_version`` this one's, the earlier pair kept under ``converted_from``. The earlier version then
+    refuses the file as newer instead of writing rows without checksums into it."""
     tables = _tables(conn)
+    added = False
     for table in ("meta", "trials", "trial_attrs"):
         if table in tables and "checksum" not in _columns(conn, table):
             conn.execute(f"ALTER TABLE {table} ADD COLUMN checksum TEXT")
+            added = True
     if "crashes" not in _columns(conn, "trials"):
         conn.execute("ALTER TABLE trials ADD COLUMN crashes INTEGER NOT NULL DEFAULT 0")
+        added = True
     conn.execute(_STALE_TRIGGER)
     if "trial_attrs" in tables:
         conn.execute(_ATTRS_STALE_TRIGGER)
+    meta = {k: _json_or_none(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+    fmt = meta.get("format")
+    if not added and isinstance(fmt, int) and fmt >= FORMAT_VERSION:
+        return
+
+    def put(key: str, value: Any) -> None:
+        text = dumps(value)
+        conn.execute("INSERT OR REPLACE INTO meta (key, value, checksum) VALUES (?, ?, ?)",
+                     (key, text, row_checksum("meta", key, text)))
+
+    put("converted_from", {"format": fmt, "graphbo_version": meta.get("graphbo_version")})
+    put("format", FORMAT_VERSION)
+    put("graphbo_version", graphbo_version())
+    if "direction" not in meta:
+        put("direction", DIRECTIONS[0])
+    for key, text in conn.execute("SELECT key, value FROM meta WHERE checksum IS NULL AND key != 'writer'"
+                                  ).fetchall():
+        conn.execute("UPDATE meta SET checksum = ? WHERE key = ?", (row_checksum("meta", key, text), key))
+    _seal_trials(conn, [r[0] for r in conn.execute("SELECT number FROM trials WHERE checksum IS NULL")])
+    if "trial_attrs" in tables:
+        for number, key, text in conn.execute("SELECT number, key, value FROM trial_attrs WHERE checksum IS NULL"
+                                              ).fetchall():
+            conn.execute("UPDATE trial_attrs SET checksum = ? WHERE number = ? AND key = ?",
+                         (row_checksum("attr", number, key, text), number, key))
 
 
 def _has_attrs(conn: sqlite3.Connection) -> bool:
