@@ -173,6 +173,8 @@ def test_constrained_ei_is_log_ei_plus_the_log_probability_of_feasibility():
     no_incumbent = LogConstrainedExpectedImprovement(opt_y.model, [opt_c.model], None)
     assert torch.allclose(no_incumbent(Xq), torch.log(p), atol=1e-6)
     assert torch.all(acq.upper_bound(Xq) >= acq(Xq) - 1e-9)
+    # pruning uses a bound only where it is one of its own: before a feasible point the score is its own bound
+    assert acq.has_upper_bound and not no_incumbent.has_upper_bound
 
 
 def test_before_a_feasible_point_an_unmet_constraint_scores_its_expected_improvement_below_its_lowest_value():

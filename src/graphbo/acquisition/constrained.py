@@ -100,6 +100,12 @@ class LogConstrainedExpectedImprovement(AcquisitionFunction):
         assert out is not None, "LogConstrainedExpectedImprovement needs at least one constraint model"
         return out
 
+    @property
+    def has_upper_bound(self) -> bool:
+        """A bound of its own once a trial is feasible; before, the score is its own bound (and pruning with it
+        would score every candidate twice)."""
+        return self.best_f is not None
+
     def upper_bound(self, X: Any) -> torch.Tensor:
         """log-EI at the objective model's mean and variance bounds: a probability is at most 1, so the log of
         the product of probabilities is at most 0 and log-EI's own bound bounds the constrained score."""
