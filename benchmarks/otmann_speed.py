@@ -13,8 +13,6 @@ the table shows the median over repeats, then the median over pairs. The last
 two columns time the batched path NASBOT uses (:class:`BatchOTMANN`, one
 network against the others, four weights; POT's solver and the compiled one
 of ``graphbo[fast]``), per pair.
-Reference: Dragonfly's OTMANN takes about 1 ms per pair of 12-layer CNNs on a
-2-core machine.
 """
 
 from __future__ import annotations

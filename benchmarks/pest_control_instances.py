@@ -103,7 +103,7 @@ def main() -> None:
     for inst in range(N_INSTANCES):
         t0 = time.time()
         bench = PestControl(seed=inst)
-        on_instance = {m: [r for r in rs if r["best_config"] is not None
+        on_instance = {m: [r for r in rs if r["best_params"] is not None
                            and r["benchmark"][1].get("seed", r["seed"] % N_INSTANCES) == inst]
                        for m, rs in runs.items()}
         ended = {m: sorted(round(r["best_value"], 4) for r in rs if r["finished"]) for m, rs in on_instance.items()}
@@ -112,7 +112,7 @@ def main() -> None:
         climbs = [hill_climb(bench, start) for start in starts]
         candidates = {"combo": min(on_instance.get("combo", []), key=lambda r: r["best_value"], default=None),
                       "any run": min((r for rs in on_instance.values() for r in rs), key=lambda r: r["best_value"])}
-        plans = {name: np.array([r["best_config"][f"station{i + 1}"] for i in range(bench.n_stages)])
+        plans = {name: np.array([r["best_params"][f"station{i + 1}"] for i in range(bench.n_stages)])
                  for name, r in candidates.items() if r is not None}
         best_climb = min(climbs, key=lambda c: c[0])
         if best_climb[0] < bench.evaluate_index(plans["any run"]):
@@ -171,7 +171,7 @@ def noisy_runs(folders: list[str], streams: int) -> list[dict]:
                 name, options = r["benchmark"]
                 if name != "pestcontrol" or not options.get("noisy") or not r["finished"]:
                     continue
-                plan = np.array([r["best_config"][f"station{i + 1}"] for i in range(25)])
+                plan = np.array([r["best_params"][f"station{i + 1}"] for i in range(25)])
                 noisy = np.array([PestControl(seed=STREAM_OFFSET + k).evaluate_index(plan) for k in range(streams)])
                 rows.append({"benchmark": bench_id, "method": method, "seed": r["seed"],
                              "instance": options.get("seed"), "least_observed": r["best_value"],

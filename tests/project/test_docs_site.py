@@ -25,6 +25,20 @@ def test_the_site_builds_strict(tmp_path):
     assert "param_importances" in page and "should_prune" in page  # generated from the docstrings
 
 
+def test_no_check_of_the_build_is_turned_off():
+    """Strict fails only on what warns: no link check is set to ignore, no docstring check is off."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    assert config["strict"] is True
+    checks = {f"{group}.{name}": level for group, levels in config.get("validation", {}).items()
+              for name, level in levels.items()}
+    assert not {k: v for k, v in checks.items() if v != "warn"}, checks
+    python = next(p["mkdocstrings"] for p in config["plugins"] if isinstance(p, dict) and "mkdocstrings" in p)
+    options = python["handlers"]["python"]["options"].get("docstring_options", {})
+    assert not {k: v for k, v in options.items() if k.startswith("warn_") and v is not True}, options
+
+
 def test_every_document_is_in_the_navigation():
     import yaml
 

@@ -61,8 +61,8 @@ def test_a_report_from_the_packed_table_is_the_report_from_the_run_files(runs, t
     for bench in from_files:
         for method, rows in from_files[bench].items():
             other = from_table[bench][method]
-            assert [(r["seed"], r["best_value"], r["best_config"], list(r["best_so_far"]), r["beta"]) for r in rows] \
-                == [(r["seed"], r["best_value"], r["best_config"], list(r["best_so_far"]), r["beta"]) for r in other]
+            assert [(r["seed"], r["best_value"], r["best_params"], list(r["best_so_far"]), r["beta"]) for r in rows] \
+                == [(r["seed"], r["best_value"], r["best_params"], list(r["best_so_far"]), r["beta"]) for r in other]
     a = write_report(str(runs), str(tmp_path / "a" / "report.md"))
     b = write_report(str(tmp_path / "data"), str(tmp_path / "b" / "report.md"))
     strip = lambda p: Path(p).read_text().split("\n", 3)[3]  # noqa: E731 (the first lines name the folder)

@@ -67,7 +67,12 @@ def _fmt_opt(v: Any) -> str:
 
 def collect(root: str | Sequence[str], show: bool | None = None) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """``{benchmark id: {method: [run summaries]}}`` for every run under ``root`` (one folder or several);
-    a bar over the run files on a terminal (``show``: as :func:`graphbo.progress.progress_over`)."""
+    a bar over the run files on a terminal (``show``: as :func:`graphbo.progress.progress_over`).
+
+    A run summary is a dict: ``seed``, ``budget``, ``finished``, ``best_so_far`` (an array), ``seconds``,
+    ``beta`` (COMBO's posterior mean ``beta_i`` by variable, else ``None``), ``best_params`` (the best
+    configuration, as ``Study.best_params``; ``None`` if no value is finite), ``best_value`` and
+    ``benchmark`` (its name and options)."""
     roots = [root] if isinstance(root, str) else list(root)
     out: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     paths = [p for r in roots for p in run_files_under(r)]
@@ -87,7 +92,7 @@ def collect(root: str | Sequence[str], show: bool | None = None) -> dict[str, di
             "seconds": float(sum(e["suggest_seconds"] + e["evaluate_seconds"] for e in evals)),
             # posterior mean beta_i of COMBO
             "beta": _stored_beta(last_state.get("method") or {}),
-            "best_config": evals[int(np.nanargmin(values))]["config"] if np.isfinite(values).any() else None,
+            "best_params": evals[int(np.nanargmin(values))]["config"] if np.isfinite(values).any() else None,
             "best_value": float(np.nanmin(values)) if np.isfinite(values).any() else float("nan"),
             "benchmark": (spec["benchmark"], dict(spec.get("benchmark_options", {}))),
         })
@@ -301,8 +306,8 @@ def _is_architecture(config: Any) -> bool:
 
 def _best_network(bench: str, runs: dict[str, list[dict]], img_dir: str, out_dir: str, slug: str) -> list[str]:
     """A picture of the best network found over all finished runs (architecture benchmarks)."""
-    done = [(r["best_value"], m, r["seed"], r["best_config"]) for m, rs in runs.items() for r in rs
-            if r["finished"] and _is_architecture(r["best_config"])]
+    done = [(r["best_value"], m, r["seed"], r["best_params"]) for m, rs in runs.items() for r in rs
+            if r["finished"] and _is_architecture(r["best_params"])]
     if not done:
         return []
     from ..nas.domain.plot import draw_architecture
