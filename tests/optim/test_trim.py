@@ -44,14 +44,37 @@ def test_a_reversal_to_an_evaluated_or_refused_row_is_not_made():
     assert out.tolist() == [1, 0, 1, 0]
 
 
+def test_combo_trims_by_default_and_only_sets_changes_back():
+    """The default proposal is the paper's (``trim_proposals=False``) with some changes from the incumbent set
+    back: same observations and seed, so the same maximiser's row before trimming."""
+    space = gb.Space({f"x{i}": gb.Binary() for i in range(10)})
+    rng = np.random.default_rng(3)
+    X = space.sample_index(12, rng)
+    y = X[:, :3].sum(1) - 0.1 * X[:, 3:].sum(1)
+    fewer = 0
+    for seed in range(3):
+        rows = []
+        for trim in (True, False):
+            kw = {} if trim else {"trim_proposals": False}
+            opt = gb.COMBO(space, seed=seed, n_initial=4, n_burn=20, n_samples=3, n_random=300, n_spray=5,
+                           n_starts=5, **kw)
+            for r, v in zip(X, y):
+                opt.tell(space.from_index(r), float(v))
+            rows.append(space.to_index(opt.ask()))
+        incumbent = X[int(np.argmin(y))]
+        trimmed, paper = (set(np.flatnonzero(r != incumbent)) for r in rows)
+        assert trimmed <= paper and all(rows[0][j] == rows[1][j] for j in trimmed)
+        fewer += len(trimmed) < len(paper)
+    assert fewer >= 1
+
+
 def test_combo_with_trimmed_proposals_changes_no_more_than_it_must():
     space = gb.Space({f"x{i}": gb.Binary() for i in range(8)})
 
     def f(c):  # only x0 and x1 matter
         return -float(c["x0"]) - float(c["x1"])
 
-    opt = gb.COMBO(space, seed=0, n_initial=6, n_burn=20, n_samples=3, n_random=300, n_spray=5, n_starts=5,
-                   trim_proposals=True)
+    opt = gb.COMBO(space, seed=0, n_initial=6, n_burn=20, n_samples=3, n_random=300, n_spray=5, n_starts=5)
     for _ in range(6):
         c = opt.ask()
         opt.tell(c, f(c))
