@@ -673,7 +673,7 @@ class Study:
         return len(trials)
 
     def _replay_in_bulk(self, finished: Sequence[Trial]) -> bool:
-        """:meth:`_restore`'s replay of the finished trials through :meth:`Optimizer._replay_rows`, for an
+        """:meth:`_restore`'s replay of the finished trials through :meth:`Optimizer.replay_rows`, for an
         optimizer whose ``tell`` and ``mark_failed`` are the base class's, one objective and no fidelities;
         ``False``, with nothing told, otherwise."""
         opt = self.optimizer
@@ -688,7 +688,7 @@ class Study:
                 values.append(self._sign * t.value)
             else:
                 values.append(None if t.penalty is None else self._sign * t.penalty)
-        opt._replay_rows([t.row for t in finished], values)
+        opt.replay_rows([t.row for t in finished], values)
         return True
 
     def _stored_outcome(self, t: Trial, imputed: Any = None) -> tuple[np.ndarray, np.ndarray]:
