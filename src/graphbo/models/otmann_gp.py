@@ -261,11 +261,11 @@ class OTMANNGP(Surrogate):
     def _sync(self, archs: Sequence[Architecture]) -> None:
         """Make the distance cache hold exactly ``archs`` (appending new ones; a list that
         does not extend the cached one starts a new cache)."""
-        cached = self.cache._keys
+        cached = self.cache.keys
         keys = [exact_key(a) for a in archs]
         if keys[:len(cached)] != cached:
             self.cache = DistanceCache(self.batch)
-            cached = self.cache._keys
+            cached = self.cache.keys
         t0 = self.clock()
         self.cache.extend(list(archs)[len(cached):])
         self.timing["distances"] += self.clock() - t0
