@@ -195,7 +195,7 @@ def test_float32_mean_bound_holds_for_extreme_kernel_tables(log_beta):
     kernel = gb.GraphDiffusionKernel([v.spectrum for v in space.variables])
     samples = [HyperSample(float(y.mean()), math.log(1e4), math.log(1e-6), np.full(23, log_beta) + rng.normal(size=23))
                for _ in range(3)]
-    model = DiffusionGP(kernel).condition(X, y, samples)
+    model = DiffusionGP(kernel).condition(X, y, samples=samples)
     rows = np.concatenate([X, space.sample_index(3000, rng)])
     mean, bound = model.mean_and_variance_bound(rows)
     post = model.posterior(rows)
@@ -215,7 +215,7 @@ def _conditioned(dtype, log_amp, log_noise, log_beta, n=120, seed=0):
     samples = [HyperSample(float(y.mean()), log_amp, log_noise, np.full(8, log_beta) + rng.normal(size=8) * 0.5)
                for _ in range(3)]
     rows = np.concatenate([X, space.neighbor_index_batch(X[:20])[0], space.sample_index(500, rng)])
-    return DiffusionGP(kernel).condition(X, y, samples), rows
+    return DiffusionGP(kernel).condition(X, y, samples=samples), rows
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -193,7 +193,7 @@ class DiffusionGP(Surrogate):
                 sweeper.widths = sweeper.adapted_widths()
         # widths for the next fit, from this fit's moves (fixed within a fit: each update stays a valid slice step)
         self.widths = sweeper.adapted_widths()
-        self.condition(X, y, self.samples)
+        self.condition(X, y)
         return self
 
     def _kernel_for(self, warp: np.ndarray) -> GraphDiffusionKernel:
@@ -294,14 +294,16 @@ class DiffusionGP(Surrogate):
             return np.clip(widths, _WIDTH_RANGE[0] * scale, _WIDTH_RANGE[1] * scale)
         return scale
 
-    def condition(self, X: np.ndarray, y: np.ndarray, samples: list[HyperSample]) -> "DiffusionGP":
-        """Condition on data ``(X, y)`` under the given hyper-parameter samples, ready to predict.
+    def condition(self, X: np.ndarray, y: np.ndarray, *,
+                  samples: Sequence[HyperSample] | None = None) -> "DiffusionGP":
+        """Condition on data ``(X, y)`` under the current hyper-parameter samples, without sampling, ready to
+        predict; drops any fantasies. ``samples`` replace the current ones first.
 
         ``y`` has shape ``(n,)``, or ``(S, n)`` for values that differ per sample
         (fantasies of pending points, :meth:`add_fantasies`). The real data of
         :attr:`train_targets` is the ``(n,)`` ``y`` of the last call that had one.
         """
-        self.samples = list(samples)
+        self.samples = list(self.samples if samples is None else samples)
         X = np.asarray(X, dtype=np.int64)
         y = np.asarray(y, dtype=float)
         if y.ndim == 1:
@@ -327,7 +329,7 @@ class DiffusionGP(Surrogate):
         S = fantasy.shape[0]
         y_all = np.concatenate([np.broadcast_to(self._yc, (S, self._yc.shape[-1])), fantasy], axis=1)
         y_train = self._y_train
-        self.condition(np.concatenate([self._Xc, P]), y_all, self.samples)
+        self.condition(np.concatenate([self._Xc, P]), y_all)
         self._y_train = y_train
 
     # -- prediction -----------------------------------------------------------
