@@ -56,14 +56,14 @@ def convex_bounds(model, V: torch.Tensor, C: torch.Tensor) -> tuple[torch.Tensor
     fm = model.kernel
     p = fm.unpack(model._kp)
     beta, alpha, theta = torch.exp(p["log_beta"]), torch.exp(p["log_alpha"]), torch.exp(p["log_theta"])
-    norms = fm._norms(p, beta)
+    norms = fm.spectrum_norms(p, beta)
     R2 = float((1.0 / theta.square()).sum())
     t0 = R2 / 2
     m, n = V.shape[0], model._V.shape[0]
     H0, Hs, L0, Ls = (torch.zeros(m, n, dtype=torch.float64) for _ in range(4))
     for q, groups in enumerate(fm.eigenspaces):
         lam = torch.tensor([g[0] for g in groups], dtype=torch.float64)
-        T = fm._es_tables[q]
+        T = fm.projector_tables[q]
 
         def table(t: float, power: int = 1) -> torch.Tensor:
             # sum_j P_j / (norm (1 + beta lambda_j + alpha t)^power)

@@ -3,8 +3,9 @@
 ``n_workers`` evaluations are kept in flight, in graphbo's own process pool or in a
 :class:`concurrent.futures.Executor` (a Dask client's ``get_executor()``), and a new configuration is asked
 for as soon as any one finishes. The evaluation helper :func:`graphbo.evaluation._evaluate` runs in the
-workers; a worker that dies fails the trial it was evaluating and the pool is replaced. This module is the
-study's own machinery: it asks, records and shows progress through the study it is given.
+workers; a worker that dies fails the trial it was evaluating and the pool is replaced. The loop itself
+(asking, stopping, recording, progress) is the study's: :class:`ParallelEvaluations` only keeps the
+evaluations in flight and hands each outcome back through the ``record`` function it is given.
 """
 
 from __future__ import annotations
@@ -22,10 +23,9 @@ from .exceptions import ExecutorLostError
 from .outcomes import Outcome
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .progress import ProgressBar
-    from .study import Study, Trial
+    from .storage.base import Trial
 
-__all__ = ["run_parallel", "check_parallel_run", "check_picklable", "watch_parent", "TIMEOUT_GRACE", "MAX_RESTARTS"]
+__all__ = ["ParallelEvaluations", "check_parallel_run", "check_picklable", "watch_parent", "TIMEOUT_GRACE", "MAX_RESTARTS"]
 
 #: seconds the loop waits beyond ``timeout`` for a submitted evaluation before giving up on it: the worker
 #: interrupts the evaluation itself after ``timeout`` seconds from its start; the grace covers the time
@@ -60,56 +60,105 @@ def check_picklable(objective: Callable) -> None:
         ) from None
 
 
-def _record(study: Study, trial: Trial, ok: bool, value: float | Outcome | None, error: str | None, seconds: float,
-            failure_value: float | str | None, callback: Callable | None, bar: ProgressBar) -> None:
-    done = study._record_evaluation(trial, ok, value, error, seconds, failure_value, callback)
-    bar.finished(study._shown_value(done), done.suggest_seconds)
+#: what :class:`ParallelEvaluations` hands its ``record`` for each finished evaluation: the trial and
+#: :func:`graphbo.evaluation._evaluate`'s outcome (``ok, value, error, seconds``)
+Record = Callable[["Trial", bool, "float | Outcome | None", "str | None", float], None]
 
 
-def run_parallel(study: Study, objective: Callable, budget: int, n_workers: int, executor: cf.Executor | None,
-                 timeout: float | None, failure_value: float | str | None, callback: Callable | None,
-                 bar: ProgressBar) -> None:
-    """Keep ``n_workers`` evaluations in flight; ask for a new one as soon as any finishes (none once the space
-    is exhausted: the run ends when the evaluations in flight do).
+class ParallelEvaluations:
+    """The evaluations in flight of a parallel run of :meth:`graphbo.Study.optimize`, whose loop asks for the
+    trials and decides when to stop; this class evaluates them and hands each outcome to ``record``.
+
+    The loop, as the study runs it (``finished``: the budget is used or the space exhausted)::
+
+        with ParallelEvaluations(objective, n_workers, executor, timeout, record) as evaluations:
+            while True:
+                while <not finished> and evaluations.has_room() and <finished + n_in_flight < budget>:
+                    evaluations.submit(<a new trial>)
+                if not evaluations.wait(<finished>):
+                    break
 
     With the loop's own pool (no ``executor``): a worker that dies fails the trial
     it was evaluating (found by the process id each evaluation writes first), the
     pool is replaced and the other trials in flight are evaluated again (at most
     :data:`MAX_RESTARTS` times each); a worker past ``timeout`` +
-    :data:`TIMEOUT_GRACE` is killed the same way.
+    :data:`TIMEOUT_GRACE` is killed the same way. Leaving the ``with`` block on an
+    exception (Ctrl-C, an error of the loop) leaves the trials in flight ``running``
+    in the study, for a resume, and kills the own pool's workers.
     """
-    own = _OwnPool(n_workers) if executor is None else None
-    in_flight: dict[cf.Future, _Job] = {}
-    zombies: set[cf.Future] = set()  # timed out but still running in a foreign executor: they occupy a worker
-    exhausted = False  # every configuration is evaluated or in flight
 
-    def submit(job: _Job) -> None:
+    def __init__(self, objective: Callable, n_workers: int, executor: cf.Executor | None, timeout: float | None,
+                 record: Record) -> None:
+        self.objective = objective
+        self.n_workers = n_workers
+        self.executor = executor
+        self.timeout = timeout
+        self.record = record
+        self.own: _OwnPool | None = None
+        self.in_flight: dict[cf.Future, _Job] = {}
+        self.zombies: set[cf.Future] = set()  # timed out but still running in a foreign executor: they occupy a worker
+
+    def __enter__(self) -> ParallelEvaluations:
+        self.own = _OwnPool(self.n_workers) if self.executor is None else None
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        own = self.own
+        if exc_type is not None:
+            # Ctrl-C or an error of the loop: the trials in flight stay `running` in the study, for a resume
+            for fut in self.in_flight:
+                fut.cancel()
+            if own is not None:
+                own.close(kill=True)
+            return
+        for fut in self.zombies:
+            fut.cancel()
+        if own is not None:
+            own.close(kill=bool(self.zombies))
+
+    @property
+    def n_in_flight(self) -> int:
+        """The evaluations submitted and not yet recorded."""
+        return len(self.in_flight)
+
+    def has_room(self) -> bool:
+        """Whether a worker is free for another evaluation (one that timed out in a foreign executor and still
+        runs there occupies its worker)."""
+        return len(self.in_flight) + len(self.zombies) < self.n_workers
+
+    def submit(self, trial: Trial) -> None:
+        """Start evaluating ``trial``'s configuration."""
+        self._submit(_Job(trial))
+
+    def _submit(self, job: _Job) -> None:
         job.t0 = time.monotonic()
+        own = self.own
         if own is None:
-            assert executor is not None
+            assert self.executor is not None
             try:
-                in_flight[executor.submit(_evaluate, objective, job.trial.config, timeout)] = job
+                self.in_flight[self.executor.submit(_evaluate, self.objective, job.trial.config, self.timeout)] = job
             except Exception as exc:  # a closed client, a lost scheduler
                 raise ExecutorLostError(f"the executor refused trial {job.trial.number} ({_describe_error(exc)}); "
                                         "the trials in flight stay running in the study: resume it (same "
                                         "storage) once the executor is back") from None
             return
         try:
-            fut, job.tag = own.submit(objective, job.trial.config, timeout, job.trial.number)
+            fut, job.tag = own.submit(self.objective, job.trial.config, self.timeout, job.trial.number)
         except cf.BrokenExecutor as exc:  # broke since the last wait: handled with the others at the next one
             fut, job.tag = cf.Future(), None
             fut.set_exception(exc)
-        in_flight[fut] = job
+        self.in_flight[fut] = job
 
-    def record(job: _Job, outcome: tuple[bool, float | None, str | None, float]) -> None:
-        if own is not None:
-            own.forget(job.tag)
-        _record(study, job.trial, *outcome, failure_value, callback, bar)
+    def _record(self, job: _Job, outcome: tuple[bool, float | None, str | None, float]) -> None:
+        if self.own is not None:
+            self.own.forget(job.tag)
+        self.record(job.trial, *outcome)
 
-    def recover(hit: list[_Job], cause_known: bool = False) -> None:
+    def _recover(self, hit: list[_Job], cause_known: bool = False) -> None:
         """The own pool broke: wait for the other evaluations to end, fail those whose worker died, start a
         fresh pool and evaluate the others again (counted as a restart only when no dead worker was found, or
         ``cause_known``, so that an unexplained break cannot repeat for ever)."""
+        own, in_flight = self.own, self.in_flight
         assert own is not None
         cf.wait(list(in_flight), timeout=10)
         for fut, job in list(in_flight.items()):
@@ -119,7 +168,7 @@ def run_parallel(study: Study, objective: Callable, budget: int, n_workers: int,
                 hit.append(job)
             else:
                 assert outcome is not None
-                record(job, outcome)
+                self._record(job, outcome)
         exit_codes = own.renew()
         codes: dict[int, int] = {}  # a worker that died has its own exit code; the pool stopped the others (SIGTERM)
         for job in hit:
@@ -128,88 +177,76 @@ def run_parallel(study: Study, objective: Callable, budget: int, n_workers: int,
                 codes[id(job)] = code
         for job in hit:
             if id(job) in codes:
-                record(job, (False, None, f"the worker process evaluating it died ({_exit_reason(codes[id(job)])})",
-                             time.monotonic() - job.t0))
+                self._record(job, (False, None,
+                                   f"the worker process evaluating it died ({_exit_reason(codes[id(job)])})",
+                                   time.monotonic() - job.t0))
                 continue
             if codes or cause_known:  # an innocent bystander: evaluated again from the start
                 own.forget(job.tag)
-                submit(job)
+                self._submit(job)
             elif job.restarts >= MAX_RESTARTS:
-                record(job, (False, None, f"the worker pool broke {job.restarts + 1} times during this evaluation, "
-                                          "and no worker was found dead", time.monotonic() - job.t0))
+                self._record(job, (False, None, f"the worker pool broke {job.restarts + 1} times during this "
+                                                "evaluation, and no worker was found dead",
+                                   time.monotonic() - job.t0))
             else:
                 own.forget(job.tag)
                 job.restarts += 1
-                submit(job)
+                self._submit(job)
 
-    try:
-        while True:
-            zombies = {f for f in zombies if not f.done()}
-            while (not exhausted and len(in_flight) + len(zombies) < n_workers
-                   and study.n_finished + len(in_flight) < budget):
-                trial = study._ask_within(budget)
-                if trial is None:
-                    exhausted = True
-                    break
-                submit(_Job(trial))
-            if not in_flight:
-                if study.n_finished >= budget or exhausted or not zombies:
-                    break
-                cf.wait(zombies, return_when=cf.FIRST_COMPLETED)
+    def wait(self, finished: bool) -> bool:
+        """Wait until an evaluation ends (or one passes its deadline) and record what ended; ``False``, at
+        once, when there is nothing to wait for: no evaluation in flight and ``finished`` (no trial is to
+        be asked for) or none still occupying a worker."""
+        own, in_flight, timeout = self.own, self.in_flight, self.timeout
+        if not in_flight:
+            if finished or not self.zombies:
+                return False
+            cf.wait(self.zombies, return_when=cf.FIRST_COMPLETED)
+            self.zombies = {f for f in self.zombies if not f.done()}
+            return True
+        wait_for = None
+        if timeout is not None:
+            first_deadline = min(j.t0 for j in in_flight.values()) + timeout + TIMEOUT_GRACE
+            wait_for = max(0.0, first_deadline - time.monotonic())
+        done, _ = cf.wait(list(in_flight) + list(self.zombies), timeout=wait_for, return_when=cf.FIRST_COMPLETED)
+        hit: list[_Job] = []
+        lost: list[_Job] = []
+        for fut in done:
+            if fut not in in_flight:
                 continue
-            wait_for = None
-            if timeout is not None:
-                first_deadline = min(j.t0 for j in in_flight.values()) + timeout + TIMEOUT_GRACE
-                wait_for = max(0.0, first_deadline - time.monotonic())
-            done, _ = cf.wait(list(in_flight) + list(zombies), timeout=wait_for, return_when=cf.FIRST_COMPLETED)
-            hit: list[_Job] = []
-            lost: list[_Job] = []
-            for fut in done:
-                if fut not in in_flight:
-                    continue
-                job = in_flight.pop(fut)
-                if own is None and (fut.cancelled() or fut.exception() is not None):
-                    lost.append(job)  # _evaluate never raises: the executor lost it, not the objective
-                    continue
-                outcome, dead = _outcome(fut, job.t0)
-                if dead and own is not None:
-                    hit.append(job)
-                else:
-                    record(job, outcome)
-            if lost:
-                first = next(f for f in done if f.cancelled() or f.exception() is not None)
-                error = None if first.cancelled() else first.exception()
-                cause = "cancelled" if error is None else _describe_error(error)
-                numbers = ", ".join(str(j.trial.number) for j in lost)
-                raise ExecutorLostError(f"the executor lost the evaluation of trial(s) {numbers} ({cause}); they "
-                                        "stay running in the study, with the others in flight: resume it (same "
-                                        "storage) to evaluate them again")
-            if hit:
-                recover(hit)
-            if timeout is not None:
-                now = time.monotonic()
-                for fut, job in list(in_flight.items()):
-                    if fut in in_flight and not fut.done() and now - job.t0 >= timeout + TIMEOUT_GRACE:
-                        del in_flight[fut]
-                        record(job, (False, None, f"timed out after {timeout:g} s", now - job.t0))
-                        if fut.cancel():
-                            continue
-                        if own is not None and own.kill(job.tag):  # it ignores the alarm: end its worker
-                            recover([], cause_known=True)
-                        else:
-                            zombies.add(fut)
-    except BaseException:
-        # Ctrl-C or an error of the loop: the trials in flight stay `running` in the study, for a resume
-        for fut in in_flight:
-            fut.cancel()
-        if own is not None:
-            own.close(kill=True)
-        raise
-    else:
-        for fut in zombies:
-            fut.cancel()
-        if own is not None:
-            own.close(kill=bool(zombies))
+            job = in_flight.pop(fut)
+            if own is None and (fut.cancelled() or fut.exception() is not None):
+                lost.append(job)  # _evaluate never raises: the executor lost it, not the objective
+                continue
+            outcome, dead = _outcome(fut, job.t0)
+            if dead and own is not None:
+                hit.append(job)
+            else:
+                self._record(job, outcome)
+        if lost:
+            first = next(f for f in done if f.cancelled() or f.exception() is not None)
+            error = None if first.cancelled() else first.exception()
+            cause = "cancelled" if error is None else _describe_error(error)
+            numbers = ", ".join(str(j.trial.number) for j in lost)
+            raise ExecutorLostError(f"the executor lost the evaluation of trial(s) {numbers} ({cause}); they "
+                                    "stay running in the study, with the others in flight: resume it (same "
+                                    "storage) to evaluate them again")
+        if hit:
+            self._recover(hit)
+        if timeout is not None:
+            now = time.monotonic()
+            for fut, job in list(in_flight.items()):
+                if fut in in_flight and not fut.done() and now - job.t0 >= timeout + TIMEOUT_GRACE:
+                    del in_flight[fut]
+                    self._record(job, (False, None, f"timed out after {timeout:g} s", now - job.t0))
+                    if fut.cancel():
+                        continue
+                    if own is not None and own.kill(job.tag):  # it ignores the alarm: end its worker
+                        self._recover([], cause_known=True)
+                    else:
+                        self.zombies.add(fut)
+        self.zombies = {f for f in self.zombies if not f.done()}
+        return True
 
 
 #: times an evaluation in the loop's own pool is started again because the pool broke under it for no reason

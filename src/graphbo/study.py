@@ -75,6 +75,7 @@ from .storage.info import load_study_file, read_study_info
 from .storage.jsonio import plain
 from .threads import DEFAULT_THREADS, limit_threads
 from .evaluation import _evaluate
+from .parallel import ParallelEvaluations, check_parallel_run
 from .pruners import Pruner, _evaluating, _Reporter, check_pruner, intermediate_of
 from .outcomes import Outcome, as_outcome, check_directions, check_reference_point, hypervolume, pareto_mask
 from .exceptions import ObjectiveFailingError, SpaceExhaustedError
@@ -262,6 +263,34 @@ def _progress(stored: StoredStudy) -> list[tuple[int, str, str | None, int | Non
 def _told_first(t: Trial) -> tuple[bool, int, int]:
     """Sort key: trials in the order they were told, then (a store that keeps no tell order) by number."""
     return (t.tell_order is None, t.tell_order if t.tell_order is not None else 0, t.number)
+
+
+class _InThisProcess:
+    """The evaluations of a sequential run of :meth:`Study.optimize`: each one done (evaluated and recorded)
+    by ``evaluate(trial)`` before :meth:`submit` returns, so that none is ever in flight; the interface of
+    :class:`graphbo.parallel.ParallelEvaluations`, which :meth:`Study._run` drives alike."""
+
+    n_in_flight = 0
+
+    def __init__(self, evaluate: Callable[[Trial], None]) -> None:
+        self.evaluate = evaluate
+
+    def submit(self, trial: Trial) -> None:
+        """Evaluate ``trial`` and record its outcome."""
+        self.evaluate(trial)
+
+    def __enter__(self) -> _InThisProcess:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def has_room(self) -> bool:
+        return True
+
+    def wait(self, finished: bool) -> bool:
+        """Nothing is ever in flight: ``False``."""
+        return False
 
 
 class Study:
@@ -644,7 +673,7 @@ class Study:
         return len(trials)
 
     def _replay_in_bulk(self, finished: Sequence[Trial]) -> bool:
-        """:meth:`_restore`'s replay of the finished trials through :meth:`Optimizer._replay_rows`, for an
+        """:meth:`_restore`'s replay of the finished trials through :meth:`Optimizer.replay_rows`, for an
         optimizer whose ``tell`` and ``mark_failed`` are the base class's, one objective and no fidelities;
         ``False``, with nothing told, otherwise."""
         opt = self.optimizer
@@ -659,7 +688,7 @@ class Study:
                 values.append(self._sign * t.value)
             else:
                 values.append(None if t.penalty is None else self._sign * t.penalty)
-        opt._replay_rows([t.row for t in finished], values)
+        opt.replay_rows([t.row for t in finished], values)
         return True
 
     def _stored_outcome(self, t: Trial, imputed: Any = None) -> tuple[np.ndarray, np.ndarray]:
@@ -1048,29 +1077,58 @@ class Study:
         if self._multi_fidelity:
             raise ValueError(f"method {self.method!r} chooses a fidelity for each trial (trial.attrs['fidelity']), "
                              "which objective(config) cannot take: drive the study with ask and tell")
-        if n_workers > 1 or executor is not None:
-            from .parallel import check_parallel_run, run_parallel
-
+        parallel = n_workers > 1 or executor is not None
+        if parallel:
             check_parallel_run(objective, n_workers, executor, self.pruner)
-            with self._progress_bar(budget, show) as bar:
-                run_parallel(self, objective, budget, n_workers, executor, timeout, penalty, callback, bar)
-            return self
         with self._progress_bar(budget, show) as bar:
-            while self.n_finished < budget:
-                trial = self._ask_within(budget)
-                if trial is None:
-                    break
-                reporter = self._reporter(trial)
-                ok, value, error, seconds = _evaluate(_evaluating(reporter, objective), trial.config, timeout)
-                if self._storage.repair_after_evaluation():
-                    logger.warning("the objective closed the open files of study %s (trial %d); graphbo "
-                                   "reopened them", self._storage.name, trial.number)
-                if not ok and reporter.pruned:
-                    done = self.prune(trial, seconds=seconds)
-                else:
-                    done = self._record_evaluation(trial, ok, value, error, seconds, penalty, callback)
+
+            def record(trial: Trial, ok: bool, value: float | Outcome | None, error: str | None,
+                       seconds: float) -> None:
+                done = self._record_evaluation(trial, ok, value, error, seconds, penalty, callback)
                 bar.finished(self._shown_value(done), done.suggest_seconds)
+
+            if parallel:
+                evaluations: _InThisProcess | ParallelEvaluations = ParallelEvaluations(
+                    objective, n_workers, executor, timeout, record)
+            else:
+                evaluations = _InThisProcess(lambda trial: self._evaluate_here(trial, objective, timeout, record,
+                                                                               bar))
+            self._run(budget, evaluations)
         return self
+
+    def _evaluate_here(self, trial: Trial, objective: Callable[[dict[str, Any]], Any], timeout: float | None,
+                       record: Callable[[Trial, bool, float | Outcome | None, str | None, float], None],
+                       bar: ProgressBar) -> None:
+        """A sequential run's evaluation of ``trial`` in this process, where the objective may report
+        intermediate values to the pruner; recorded through ``record``, or pruned."""
+        reporter = self._reporter(trial)
+        ok, value, error, seconds = _evaluate(_evaluating(reporter, objective), trial.config, timeout)
+        if self._storage.repair_after_evaluation():
+            logger.warning("the objective closed the open files of study %s (trial %d); graphbo "
+                           "reopened them", self._storage.name, trial.number)
+        if not ok and reporter.pruned:
+            done = self.prune(trial, seconds=seconds)
+            bar.finished(self._shown_value(done), done.suggest_seconds)
+        else:
+            record(trial, ok, value, error, seconds)
+
+    def _run(self, budget: int, evaluations: _InThisProcess | ParallelEvaluations) -> None:
+        """The loop of :meth:`optimize`, sequential or parallel: ask for trials while a worker is free and the
+        budget allows (finished trials plus those in flight), and wait for evaluations to end, until the
+        budget is used or the space exhausted and nothing is in flight. ``evaluations`` records each outcome
+        (told or failed) as it ends."""
+        exhausted = False  # every configuration is evaluated or in flight
+        with evaluations:
+            while True:
+                while (not exhausted and evaluations.has_room()
+                       and self.n_finished + evaluations.n_in_flight < budget):
+                    trial = self._ask_within(budget)
+                    if trial is None:
+                        exhausted = True
+                        break
+                    evaluations.submit(trial)
+                if not evaluations.wait(self.n_finished >= budget or exhausted):
+                    break
 
     def _shown_value(self, done: Trial) -> float | None:
         """What a progress bar counts towards its best value: a complete, feasible trial's value (nothing with

@@ -56,7 +56,7 @@ def indefinite(indefinite_gram):
     assert np.linalg.eigvalsh(K).min() + 0.1 > 0 > np.linalg.eigvalsh(K).min() + 1e-3
     y = np.random.default_rng(1).normal(size=len(archs))
     samples = [OTMANNHyperSample(mean=0.0, log_noise=np.log(noise), **INDEFINITE) for noise in (1e-3, 0.1)]
-    model = OTMANNGP("cnn").set_samples(archs, y, samples)
+    model = OTMANNGP("cnn").condition(archs, y, samples=samples)
     new = space.sample_architectures(6, np.random.default_rng(3))
     return model, archs, y, new, K
 
@@ -113,7 +113,7 @@ def test_variance_at_a_training_point_is_about_the_noise(fitted):
     loo = OTMANNGP("mlp")
     for i in range(len(archs)):
         keep = [j for j in range(len(archs)) if j != i]
-        loo.set_samples([archs[j] for j in keep], y[keep], model.samples)
+        loo.condition([archs[j] for j in keep], y[keep], samples=model.samples)
         v = loo.posterior([archs[i]]).variance.numpy()[:, 0]
         np.testing.assert_allclose(var[:, i], 1.0 / (1.0 / v + 1.0 / noise), rtol=1e-6)
     assert np.all(var > 0.5 * noise[:, None])  # here the pool networks are far apart: v > eta^2

@@ -155,11 +155,15 @@ class NearestNeighbourModel(Surrogate):
 def test_only_a_model_that_offers_a_screening_returns_one(case):
     model, X, y, new = case
     screening = model.screening()
-    if isinstance(model, MixedGP):  # a ModLap FM kernel: all three capabilities
+    if isinstance(model, MixedGP):  # a ModLap FM kernel: the three single-sample capabilities
         assert isinstance(screening, Screening)
         assert screening.offers_screen_moments and screening.offers_mean_lower_bound
-        assert screening.offers_neighbour_moments
-    else:  # DiffusionGP, OTMANNGP: the protocol's default
+        assert screening.offers_neighbour_moments and not screening.offers_mean_and_variance_bound
+    elif isinstance(model, DiffusionGP):  # the diffusion form: the mean and variance bounds of every sample
+        assert isinstance(screening, Screening) and screening.offers_mean_and_variance_bound
+        assert not (screening.offers_screen_moments or screening.offers_mean_lower_bound
+                    or screening.offers_neighbour_moments)
+    else:  # OTMANNGP: the protocol's default
         assert screening is None
     assert NearestNeighbourModel().screening() is None  # a model written against the protocol alone
 
@@ -169,11 +173,12 @@ def test_a_screening_offers_nothing_it_does_not_implement():
         pass
 
     nothing = Nothing()
-    assert not (nothing.offers_screen_moments or nothing.offers_mean_lower_bound or nothing.offers_neighbour_moments)
+    assert not (nothing.offers_screen_moments or nothing.offers_mean_lower_bound or nothing.offers_neighbour_moments
+                or nothing.offers_mean_and_variance_bound)
     assert not nothing.neighbour_moments_pay(100, 10_000)
     X, one = np.zeros((1, 2)), np.zeros(1, dtype=int)
     for ask in (lambda: nothing.screen_moments(X), lambda: nothing.mean_lower_bound(X),
-                lambda: nothing.neighbour_moments(X, one, one, one + 1)):
+                lambda: nothing.neighbour_moments(X, one, one, one + 1), lambda: nothing.mean_and_variance_bound(X)):
         with pytest.raises(NotImplementedError):
             ask()
 

@@ -168,12 +168,12 @@ def test_variance_bound_holds_and_is_tight_beside_the_data(case):
     rng = np.random.default_rng(5)
     nbrs, _ = space.neighbor_index_batch(opt.X[:10])
     rows = np.concatenate([opt.X, nbrs, space.sample_index(500, rng)])
-    mean, bound = model.mean_and_variance_bound(rows)
+    mean, bound = model.screening().mean_and_variance_bound(rows)
     post = model.posterior(rows)
     assert torch.all(mean <= post.mean)
     assert float((post.mean - mean).max()) < 1e-3 * float(np.ptp(opt.y))
     assert torch.all(bound >= post.variance)
-    prior = model._prior_variance(model.kernel.one_hot(torch.as_tensor(opt.X)))
+    prior = model.prior_variance(model.kernel.one_hot(torch.as_tensor(opt.X)))
     noise = torch.tensor([np.exp(s.log_noise) for s in model.samples], dtype=prior.dtype)[:, None]
     at_data = bound[:, :opt.X.shape[0]]
     # prior * noise / (prior + noise) exactly, plus the float32 kernel values' relative error times the prior
@@ -195,9 +195,9 @@ def test_float32_mean_bound_holds_for_extreme_kernel_tables(log_beta):
     kernel = gb.GraphDiffusionKernel([v.spectrum for v in space.variables])
     samples = [HyperSample(float(y.mean()), math.log(1e4), math.log(1e-6), np.full(23, log_beta) + rng.normal(size=23))
                for _ in range(3)]
-    model = DiffusionGP(kernel).condition(X, y, samples)
+    model = DiffusionGP(kernel).condition(X, y, samples=samples)
     rows = np.concatenate([X, space.sample_index(3000, rng)])
-    mean, bound = model.mean_and_variance_bound(rows)
+    mean, bound = model.screening().mean_and_variance_bound(rows)
     post = model.posterior(rows)
     assert torch.all(mean <= post.mean)
     assert torch.all(bound >= post.variance)
@@ -215,7 +215,7 @@ def _conditioned(dtype, log_amp, log_noise, log_beta, n=120, seed=0):
     samples = [HyperSample(float(y.mean()), log_amp, log_noise, np.full(8, log_beta) + rng.normal(size=8) * 0.5)
                for _ in range(3)]
     rows = np.concatenate([X, space.neighbor_index_batch(X[:20])[0], space.sample_index(500, rng)])
-    return DiffusionGP(kernel).condition(X, y, samples), rows
+    return DiffusionGP(kernel).condition(X, y, samples=samples), rows
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -226,7 +226,7 @@ def test_bounds_hold_in_either_dtype_however_conditioned(dtype, log_amp, log_noi
     the subtraction and of the quadratic form, and in either dtype that of the mean, must not put a bound
     on the wrong side of the value posterior() computes, nor the acquisition's bound below its score."""
     model, rows = _conditioned(dtype, log_amp, log_noise, log_beta)
-    mean, bound = model.mean_and_variance_bound(rows)
+    mean, bound = model.screening().mean_and_variance_bound(rows)
     post = model.posterior(rows)
     assert torch.all(mean <= post.mean)
     assert torch.all(bound >= post.variance)
@@ -237,7 +237,7 @@ def test_bounds_hold_in_either_dtype_however_conditioned(dtype, log_amp, log_noi
 def test_bounds_hold_without_ieee_float32_products_and_settings_never_break_conditioning():
     """With TF32 / bfloat16 float32 products (the legacy and the new torch settings) the bound pass stays in the
     model's dtype; a mix of the two kinds of settings, which torch refuses to read, must not break a fit."""
-    from graphbo.models.diffusion_gp import _ieee_float32_products
+    from graphbo.models.diffusion_gp_screening import _ieee_float32_products
 
     cpu = torch.device("cpu")
     assert _ieee_float32_products(cpu)
@@ -246,7 +246,7 @@ def test_bounds_hold_without_ieee_float32_products_and_settings_never_break_cond
         torch.set_float32_matmul_precision("high")
         assert not _ieee_float32_products(cpu)
         model, rows = _conditioned(torch.float64, 18.0, -12.0, 1.0, n=200)
-        mean, bound = model.mean_and_variance_bound(rows)
+        mean, bound = model.screening().mean_and_variance_bound(rows)
         post = model.posterior(rows)
         assert torch.all(mean <= post.mean) and torch.all(bound >= post.variance)
     finally:
@@ -256,7 +256,7 @@ def test_bounds_hold_without_ieee_float32_products_and_settings_never_break_cond
         torch.backends.cuda.matmul.fp32_precision = "tf32"  # a new-style setting beside the legacy one
         assert not _ieee_float32_products(torch.device("cuda"))
         model, rows = _conditioned(torch.float64, 0.0, -6.0, 0.0, n=30)
-        mean, _ = model.mean_and_variance_bound(rows)
+        mean, _ = model.screening().mean_and_variance_bound(rows)
         assert torch.all(mean <= model.posterior(rows).mean)
     finally:
         torch.backends.cuda.matmul.fp32_precision = cuda_setting

@@ -3,7 +3,7 @@
 * warm-started ML-II fits (``restart_every > 1``) reach the cold fit's optimum, follow their
   schedule, fall back to the full restarts when the warm start ends worse than the default
   point, and keep their count through an optimizer's saved state;
-* the blocked, no-autograd Gram matrix (:meth:`FMKernel._fm_gram_inplace`) and the table
+* the blocked, no-autograd Gram matrix (:meth:`FMKernel.fm_gram_inplace`) and the table
   diagonal equal the autograd Gram matrix of Eq. (5), for every FM kernel, on complete graphs
   (constant projectors) and path graphs, across several row blocks;
 * the backward pass of the FM product (division by a factor, or prefix and suffix products

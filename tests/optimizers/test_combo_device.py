@@ -60,9 +60,9 @@ def test_cuda_matches_cpu_within_rounding_and_stays_on_the_device():
         gpu.tell(h.config, h.value)
     # the same samples on the same data (the run's last fit did not see its last evaluation: both
     # are conditioned on all of it here): the same posterior up to floating-point rounding
-    cpu.model.condition(cpu.X, cpu.y, cpu.model.samples)
+    cpu.model.condition(cpu.X, cpu.y, samples=cpu.model.samples)
     gpu.model.set_warp(cpu.model.warp)
-    gpu.model.condition(cpu.X, cpu.y, cpu.model.samples)
+    gpu.model.condition(cpu.X, cpu.y, samples=cpu.model.samples)
     rows = probe_rows(cpu.space)
     pc, pg = cpu.model.posterior(rows), gpu.model.posterior(rows)
     assert pg.mean.device.type == "cuda"

@@ -9,7 +9,20 @@ import torch
 
 from ..models.base import Surrogate
 
-__all__ = ["AcquisitionFunction"]
+__all__ = ["AcquisitionFunction", "mean_and_variance_bound"]
+
+
+def mean_and_variance_bound(model: Surrogate, X: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """A lower bound of the posterior mean ``(S, m)`` and an upper bound of the posterior variance ``(S, m)`` at
+    the inputs ``X``: the model's screening's cheap bounds where it offers them
+    (:meth:`graphbo.models.base.Screening.mean_and_variance_bound`, COMBO's
+    :class:`~graphbo.models.diffusion_gp_screening.DiffusionGPScreening`), else the exact posterior's mean and
+    variance (the tightest bounds, no saving)."""
+    screening = model.screening()
+    if screening is not None and screening.offers_mean_and_variance_bound:
+        return screening.mean_and_variance_bound(X)
+    post = model.posterior(X)
+    return post.mean, post.variance
 
 
 class AcquisitionFunction(abc.ABC):
@@ -34,7 +47,7 @@ class AcquisitionFunction(abc.ABC):
 
         The default is the score itself. Acquisitions that fall with the posterior mean and grow
         with its variance (EI, confidence bounds) evaluate themselves at the model's mean and
-        variance bounds (:meth:`Surrogate.mean_and_variance_bound`).
+        variance bounds (:func:`mean_and_variance_bound`).
         """
         return self(X)
 

@@ -7,7 +7,7 @@ from typing import Any
 import torch
 
 from ..models.base import Surrogate
-from .base import AcquisitionFunction
+from .base import AcquisitionFunction, mean_and_variance_bound
 
 __all__ = ["NegativeLowerConfidenceBound"]
 
@@ -37,5 +37,5 @@ class NegativeLowerConfidenceBound(AcquisitionFunction):
         deviation for ``kappa >= 0``)."""
         if self.kappa < 0:
             return self(X)
-        mean, var = self.model.mean_and_variance_bound(X)
+        mean, var = mean_and_variance_bound(self.model, X)
         return (-(mean - self.kappa * var.sqrt())).mean(0)

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 import torch
 
 from ..models.base import Surrogate
-from .base import AcquisitionFunction
+from .base import AcquisitionFunction, mean_and_variance_bound
 from .ei import log_mean_expected_improvement
 
 __all__ = ["log_probability_of_feasibility", "LogConstrainedExpectedImprovement"]
@@ -111,5 +111,5 @@ class LogConstrainedExpectedImprovement(AcquisitionFunction):
         the product of probabilities is at most 0 and log-EI's own bound bounds the constrained score."""
         if self.best_f is None:
             return self(X)
-        mean, var = self.model.mean_and_variance_bound(X)
+        mean, var = mean_and_variance_bound(self.model, X)
         return log_mean_expected_improvement(mean, var, self.best_f).to(torch.float64)

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from ..models.base import Surrogate
-from .base import AcquisitionFunction
+from .base import AcquisitionFunction, mean_and_variance_bound
 
 __all__ = ["log_h", "log_expected_improvement", "log_mean_expected_improvement", "LogExpectedImprovement"]
 
@@ -87,5 +87,5 @@ class LogExpectedImprovement(AcquisitionFunction):
     def upper_bound(self, X: Any) -> torch.Tensor:
         """log mean EI at the model's mean and variance bounds: EI falls with the mean (``dEI/dmu = -Phi(z) < 0``)
         and grows with the standard deviation (``dEI/ds = phi(z) > 0``), so this bounds :meth:`__call__` from above."""
-        mean, var = self.model.mean_and_variance_bound(X)
+        mean, var = mean_and_variance_bound(self.model, X)
         return log_mean_expected_improvement(mean, var, self.best_f)

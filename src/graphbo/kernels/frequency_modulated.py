@@ -61,7 +61,7 @@ _SAFE_PRODUCT = {dt: torch.finfo(dt).tiny / torch.finfo(dt).eps for dt in (torch
                                                                            torch.float32, torch.float64)}
 #: largest index sets (rows x variables) whose projector grid :meth:`FMKernel._grid_pairs` keeps
 _GRID_CACHE_ENTRIES = 1 << 16
-#: entries (rows x columns) of one block of :meth:`FMKernel._fm_gram_inplace`: its few buffers stay in cache
+#: entries (rows x columns) of one block of :meth:`FMKernel.fm_gram_inplace`: its few buffers stay in cache
 _BLOCK_ENTRIES = 32_768
 
 
@@ -250,7 +250,7 @@ class FMKernel:
             layout.append(("logit_mix", 1))
         self.layout = layout
         self.size = sum(k for _, k in layout)
-        #: (hyper-parameters' bytes, tables) of the last :meth:`_diag_tables` call without autograd
+        #: (hyper-parameters' bytes, tables) of the last :meth:`diag_tables` call without autograd
         self._diag_cache: tuple[bytes, torch.Tensor] | None = None
         self._grid_cache: tuple[tuple[Any, ...], tuple[torch.Tensor, torch.Tensor, torch.Tensor]] | None = None
         self.prior: str = check_choice("prior", prior, KERNEL_PRIORS)
@@ -400,7 +400,7 @@ class FMKernel:
         needs_grad = torch.is_grad_enabled() and any(
             t is not None and t.requires_grad for t in (params, C1, C2))
         if not needs_grad and self.P and self.name in _FM_FAMILY:
-            return self._fm_gram_inplace(params, V1, C1, V1 if V2 is None else V2, C1 if C2 is None else C2)
+            return self.fm_gram_inplace(params, V1, C1, V1 if V2 is None else V2, C1 if C2 is None else C2)
         return self.gram(params, self.pairs(V1, C1, V2, C2))
 
     def gram(self, params: torch.Tensor, pairs: KernelPairs) -> torch.Tensor:
@@ -424,8 +424,9 @@ class FMKernel:
         w = torch.sigmoid(p["logit_mix"])
         return w * rbf + (1 - w) * g
 
-    def _norms(self, p: dict[str, torch.Tensor], beta: torch.Tensor) -> torch.Tensor:
-        """``mean_i f(lambda_i, 0)`` over each variable's spectrum, shape ``(P,)``."""
+    def spectrum_norms(self, p: dict[str, torch.Tensor], beta: torch.Tensor) -> torch.Tensor:
+        """``mean_i f(lambda_i, 0)`` over each variable's spectrum, shape ``(P,)``: the normalising constants
+        ``norm_q`` of Eq. 5's factors, from the :meth:`unpack`-ed parameters ``p`` and ``beta = exp(log_beta)``."""
         spec_bl = beta[self._spec_var] * self._spec_lam
         if self.name == "fnn":
             f0 = 1.0 / (1.0 + spec_bl)
@@ -451,7 +452,7 @@ class FMKernel:
         else:
             r2 = torch.zeros(T, dtype=self.dtype, device=self.device)
         beta = torch.exp(p["log_beta"])
-        norms = self._norms(p, beta)
+        norms = self.spectrum_norms(p, beta)
         u = beta[self._es_var] * self._es_lam  # beta_q lambda_j, (J,)
         if self.name == "general":
             f = self._modulate(p, u[:, None], torch.exp(p["log_alpha"])[self._es_var][:, None] * r2)
@@ -471,7 +472,7 @@ class FMKernel:
             K = _fm_product(a, b, x, norms, G, self._es_var, self.name == "moddif")
         return K[pairs.where] if pairs.where is not None else K.reshape(n1, n2)
 
-    def _fm_gram_inplace(self, params: torch.Tensor, V1: torch.Tensor, C1: torch.Tensor, V2: torch.Tensor,
+    def fm_gram_inplace(self, params: torch.Tensor, V1: torch.Tensor, C1: torch.Tensor, V2: torch.Tensor,
                          C2: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
         """Eq. (5) without autograd, variable by variable in preallocated buffers (large prediction batches).
 
@@ -494,7 +495,7 @@ class FMKernel:
             return out
         with torch.no_grad():
             beta = torch.exp(p["log_beta"])
-            norm_list = self._norms(p, beta).tolist()
+            norm_list = self.spectrum_norms(p, beta).tolist()
             beta_list = beta.tolist()
             alpha = torch.exp(p["log_alpha"]).tolist() if self.name != "fnn" else None
             theta = torch.exp(p["log_theta"]) if self.Dc else None
@@ -563,6 +564,19 @@ class FMKernel:
             return out
 
     @property
+    def projector_tables(self) -> list[torch.Tensor]:
+        """Each discrete variable's eigenspace projectors stacked, shape ``(J_q, k_q, k_q)`` (the projectors of
+        :attr:`eigenspaces`, in their order): Eq. 5's factor of variable ``q`` is
+        ``sum_j f(beta_q lambda_j, alpha_q r^2) P_j / norm_q``. The kernel's own tensors: not to be changed."""
+        return self._es_tables
+
+    @property
+    def diag_table_bounds(self) -> list[tuple[int, int]]:
+        """Where each discrete variable's values lie in :meth:`diag_tables` (and in the spectra laid end to end):
+        variable ``q``'s values are ``[a, b)`` of the ``(a, b)`` at position ``q``."""
+        return self._spec_bounds
+
+    @property
     def has_neighbour_gram(self) -> bool:
         """Whether :meth:`neighbour_gram` applies: an FM-family kernel (Eq. 5 as a product of
         per-variable factors) with discrete variables."""
@@ -590,7 +604,7 @@ class FMKernel:
         n1, n2 = V1.shape[0], V2.shape[0]
         with torch.no_grad():
             beta = torch.exp(p["log_beta"])
-            norms = self._norms(p, beta)
+            norms = self.spectrum_norms(p, beta)
             if self.name == "fnn":  # f_j = 1 / (2 - k_NN + beta lambda_j)
                 x = 2.0 - self._nn_kernel(p, C1, C2)
             elif self.Dc:
@@ -655,7 +669,7 @@ class FMKernel:
             w = torch.sigmoid(p["logit_mix"])
             return w + (1 - w) * g
         if self.name != "fnn":
-            return self._diag_tables(params, p)[V + self._spec_offset[:-1]].prod(1)
+            return self.diag_tables(params, p)[V + self._spec_offset[:-1]].prod(1)
         # FNN: the modulation depends on k_NN(c, c), so on the row
         s = torch.exp(p["log_sigma"])
         x = torch.cat([torch.ones(m, 1, dtype=self.dtype, device=self.device), 2 * C - 1], 1)
@@ -670,9 +684,10 @@ class FMKernel:
             out = out * (U[V[:, q]].square() * F).sum(-1) / norm
         return out
 
-    def _diag_tables(self, params: torch.Tensor, p: dict[str, torch.Tensor]) -> torch.Tensor:
+    def diag_tables(self, params: torch.Tensor, p: dict[str, torch.Tensor]) -> torch.Tensor:
         """``k(x, x) = prod_q d_q[v_q]`` with ``d_q[v] = sum_i U_q[v, i]^2 f(beta_q lambda_i, 0) / norm_q``
-        (not FNN): one table of ``k_q`` values per variable, all laid end to end for one gather.
+        (not FNN): one table of ``k_q`` values per variable, all laid end to end for one gather (variable
+        ``q``'s at :attr:`diag_table_bounds` ``[q]``); ``p`` is :meth:`unpack` of ``params``.
 
         An acquisition optimisation asks for ``k(x, x)`` a few hundred times under the same
         hyper-parameters, so without autograd the tables of the last ``params`` are kept.

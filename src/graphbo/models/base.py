@@ -86,15 +86,30 @@ class Posterior:
 
 class Screening(abc.ABC):
     """Cheaper answers than :meth:`Surrogate.posterior` that a conditioned surrogate may offer to acquisition
-    optimisers (:meth:`Surrogate.screening`), for the rows they only need to rank or rule out.
+    functions and optimisers (:meth:`Surrogate.screening`), for the rows they only need to rank or rule out.
 
-    Each of the three capabilities is optional; its ``offers_*`` property says whether this object has it,
+    Each of the four capabilities is optional; its ``offers_*`` property says whether this object has it,
     and a method whose capability is absent raises :class:`NotImplementedError` (the defaults here). All
-    answers are on the posterior's scale, for the model's single hyper-parameter sample (shape ``(m,)``),
-    without autograd. A screening object answers for the conditioning it was made for; after the model is
+    answers are on the posterior's scale, without autograd: :meth:`mean_and_variance_bound` for every
+    hyper-parameter sample (shape ``(S, m)``, as the posterior), the others for a model with a single sample
+    (shape ``(m,)``). A screening object answers for the conditioning it was made for; after the model is
     conditioned again (:meth:`Surrogate.fit`, :meth:`Surrogate.add_fantasies`) ask :meth:`Surrogate.screening`
     again.
     """
+
+    @property
+    def offers_mean_and_variance_bound(self) -> bool:
+        """Whether :meth:`mean_and_variance_bound` is offered (and cheaper than the posterior)."""
+        return False
+
+    def mean_and_variance_bound(self, X: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """A lower bound of the posterior mean ``(S, m)`` and an upper bound of the posterior variance ``(S, m)``
+        at the inputs ``X``, for every hyper-parameter sample. A score that falls with the mean and grows with
+        the variance (expected improvement, the negative lower confidence bound) is bounded above at them,
+        so acquisition optimisers use them to skip candidates whose score cannot matter
+        (:func:`graphbo.acquisition.base.mean_and_variance_bound`, :mod:`graphbo.optim.bounded`). Optional
+        (:attr:`offers_mean_and_variance_bound`)."""
+        raise NotImplementedError(f"{type(self).__name__} offers no mean_and_variance_bound")
 
     @property
     def offers_screen_moments(self) -> bool:
@@ -157,21 +172,9 @@ class Surrogate(abc.ABC):
     def posterior(self, X: Any) -> Posterior:
         """The posterior of the latent function at the inputs ``X`` (all hyper-parameter samples)."""
 
-    def mean_and_variance_bound(self, X: Any) -> tuple[torch.Tensor, torch.Tensor]:
-        """A lower bound of the posterior mean ``(S, m)`` and an upper bound of the posterior variance ``(S, m)``.
-
-        A score that falls with the mean and grows with the variance (expected improvement, the
-        negative lower confidence bound) is bounded above at them, so acquisition optimisers use
-        them to skip candidates whose score cannot matter (:mod:`graphbo.optim.bounded`). This
-        default computes the exact posterior (the tightest bounds, no saving); a model with cheaper
-        bounds (:meth:`DiffusionGP.mean_and_variance_bound`) overrides it.
-        """
-        post = self.posterior(X)
-        return post.mean, post.variance
-
     def screening(self) -> Screening | None:
         """The conditioned model's :class:`Screening` (cheaper moments, bounds and neighbour moments for
-        acquisition optimisers), or ``None`` where the model offers none of them (this default)."""
+        acquisition functions and optimisers), or ``None`` where the model offers none of them (this default)."""
         return None
 
     @abc.abstractmethod

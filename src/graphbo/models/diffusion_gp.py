@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -26,6 +26,7 @@ from .._validation import check_choice, check_float, check_int
 from ..kernels.diffusion import _TINY, GraphDiffusionKernel
 from ..spaces.variables import GraphSpectrum
 from .base import Posterior, Surrogate
+from .diffusion_gp_screening import DiffusionGPScreening
 from .gp import robust_cholesky
 from .priors import (
     LOG_BETA_UPPER,
@@ -193,7 +194,7 @@ class DiffusionGP(Surrogate):
                 sweeper.widths = sweeper.adapted_widths()
         # widths for the next fit, from this fit's moves (fixed within a fit: each update stays a valid slice step)
         self.widths = sweeper.adapted_widths()
-        self.condition(X, y, self.samples)
+        self.condition(X, y)
         return self
 
     def _kernel_for(self, warp: np.ndarray) -> GraphDiffusionKernel:
@@ -294,14 +295,16 @@ class DiffusionGP(Surrogate):
             return np.clip(widths, _WIDTH_RANGE[0] * scale, _WIDTH_RANGE[1] * scale)
         return scale
 
-    def condition(self, X: np.ndarray, y: np.ndarray, samples: list[HyperSample]) -> "DiffusionGP":
-        """Condition on data ``(X, y)`` under the given hyper-parameter samples, ready to predict.
+    def condition(self, X: np.ndarray, y: np.ndarray, *,
+                  samples: Sequence[HyperSample] | None = None) -> "DiffusionGP":
+        """Condition on data ``(X, y)`` under the current hyper-parameter samples, without sampling, ready to
+        predict; drops any fantasies. ``samples`` replace the current ones first.
 
         ``y`` has shape ``(n,)``, or ``(S, n)`` for values that differ per sample
         (fantasies of pending points, :meth:`add_fantasies`). The real data of
         :attr:`train_targets` is the ``(n,)`` ``y`` of the last call that had one.
         """
-        self.samples = list(samples)
+        self.samples = list(self.samples if samples is None else samples)
         X = np.asarray(X, dtype=np.int64)
         y = np.asarray(y, dtype=float)
         if y.ndim == 1:
@@ -327,7 +330,7 @@ class DiffusionGP(Surrogate):
         S = fantasy.shape[0]
         y_all = np.concatenate([np.broadcast_to(self._yc, (S, self._yc.shape[-1])), fantasy], axis=1)
         y_train = self._y_train
-        self.condition(np.concatenate([self._Xc, P]), y_all, self.samples)
+        self.condition(np.concatenate([self._Xc, P]), y_all)
         self._y_train = y_train
 
     # -- prediction -----------------------------------------------------------
@@ -353,11 +356,8 @@ class DiffusionGP(Surrogate):
         resid = (yt.expand(S, n) - self._mean[:, None])[..., None]
         self._alpha = torch.cholesky_solve(resid, L)  # (S, n, 1)
         self._Linv_T = torch.linalg.solve_triangular(L, torch.eye(n, **t).expand(S, n, n), upper=False).transpose(1, 2)
-        #: the mean bound's rounding analysis (of ``exp``: None for the Matern form, whose bounds are exact)
-        self._rounding: _MeanRounding | None = (_MeanRounding(self.kernel, W, self._alpha[..., 0])
-                                                if self.kernel.form == "diffusion" else None)
-        self._B32 = self._B.to(torch.float32) if self.kernel.dtype == torch.float64 else None
         self._n = n
+        self._screening: DiffusionGPScreening | None = None
 
     def _cross(self, O: torch.Tensor) -> torch.Tensor:
         """``amp * k(x, x_i)`` between one-hot candidates ``O`` ``(m, D)`` and the data, ``(S, m, n)``."""
@@ -372,14 +372,14 @@ class DiffusionGP(Surrogate):
         keeps the ``(S, chunk, n)`` blocks in cache. The joint covariance is
         formed only when asked for.
         """
-        Xt, chunk = self._candidates(X, chunk)
+        Xt, chunk = self.candidates(X, chunk)
         means, variances = [], []
         for start in range(0, Xt.shape[0], chunk):
             Oc = self.kernel.one_hot(Xt[start:start + chunk])
             Kx = self._cross(Oc)  # (S, m, n)
             mu = (Kx @ self._alpha)[..., 0] + self._mean[:, None]
             V = Kx @ self._Linv_T
-            var = (self._prior_variance(Oc) - V.square().sum(-1)).clamp_min(self._variance_floor)
+            var = (self.prior_variance(Oc) - V.square().sum(-1)).clamp_min(self.variance_floor)
             means.append(mu)
             variances.append(var)
         if not means:
@@ -394,91 +394,94 @@ class DiffusionGP(Surrogate):
 
         return Posterior(torch.cat(means, dim=1), torch.cat(variances, dim=1), covariance)
 
-    def mean_and_variance_bound(self, X: np.ndarray | torch.Tensor, chunk: int | None = None
-                                ) -> tuple[torch.Tensor, torch.Tensor]:
-        """A lower bound on the posterior mean ``(S, m)`` and an upper bound on the posterior variance ``(S, m)``.
+    def screening(self) -> DiffusionGPScreening | None:
+        """The conditioned model's screening (:class:`~graphbo.models.diffusion_gp_screening.DiffusionGPScreening`:
+        cheap bounds of the posterior mean and variance for pruning candidates), made once per conditioning;
+        ``None`` with the kernel's ``"matern52"`` form, whose bounds would be the exact posterior's."""
+        if not DiffusionGPScreening.supports(self.kernel):
+            return None
+        if self._screening is None:
+            self._screening = DiffusionGPScreening(self)
+        return self._screening
 
-        Scores that grow as the mean falls and as the variance grows (EI, the lower confidence bound)
-        are bounded above at them. Two bounds, each ``O(S m n)`` instead of the ``O(S m n^2)`` of the
-        exact variance, which lets acquisition optimisers skip candidates that cannot matter
-        (:mod:`graphbo.optim.bounded`):
-
-        * **variance**: conditioning never increases a GP's variance, so the variance given one
-          training point ``x_i`` alone bounds that given all of them,
-          ``amp k(x, x) - (amp k(x, x_i))^2 / C_ii`` with ``C = amp K + noise I`` the factored matrix;
-          with ``C_ii <= max_j C_jj`` and the ``x_i`` of the largest ``k(x, x_i)``, this is the bound.
-          The nearest data point makes it tight beside the data, where local search moves. Against
-          rounding the explained part shrinks by ``1e-9`` plus ``(n + 2) n u C_max / noise`` (the
-          exact variance's quadratic form errs in proportion to ``C``'s condition number, at most
-          ``n C_max / noise``), so an ill-conditioned model falls back to the prior variance;
-        * **mean**: the mean ``m + amp sum_i alpha_i k(x, x_i)`` lowered by a bound on the rounding
-          error of this pass and of :meth:`posterior`'s (:class:`_MeanRounding`). In a float64 model
-          the kernel values here are formed in float32 (half the cost of the one-hot product and its
-          ``exp``) where float32 products are IEEE (:func:`_ieee_float32_products`).
-
-        The rounding analysis is that of ``exp``: with the kernel's ``"matern52"`` form the bounds are the
-        exact posterior's mean and variance (no saving).
-        """
-        if self._rounding is None:
-            return super().mean_and_variance_bound(X)
-        Xt, chunk = self._candidates(X, chunk)
-        S, n, m = len(self.samples), self._n, Xt.shape[0]
-        model_dtype = self._t["dtype"]
-        # float32 kernel values where float32 products are IEEE (the rounding bound assumes them)
-        dtype = torch.float32 if self._B32 is not None and _ieee_float32_products(Xt.device) else model_dtype
-        mean = torch.empty(S, m, dtype=dtype, device=Xt.device)
-        mass = torch.empty(S, m, dtype=dtype, device=Xt.device)  # sum_i |alpha_i| k(x, x_i)
-        peak = torch.empty(S, m, dtype=dtype, device=Xt.device)
-        bound = torch.empty(S, m, **self._t)
-        # one work buffer for every chunk's (chunk, S * n) kernel values: allocating a fresh block per
-        # chunk fragments the C heap (glibc's adaptive mmap threshold), which grew the peak memory
-        # by ~250 MiB at n = 200 over 20,000 candidates
-        work = torch.empty(min(chunk, m), S * n, dtype=dtype, device=Xt.device)
-        B = self._B32 if self._B32 is not None and dtype != model_dtype else self._B
-        alpha = self._alpha[..., 0].to(dtype)  # (S, n)
-        abs_alpha = alpha.abs()
-        for start in range(0, m, chunk):
-            Oc = self.kernel.one_hot(Xt[start:start + chunk])
-            k = Oc.shape[0]
-            K = torch.matmul(Oc.to(dtype), B, out=work[:k]).exp_().view(k, S, n)  # k(x, x_i) per sample
-            for s in range(S):
-                torch.mv(K[:, s, :], alpha[s], out=mean[s, start:start + k])
-                torch.mv(K[:, s, :], abs_alpha[s], out=mass[s, start:start + k])
-            torch.amax(K, dim=-1, out=peak[:, start:start + k].T)
-            bound[:, start:start + k] = self._prior_variance(Oc)
-        # rounding of this pass and of posterior()'s, together (_MeanRounding): in the model's dtype from here
-        u = _unit_roundoff(dtype) + _unit_roundoff(model_dtype)
-        mean_lo, mass_t = mean.to(model_dtype), mass.to(model_dtype)
-        rounding = self._rounding
-        relative, absolute = rounding.kernel_error(u)
-        mean_lo -= rounding.error(u, mass_t, (relative, absolute))
-        mean_lo.mul_(self._amp[:, None])
-        mean_lo -= 2 * u * (mean_lo.abs() + self._mean.abs()[:, None])  # the products by amp, the sum with m
-        mean_lo.add_(self._mean[:, None])
-        peak_lo = (peak.to(model_dtype) - absolute[:, None]).clamp_min_(0.0) / (1.0 + relative[:, None])
-        # (amp k(x, x_i))^2 / max_j C_jj, shrunk by the relative error of posterior()'s quadratic form, which
-        # grows with C's condition number (at most n C_max / noise); the prior variance where that is 1 or more
-        u_model = _unit_roundoff(model_dtype)
-        shrink = (1.0 - 1e-9 - (n + 2) * n * u_model * self._c_max / self._noise).clamp_min_(0.0)
-        explained = peak_lo.square_().mul_((self._amp.square() / self._c_max * shrink)[:, None])
-        bound.add_(bound.abs() * (2 * u_model)).sub_(explained)  # ... and the rounding of the subtraction
-        return mean_lo, bound.clamp_min_(self._variance_floor)
-
-    def _candidates(self, X: np.ndarray | torch.Tensor, chunk: int | None) -> tuple[torch.Tensor, int]:
-        """Index rows ``X`` as a tensor on the kernel's device, and the chunk size for ``n`` data points."""
+    # -- the conditioned model (for its screening, :mod:`graphbo.models.diffusion_gp_screening`); the
+    # -- properties return the model's own tensors, not copies: read them, never modify them -----------------
+    def candidates(self, X: np.ndarray | torch.Tensor, chunk: int | None = None) -> tuple[torch.Tensor, int]:
+        """Index rows ``X`` as a tensor on the kernel's device, and the chunk size for ``n`` data points
+        (``chunk``, or by default ``65536 // n`` between 128 and 1024 rows)."""
         if not self.samples:
             raise RuntimeError("posterior called before fit")
         if chunk is None:
             chunk = int(np.clip(65536 // max(self._n, 1), 128, 1024))
         return torch.as_tensor(np.asarray(X, dtype=np.int64), device=self.kernel.device), chunk
 
-    def _prior_variance(self, O: torch.Tensor) -> torch.Tensor:
-        """``amp * k(x, x)`` of one-hot rows ``O`` for every sample, ``(S, m)``."""
+    def prior_variance(self, O: torch.Tensor) -> torch.Tensor:
+        """``amp * k(x, x)`` of one-hot rows ``O`` (:meth:`GraphDiffusionKernel.one_hot`) for every sample,
+        ``(S, m)``."""
         return self.kernel.from_log(O @ self._log_diag).T * self._amp[:, None]
 
     @property
-    def _variance_floor(self) -> float:
+    def variance_floor(self) -> float:
+        """The smallest posterior variance the model reports: ``1e-12`` of the smallest signal variance."""
         return 1e-12 * float(self._amp.min())
+
+    def _conditioned(self) -> None:
+        if not hasattr(self, "_B"):
+            raise RuntimeError("the model has not been conditioned (fit first)")
+
+    @property
+    def n_conditioned(self) -> int:
+        """``n``, the number of rows the model is conditioned on, fantasies (:meth:`add_fantasies`) included."""
+        self._conditioned()
+        return self._n
+
+    @property
+    def log_tables(self) -> torch.Tensor:
+        """Each sample's block-diagonal log factor tables ``W`` ``(S, D, D)``
+        (:meth:`GraphDiffusionKernel.log_block_diagonal`): ``log k(x, x') = o(x) W o(x')^T`` for one-hot rows
+        ``o``. Read-only."""
+        self._conditioned()
+        return self._W
+
+    @property
+    def log_cross_factors(self) -> torch.Tensor:
+        """``(D, S n)``: each sample's log tables times the one-hot conditioned rows, laid side by side, so that
+        ``O @ log_cross_factors`` is ``log k(x, x_i)`` of one-hot rows ``O``, ``(m, S n)`` (sample by sample,
+        ``n`` columns each). Read-only."""
+        self._conditioned()
+        return self._B
+
+    @property
+    def alpha(self) -> torch.Tensor:
+        """The weights ``(S, n, 1)`` of the posterior mean, ``(amp K + noise I)^{-1} (y - m)`` per sample (the
+        mean is ``m + amp k(x, X) alpha``). Read-only."""
+        self._conditioned()
+        return self._alpha
+
+    @property
+    def signal_variance(self) -> torch.Tensor:
+        """``amp`` ``(S,)``, each sample's signal variance. Read-only."""
+        self._conditioned()
+        return self._amp
+
+    @property
+    def constant_mean(self) -> torch.Tensor:
+        """``m`` ``(S,)``, each sample's constant prior mean. Read-only."""
+        self._conditioned()
+        return self._mean
+
+    @property
+    def noise_variance(self) -> torch.Tensor:
+        """Each sample's noise variance ``(S,)``. Read-only."""
+        self._conditioned()
+        return self._noise
+
+    @property
+    def max_conditioned_diagonal(self) -> torch.Tensor:
+        """``max_j C_jj`` ``(S,)`` of each sample's factored matrix ``C = amp K + noise I`` (its jitter
+        included). Read-only."""
+        self._conditioned()
+        return self._c_max
 
     @property
     def beta_posterior_mean(self) -> np.ndarray:
@@ -504,87 +507,6 @@ def _scaled(K: np.ndarray, scale: float) -> Callable[[np.ndarray], float]:
         np.copyto(out, K)
         return scale
     return fill
-
-
-def _unit_roundoff(dtype: torch.dtype) -> float:
-    """``u``: half the distance from 1 to the next float of ``dtype``."""
-    return float(torch.finfo(dtype).eps) / 2
-
-
-def _ieee_float32_products(device: torch.device) -> bool:
-    """Whether float32 matrix products on ``device`` are IEEE (not TF32 or bfloat16), as the rounding bound of
-    :class:`_MeanRounding` assumes; ``False`` where it cannot tell (other devices, mixed precision settings)."""
-    if device.type not in ("cpu", "cuda"):
-        return False
-    backend: Any = (torch.backends.cuda.matmul if device.type == "cuda"
-                    else getattr(torch.backends.mkldnn, "matmul", None))
-    try:
-        for setting in (getattr(backend, "fp32_precision", "none"), getattr(torch.backends, "fp32_precision", "none")):
-            if setting not in (None, "none"):
-                return bool(setting == "ieee")
-        return torch.get_float32_matmul_precision() == "highest"
-    except RuntimeError:  # torch refuses to read a mix of the legacy and the new precision settings
-        return False
-
-
-class _MeanRounding:
-    """A bound on the rounding error of the posterior mean ``m + amp sum_i alpha_i k(x, x_i)``, in any dtype.
-
-    ``log k(x, x_i)`` is a sum of ``d`` entries of the log factor tables ``W`` (one per variable),
-    formed by a one-hot product with ``D`` terms. With unit roundoff ``u``, each entry is rounded once
-    (``|dW| <= u |W|``) and the sum errs by at most ``gamma_{D+1}`` times the sum of the terms'
-    magnitudes (Higham, *Accuracy and Stability of Numerical Algorithms*, Eq. 3.5, for any order of
-    summation), so ``log k`` errs by at most ``g (2 P + t)`` with ``g = gamma_{D+1} + u``,
-    ``t = -log k`` and ``P`` the sum over variables of each table's largest positive entry (the terms'
-    magnitudes sum to ``2 * positive part - log k``); ``exp`` adds at most ``4 u``. Since
-    ``k t = k log(1/k) <= 1/e`` for ``k <= 1`` (and ``k t < 0`` above 1), with
-    ``E = exp(g (2 P + T)) (1 + 4 u)`` and ``T`` the sum of the tables' largest negative magnitudes,
-
-        |k_computed - k| <= r k + a,   r = 2 g P E + 6 u,   a = g E / e     (:meth:`kernel_error`),
-
-    uniformly in ``k``: tiny values, whose logs err most, count least. The products with ``alpha``
-    (rounded: ``u``) add ``gamma_{n+2}`` times the computed ``sum_i |alpha_i| k_i`` (``mass``), and
-    ``sum_i |alpha_i| k_i <= (mass (1 + gamma_{n+2}) (1 + u) + a ||alpha||_1) / (1 - r)``, which gives
-    :meth:`error`, with 1 % to spare for its own arithmetic. :meth:`DiffusionGP.mean_and_variance_bound`
-    passes the sum of the two passes' unit roundoffs (its own, float32 or the model's, and
-    :meth:`DiffusionGP.posterior`'s): each bound is convex in ``u`` and 0 at 0, so the sum of the two
-    errors is at most the error at the summed ``u``.
-    """
-
-    def __init__(self, kernel: GraphDiffusionKernel, W: torch.Tensor, alpha: torch.Tensor):
-        Wn = W.detach().cpu().to(torch.float64).numpy()
-        # per variable (block of rows of W): its largest positive entry and its largest negative magnitude
-        self.top = np.maximum.reduceat(np.maximum(Wn.max(axis=-1), 0.0), kernel.offsets, axis=1).sum(axis=1)
-        self.low = np.maximum.reduceat(np.maximum(-Wn.min(axis=-1), 0.0), kernel.offsets, axis=1).sum(axis=1)
-        self.D, self.n = int(kernel.D), int(alpha.shape[-1])
-        self.alpha_l1 = alpha.detach().abs().sum(-1).cpu().to(torch.float64).numpy()
-        self._dtype, self._device = alpha.dtype, alpha.device
-
-    @staticmethod
-    def _gamma(k: int, u: float) -> float:
-        return k * u / (1 - k * u)
-
-    def kernel_error(self, u: float) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(r, a)`` per sample: ``|k_computed - k| <= r k + a`` for every kernel value."""
-        g = self._gamma(self.D + 1, u) + u
-        E = np.exp(g * (2 * self.top + self.low)) * (1 + 4 * u)
-        r, a = 2 * g * self.top * E + 6 * u, g * E / math.e
-        return self._tensor(r), self._tensor(a)
-
-    def _tensor(self, values: np.ndarray) -> torch.Tensor:
-        return torch.as_tensor(values, dtype=self._dtype, device=self._device)
-
-    def error(self, u: float, mass: torch.Tensor,
-              kernel_error: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
-        """Bound ``(S, m)`` on the error of ``sum_i alpha_i k(x, x_i)``, given the computed ``mass``
-        (``kernel_error``: :meth:`kernel_error` of ``u``, where the caller has it already)."""
-        r, a = self.kernel_error(u) if kernel_error is None else kernel_error
-        gam = self._gamma(self.n + 2, u)
-        a_l1 = (a * self._tensor(self.alpha_l1))[:, None]
-        room = (1.0 - r)[:, None]
-        true_mass = (mass * ((1 + gam) * (1 + u)) + a_l1) / room.clamp_min(1e-300)
-        err = 1.01 * (r[:, None] * true_mass + a_l1 + (gam + u) * (1 + u) * mass)
-        return torch.where(room > 0, err, torch.full_like(err, math.inf))
 
 
 class _Sweeper:

@@ -357,7 +357,8 @@ class MixedGP(Surrogate):
             return x0, math.inf
 
     def condition(self, X: np.ndarray, y: np.ndarray) -> "MixedGP":
-        """Condition on data ``(X, y)`` under the current hyper-parameters, without refitting them."""
+        """Condition on data ``(X, y)`` under the current hyper-parameters, without refitting them, ready to
+        predict; drops any fantasies."""
         self._y_train = np.asarray(y, dtype=float)
         V, C = self.split(X)
         self._condition(V, C, torch.as_tensor(self.transform_y(y), dtype=self.dtype, device=self.device))

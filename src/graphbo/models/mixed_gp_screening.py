@@ -83,7 +83,7 @@ class MixedGPScreening(Screening):
     @property
     def offers_screen_moments(self) -> bool:
         """Whether :meth:`screen_moments` is offered for ranking a pool: a ModLap or ModDif FM kernel (BO-FM
-        Eq. 9 in Eq. 5) on discrete variables, whose float32 Gram matrix (``FMKernel._fm_gram_inplace``)
+        Eq. 9 in Eq. 5) on discrete variables, whose float32 Gram matrix (``FMKernel.fm_gram_inplace``)
         costs about 0.6 of the float64 one. Not the general family or FNN: their float32 estimates were
         measured up to 0.05 off in log-EI near the top of a pool, so the check of
         :func:`graphbo.optim.mixed._pool_scores` often failed and the screening only added its cost."""
@@ -105,7 +105,7 @@ class MixedGPScreening(Screening):
             V, C = model.split(X)
             V_train, C_train = model.conditioned_inputs
             kp, amp = model.kernel_params, model.signal_variance
-            Kx = kernel._fm_gram_inplace(kp, V, C, V_train, C_train, dtype=dtype).to(model.dtype)
+            Kx = kernel.fm_gram_inplace(kp, V, C, V_train, C_train, dtype=dtype).to(model.dtype)
             return model.moments(Kx.mul_(amp), amp * kernel.diag(kp, V, C))
 
     # -- mean lower bound ---------------------------------------------------------------
@@ -197,7 +197,7 @@ class MixedGPScreening(Screening):
         V_train = model.conditioned_inputs[0]
         p = fm.unpack(kp)
         beta, alpha = torch.exp(p["log_beta"]), torch.exp(p["log_alpha"])
-        norms = fm._norms(p, beta)
+        norms = fm.spectrum_norms(p, beta)
         R2 = float((1.0 / torch.exp(p["log_theta"]).square()).sum()) if fm.Dc else 0.0
         weights = model.alpha[:, 0] * model.signal_variance
         # per variable q, its log table at t, read at the training rows: rows v of (k_q, n)
@@ -209,7 +209,7 @@ class MixedGPScreening(Screening):
         width = 0
         for q, groups in enumerate(fm.eigenspaces):
             lam = torch.tensor([g[0] for g in groups], dtype=dtype, device=device)
-            tables = fm._es_tables[q]
+            tables = fm.projector_tables[q]
             logs = []
             for t in (0.0, R2):
                 f = 1.0 / (norms[q] * (1.0 + beta[q] * lam + alpha[q] * t))
@@ -222,10 +222,10 @@ class MixedGPScreening(Screening):
             offsets.append(width - 1)  # value v >= 1 of variable q is column offsets[q] + v
             width += tables.shape[1] - 1
         # k(x, x) = prod_q d_q[v_q] (FMKernel.diag) in the same form: one more column
-        logd = fm._diag_tables(kp, p).log()
+        logd = fm.diag_tables(kp, p).log()
         base_d = torch.zeros(1, dtype=dtype, device=device)
         delta_d = []
-        for a, b in fm._spec_bounds:
+        for a, b in fm.diag_table_bounds:
             base_d += logd[a]
             delta_d.append(logd[a + 1:b] - logd[a])
         hi, lo = torch.cat(delta_hi), torch.cat(delta_lo)  # (width, n) each
@@ -235,7 +235,7 @@ class MixedGPScreening(Screening):
             mean_base=torch.cat([torch.where(up, base_hi, base_lo), base_d]),
             weights=weights, range_W=torch.cat([hi, lo], 1), range_base=torch.cat([base_hi, base_lo]),
             offsets=torch.as_tensor(offsets, dtype=torch.long, device=device), width=width,
-            binary=all(int(T.shape[1]) == 2 for T in fm._es_tables))
+            binary=all(int(T.shape[1]) == 2 for T in fm.projector_tables))
         return self._tables
 
     # -- graph neighbours -----------------------------------------------------------------
@@ -257,8 +257,8 @@ class MixedGPScreening(Screening):
         if n_rows < 8:
             return False
         kernel = self._kernel
-        tables = sum(int(T.shape[0]) * int(T.shape[1]) for T in kernel._es_tables) + 4 * kernel.P
-        afresh = sum(int(T.shape[0]) for T in kernel._es_tables)
+        tables = sum(int(T.shape[0]) * int(T.shape[1]) for T in kernel.projector_tables) + 4 * kernel.P
+        afresh = sum(int(T.shape[0]) for T in kernel.projector_tables)
         return 2 * n_rows * tables <= n_neighbours * afresh
 
     def neighbour_moments(self, X: np.ndarray | torch.Tensor, owner: np.ndarray, var: np.ndarray,
@@ -282,7 +282,7 @@ class MixedGPScreening(Screening):
         # per row of X and training row: its value tables, the modulating values of every eigenspace (held
         # for a group of same-shaped variables at once), its factors and their prefix, suffix and product
         # (4 P), or its neighbours' Gram rows
-        per_row = max(sum(int(T.shape[1]) + int(T.shape[0]) for T in kernel._es_tables) + 4 * kernel.P,
+        per_row = max(sum(int(T.shape[1]) + int(T.shape[0]) for T in kernel.projector_tables) + 4 * kernel.P,
                       int(np.bincount(owner).max()) if N else 1)
         step = max(1, entries // max(1, per_row * n))
         order = np.argsort(owner, kind="stable")

@@ -261,11 +261,11 @@ class OTMANNGP(Surrogate):
     def _sync(self, archs: Sequence[Architecture]) -> None:
         """Make the distance cache hold exactly ``archs`` (appending new ones; a list that
         does not extend the cached one starts a new cache)."""
-        cached = self.cache._keys
+        cached = self.cache.keys
         keys = [exact_key(a) for a in archs]
         if keys[:len(cached)] != cached:
             self.cache = DistanceCache(self.batch)
-            cached = self.cache._keys
+            cached = self.cache.keys
         t0 = self.clock()
         self.cache.extend(list(archs)[len(cached):])
         self.timing["distances"] += self.clock() - t0
@@ -344,20 +344,36 @@ class OTMANNGP(Surrogate):
         self.state = self.samples[-1].copy()
         self._archs = archs
         self._y = y
-        self.condition()
+        self._condition_on()
         return self
 
-    def set_samples(self, archs: Sequence[Architecture], y: np.ndarray | Sequence[float],
-                    samples: Sequence[OTMANNHyperSample]) -> "OTMANNGP":
-        """Condition on data under given samples, without sampling (restoring a saved state)."""
-        archs = list(archs)
+    def condition(self, X: Sequence[Architecture], y: np.ndarray | Sequence[float], *,
+                  samples: Sequence[OTMANNHyperSample] | None = None) -> "OTMANNGP":
+        """Condition on networks ``X`` with values ``y`` under the current posterior samples, without
+        sampling, ready to predict; drops any fantasies. ``samples`` (restoring a saved state) replace
+        the current ones first, copied, and the chain's state becomes a copy of the last."""
+        archs = list(X)
         self._sync(archs)
         self._archs = archs
         self._y = np.asarray(y, dtype=float).reshape(-1)
-        self.samples = [s.copy() for s in samples]
-        self.state = self.samples[-1].copy() if self.samples else None
-        self.condition()
+        if samples is not None:
+            self.samples = [s.copy() for s in samples]
+            self.state = self.samples[-1].copy() if self.samples else None
+        self._condition_on()
         return self
+
+    def restore_samples(self, samples: Sequence[OTMANNHyperSample], state: OTMANNHyperSample | None) -> None:
+        """Take posterior ``samples`` and the chain's ``state`` from a saved state (a resumed run); the model
+        predicts again once conditioned on its data (:meth:`condition`, :meth:`fit`)."""
+        self.samples = list(samples)
+        self.state = state
+        self._ready = False
+
+    @property
+    def is_conditioned(self) -> bool:
+        """Whether the model is conditioned on its data under its current samples, ready to predict: not
+        before the first :meth:`fit` or :meth:`condition`, nor after :meth:`restore_samples`."""
+        return self._ready
 
     # -- conditioning and prediction ----------------------------------------------------------------
     def _kernel(self, D: np.ndarray, Db: np.ndarray, samples: Sequence[OTMANNHyperSample]) -> np.ndarray:
@@ -367,11 +383,11 @@ class OTMANNGP(Surrogate):
                              np.stack([s.beta for s in samples]), np.stack([s.beta_bar for s in samples]),
                              self.p, self.p_bar)
 
-    def condition(self, extra: Sequence[Architecture] = (), y_extra: np.ndarray | None = None) -> "OTMANNGP":
+    def _condition_on(self, extra: Sequence[Architecture] = (), y_extra: np.ndarray | None = None) -> None:
         """Condition on the data plus ``extra`` networks with values ``y_extra`` (``(S, p)``, one
         row per posterior sample: the kriging believer's fantasies), ready to predict."""
         if not self.samples:
-            raise RuntimeError("condition called before fit")
+            raise RuntimeError("condition called before fit (or without samples)")
         extra = list(extra)
         S = len(self.samples)
         D, Db = self.cache.D, self.cache.D_bar
@@ -418,7 +434,6 @@ class OTMANNGP(Surrogate):
         self._prior_var = np.array([s.alpha + s.alpha_bar for s in self.samples])
         self._means = np.array([s.mean for s in self.samples])
         self._ready = True
-        return self
 
     @property
     def train_targets(self) -> np.ndarray:
@@ -431,7 +446,7 @@ class OTMANNGP(Surrogate):
         if not archs:
             return
         fantasy = self.posterior(archs).mean.numpy()  # (S, p)
-        self.condition(self._extra + archs, np.concatenate([self._y_extra, fantasy], axis=1))
+        self._condition_on(self._extra + archs, np.concatenate([self._y_extra, fantasy], axis=1))
 
     def posterior(self, X: Sequence[Architecture]) -> Posterior:
         """Posterior of the latent function (no noise) at networks ``X`` for every posterior

@@ -49,6 +49,7 @@ METHODS = {
     # CASMOPOLITAN-style trust regions (Wan et al. 2021) on COMBO's and BO-FM's models (docs/trust_regions.md)
     "combo-tr": with_trust_region(COMBO, "combo-tr"),
     "bofm-tr": with_trust_region(BOFM, "bofm-tr"),
+    # uniform random configurations of a Space; not NASBOT's "rand" below (RAND: its EA fed random values)
     "rs": RandomSearch,
     "sa": SimulatedAnnealing,
     "re": RegularizedEvolution,

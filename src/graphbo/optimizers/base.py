@@ -417,11 +417,15 @@ class Optimizer:
         self._y.append(v)
         self._remember(row)
 
-    def _replay_rows(self, rows: Sequence[np.ndarray], values: Sequence[float | None]) -> None:
+    def replay_rows(self, rows: Sequence[np.ndarray], values: Sequence[float | None]) -> None:
         """Tell index rows already checked against the space, in order: a number is a told value (as
         :meth:`tell` records it), ``None`` a failure (as :meth:`mark_failed`). A study's replay of its stored
         trials, without converting each configuration to its row and back. ``ValueError`` for a value
-        that is not a finite number (nothing after it is told)."""
+        that is not a finite number (nothing after it is told).
+
+        Only for an optimizer whose ``tell`` and ``mark_failed`` are this class's, with one objective and no
+        fidelities (a subclass that overrides them learns through them, which this bypasses): the rows must
+        be the ``space.to_index`` rows of configurations of the space."""
         for row, value in zip(rows, values):
             key = row.tobytes()
             if value is None:

@@ -314,10 +314,10 @@ class NASBOT(NASOptimizer):
             if self._fitted_n != self.n_told or self.n_objectives > 1:  # new ParEGO weights at every ask
                 self.model.fit(archs, y, self.rng)
                 self._fitted_n = self.n_told
-            elif not self.model._ready or self.model.n_data != len(archs):  # restored by set_state
-                self.model.set_samples(archs, y, self.model.samples)
+            elif not self.model.is_conditioned or self.model.n_data != len(archs):  # restored by set_state
+                self.model.condition(archs, y, samples=self.model.samples)
             else:
-                self.model.condition()  # the same data: drop the fantasies of the previous ask
+                self.model.condition(archs, y)  # the same data: drop the fantasies of the previous ask
             pending = [self.space.architecture_at(b) for b in self._pending]
             self.model.add_fantasies(pending)  # kriging believer
             t1 = clock()
@@ -366,16 +366,14 @@ class NASBOT(NASOptimizer):
 
     def _load_surrogate_state(self, model: Any, state: Mapping[str, Any]) -> None:
         if "samples" in state:
-            model.samples = [OTMANNHyperSample.from_dict(s) for s in state["samples"]]
-            model.state = OTMANNHyperSample.from_dict(state["state"])
-            model._ready = False
+            model.restore_samples([OTMANNHyperSample.from_dict(s) for s in state["samples"]],
+                                  OTMANNHyperSample.from_dict(state["state"]))
 
     def _load_method_state(self, state: Mapping[str, Any]) -> None:
         if "samples" in state:
-            self.model.samples = [OTMANNHyperSample.from_dict(s) for s in state["samples"]]
-            self.model.state = OTMANNHyperSample.from_dict(state["state"])
+            self.model.restore_samples([OTMANNHyperSample.from_dict(s) for s in state["samples"]],
+                                       OTMANNHyperSample.from_dict(state["state"]))
             self._fitted_n = int(state["fitted_n"])
-            self.model._ready = False
         else:
             self.model.samples = []
             self.model.state = None

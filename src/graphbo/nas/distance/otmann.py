@@ -265,14 +265,13 @@ class OTMANN:
         """``(label indices, masses, total mass, path-length features)`` of one network (cached)."""
         if arch.kind != self.kind:
             raise InvalidArchitectureError(f"this OTMANN compares {self.kind} networks, got a {arch.kind}")
-        hit = arch._cache.get(self._key)
-        if hit is None:
+        def compute() -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
             arch.validate()
             masses = arch.layer_masses()
-            hit = (self.label_mismatch.indices(arch.labels), masses, float(masses.sum()),
-                   arch.path_length_features())
-            arch._cache[self._key] = hit
-        return hit
+            return (self.label_mismatch.indices(arch.labels), masses, float(masses.sum()),
+                    arch.path_length_features())
+
+        return arch.cached(self._key, compute)
 
     def cost_matrices(self, a1: Architecture, a2: Architecture) -> tuple[np.ndarray, np.ndarray]:
         """``(C_lmm, C_str)``, each ``n1 x n2`` (``C_lmm`` with ``inf`` as ``INFEASIBLE_COST``)."""

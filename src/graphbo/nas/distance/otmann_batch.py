@@ -103,12 +103,8 @@ _EMD = _emd_solver()
 
 def exact_key(arch: Architecture) -> bytes:
     """A key equal exactly for networks with the same fields (layer numbering included)."""
-    k = arch._cache.get("exact-key")
-    if k is None:
-        k = repr((arch.kind, tuple(arch.labels), tuple(arch.units), tuple(arch.strides or ()),
-                  tuple(arch.edges))).encode()
-        arch._cache["exact-key"] = k
-    return k
+    return arch.cached("exact-key", lambda: repr((arch.kind, tuple(arch.labels), tuple(arch.units),
+                                                  tuple(arch.strides or ()), tuple(arch.edges))).encode())
 
 
 class _Split:
@@ -246,8 +242,7 @@ class BatchOTMANN:
     # -- per-network data -----------------------------------------------------------
     def split(self, arch: Architecture) -> _Split:
         """The network's layers by class (cached on the Architecture; validates it)."""
-        hit = arch._cache.get(self._key)
-        if hit is None:
+        def compute() -> _Split:
             lab, masses, tm, feats = self.otmann.features(arch)  # validates
             cls = self._label_class[lab]
             classes = {}
@@ -255,9 +250,9 @@ class BatchOTMANN:
                 idx = np.flatnonzero(cls == c)
                 m = np.ascontiguousarray(masses[idx], dtype=float)
                 classes[int(c)] = (lab[idx], m, np.ascontiguousarray(feats[idx], dtype=float), float(m.sum()))
-            hit = _Split(classes, float(tm))
-            arch._cache[self._key] = hit
-        return hit
+            return _Split(classes, float(tm))
+
+        return arch.cached(self._key, compute)
 
     # -- the cost of one class --------------------------------------------------------------
     @staticmethod
@@ -543,6 +538,12 @@ class DistanceCache:
 
     def __len__(self) -> int:
         return len(self.archs)
+
+    @property
+    def keys(self) -> list[bytes]:
+        """The :func:`exact_key` of each cached network, in the order of :attr:`archs`: the cache's own list,
+        to be read, not changed."""
+        return self._keys
 
     @property
     def D(self) -> np.ndarray:

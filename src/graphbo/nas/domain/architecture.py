@@ -28,7 +28,7 @@ from __future__ import annotations
 import heapq
 import json
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeGuard
+from typing import Any, Callable, Hashable, Protocol, TypeGuard, TypeVar
 
 import numpy as np
 
@@ -65,6 +65,8 @@ CNN_LABELS: tuple[str, ...] = CNN_PROCESSING_LABELS + ("softmax", "ip", "op")
 
 DECISION_LABELS: tuple[str, ...] = ("softmax", "linear")
 _IO_LABELS = ("ip", "op")
+_T = TypeVar("_T")
+_MISSING: Any = object()  # no value kept under a key (:meth:`Architecture.cached`)
 _KINDS = ("mlp", "cnn")
 
 # -- layer-mass constants (Sec. 3 and App. A.3; the minimum is from the authors' code) --
@@ -160,6 +162,15 @@ class Architecture:
         """Forget every derived quantity (call after editing the fields in place)."""
         self._children = self._parents = None
         self._cache.clear()
+
+    def cached(self, key: Hashable, compute: Callable[[], _T]) -> _T:
+        """A derived quantity kept with the network: ``compute()`` the first time ``key`` is asked, then the
+        kept value, until :meth:`clear_cache`. For code that derives quantities of its own from a network
+        (distance features, keys), each under a key of its own (a string, or a tuple naming its owner)."""
+        hit = self._cache.get(key, _MISSING)
+        if hit is _MISSING:
+            hit = self._cache[key] = compute()
+        return hit
 
     def _adjacency(self) -> tuple[list[list[int]], list[list[int]]]:
         ch: list[list[int]] = [[] for _ in range(self.n_layers)]

@@ -265,11 +265,7 @@ class ArchitectureSpace:
     def key(arch: Architecture) -> str:
         """Key equal for networks that differ only by the numbering of their layers
         (Weisfeiler-Lehman hash, :func:`graphbo.nas.domain.keys.architecture_key`)."""
-        k = arch._cache.get("wl-key")
-        if k is None:
-            k = architecture_key(arch)
-            arch._cache["wl-key"] = k
-        return k
+        return arch.cached("wl-key", lambda: architecture_key(arch))
 
     # -- networks of the domain ----------------------------------------------------------------------------
     def initial_pool(self) -> list[Architecture]:
