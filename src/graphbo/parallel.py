@@ -34,7 +34,7 @@ __all__ = ["run_parallel", "check_parallel_run", "check_picklable", "watch_paren
 TIMEOUT_GRACE = 10.0
 
 
-def check_parallel_run(objective: Callable, n_workers: int, executor: Any, pruner: Any) -> None:
+def check_parallel_run(objective: Callable, *, n_workers: int, executor: Any, pruner: Any) -> None:
     """What a run with ``n_workers > 1`` or an ``executor`` needs, checked before anything runs: no pruner
     (``ValueError``), and with graphbo's own pool an objective that can travel (:func:`check_picklable`).
     A sequential run (``n_workers == 1``, no executor) passes."""
@@ -66,7 +66,7 @@ def _record(study: Study, trial: Trial, ok: bool, value: float | Outcome | None,
     bar.finished(study._shown_value(done), done.suggest_seconds)
 
 
-def run_parallel(study: Study, objective: Callable, budget: int, n_workers: int, executor: cf.Executor | None,
+def run_parallel(study: Study, objective: Callable, *, budget: int, n_workers: int, executor: cf.Executor | None,
                  timeout: float | None, failure_value: float | str | None, callback: Callable | None,
                  bar: ProgressBar) -> None:
     """Keep ``n_workers`` evaluations in flight; ask for a new one as soon as any finishes (none once the space

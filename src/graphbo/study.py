@@ -338,8 +338,8 @@ class Study:
                     study.fail(trial, exc)   # never suggested again
     """
 
-    def __init__(self, space: Space, method: str = "auto", storage: str | os.PathLike | Storage | None = None,
-                 seed: int | None = None, *, direction: str | None = None,
+    def __init__(self, space: Space, method: str = "auto", *, storage: str | os.PathLike | Storage | None = None,
+                 seed: int | None = None, direction: str | None = None,
                  directions: Sequence[str] | None = None, n_constraints: int | None = None,
                  user_attrs: Mapping[str, Any] | None = None,
                  runtime_options: Mapping[str, Any] | None = None, n_threads: int | None = DEFAULT_THREADS,
@@ -790,7 +790,8 @@ class Study:
         asked = asker(k)
         seconds = (time.perf_counter() - t0) / k
         started = now()
-        new = [Trial(len(self._trials) + i, cfg, "running", started=started, suggest_seconds=seconds,
+        new = [Trial(number=len(self._trials) + i, config=cfg, status="running", started=started,
+                     suggest_seconds=seconds,
                      row=self.space.to_index(cfg), attrs=attrs) for i, (cfg, attrs) in enumerate(asked)]
         try:
             self._storage.add_trials(new, state=None if self._multi_fidelity else self.optimizer.get_state())
@@ -934,7 +935,7 @@ class Study:
         stamp = now()
         new = t is None
         if t is None:
-            t = Trial(len(self._trials), cfg, status, started=stamp, row=self.space.to_index(cfg))
+            t = Trial(number=len(self._trials), config=cfg, status=status, started=stamp, row=self.space.to_index(cfg))
         if seconds is None:
             seconds = t_done - self._t_ask.get(t.number, t_done)
         updated = dataclasses.replace(t, status=status, value=value, error=error, penalty=penalty, finished=stamp,
@@ -1051,9 +1052,10 @@ class Study:
         if n_workers > 1 or executor is not None:
             from .parallel import check_parallel_run, run_parallel
 
-            check_parallel_run(objective, n_workers, executor, self.pruner)
+            check_parallel_run(objective, n_workers=n_workers, executor=executor, pruner=self.pruner)
             with self._progress_bar(budget, show) as bar:
-                run_parallel(self, objective, budget, n_workers, executor, timeout, penalty, callback, bar)
+                run_parallel(self, objective, budget=budget, n_workers=n_workers, executor=executor, timeout=timeout,
+                             failure_value=penalty, callback=callback, bar=bar)
             return self
         with self._progress_bar(budget, show) as bar:
             while self.n_finished < budget:
@@ -1083,7 +1085,8 @@ class Study:
         """The bar of a run of this study to ``budget`` finished trials (:class:`graphbo.progress.ProgressBar`),
         starting from its finished trials and best value."""
         best = self.best_trial
-        return ProgressBar(budget, self.n_finished, None if best is None else best.value, self.direction, show,
+        return ProgressBar(budget, done=self.n_finished, best=None if best is None else best.value,
+                           direction=self.direction, show=show,
                            description=self.method)
 
     def _ask_within(self, budget: int) -> Trial | None:
