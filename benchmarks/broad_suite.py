@@ -140,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     for seed in parse_seeds(args.seeds):
         for pid in problems:
             _, bench, options = PROBLEMS[pid]
-            specs = [RunSpec(bench, m, seed, args.budget, args.n_initial, options, method_options) for m in methods]
+            specs = [RunSpec(benchmark=bench, method=m, seed=seed, budget=args.budget, n_initial=args.n_initial,
+                             benchmark_options=options, method_options=method_options) for m in methods]
             start = time.monotonic()
             with limit_threads(1):
                 results = compare(specs, os.path.join(out, args.half, pid), log=lambda _: None)

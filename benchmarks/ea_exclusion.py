@@ -54,7 +54,7 @@ def main() -> None:
             for form in ("exclude", "excluded_keys"):  # alternating, so load changes hit both alike
                 kwargs = {"exclude": excluded} if form == "exclude" else {"excluded_keys": keys}
                 start = time.perf_counter()
-                res = optimize_acquisition_ea(phi, pool, np.random.default_rng(rep),
+                res = optimize_acquisition_ea(phi, pool, rng=np.random.default_rng(rep),
                                               n_evaluations=n_ea_evaluations(100), **kwargs)
                 timings[form].append(time.perf_counter() - start)
                 results[form] = [a.to_dict() for a in res.top]

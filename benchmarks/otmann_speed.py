@@ -42,7 +42,7 @@ def _median_time(fn, repeats: int) -> float:
 
 def bench_size(n_layers: int, n_networks: int, repeats: int, seed: int = 0) -> dict:
     rng = np.random.default_rng(seed + n_layers)
-    nets = [random_cnn(rng, n_layers) for _ in range(n_networks)]
+    nets = [random_cnn(rng, n_layers=n_layers) for _ in range(n_networks)]
     otm = OTMANN("cnn")
     t = time.perf_counter()
     for a in nets:
@@ -59,7 +59,7 @@ def bench_size(n_layers: int, n_networks: int, repeats: int, seed: int = 0) -> d
     for solver in ("pot", "numba"):
         if solver == "numba" and not transport_jit.AVAILABLE:
             continue
-        batch = BatchOTMANN(otm, DEFAULT_NU_STRS, n_jobs=1, solver=solver)
+        batch = BatchOTMANN(otm, nu_strs=DEFAULT_NU_STRS, n_jobs=1, solver=solver)
         batch.cross(nets[:1], nets[1:])  # warm-up (compilation or cache load, per-network splits)
         t = [_median_time(lambda: batch.cross([nets[i]], nets[:i] + nets[i + 1:]), repeats) / (n_networks - 1)
              for i in range(n_networks)]

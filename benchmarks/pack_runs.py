@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     groups = args.only or sorted(d for d in os.listdir(args.runs) if os.path.isdir(os.path.join(args.runs, d)))
     paths = [p for g in groups for p in run_files_under(os.path.join(args.runs, g))]
     runs = []
-    for path in progress_over(paths, "reading runs", None):
+    for path in progress_over(paths, "reading runs", show=None):
         try:
             runs.append((os.path.relpath(path, args.runs), read_run(path)))
         except TraceError as exc:

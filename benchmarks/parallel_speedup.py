@@ -43,7 +43,7 @@ class Objective:
 def one_run(method: str, evals: int, delay: float, workers: int, backend: str, client=None, options=None) -> dict:
     executor = client.get_executor() if backend == "dask" else None
     t0 = time.perf_counter()
-    result = gb.minimize(Objective(delay), make_space(), method, budget=evals, seed=0,
+    result = gb.minimize(Objective(delay), make_space(), method=method, budget=evals, seed=0,
                          n_workers=workers, executor=executor, **(options or {}))
     wall = time.perf_counter() - t0
     assert result.n_complete == evals, f"{result.n_failed} evaluations failed"

@@ -386,7 +386,7 @@ def concurrent(work: Path) -> list[dict]:
         print("ready", flush=True)
         sys.stdin.readline()  # both have imported graphbo; the second starts while the first runs
         try:
-            r = gb.minimize(so.objective, space, "rs", budget=12, seed=0, storage={str(path)!r}, n_initial=2)
+            r = gb.minimize(so.objective, space, method="rs", budget=12, seed=0, storage={str(path)!r}, n_initial=2)
             print("finished", r.n_complete)
         except StorageError as exc:
             print(type(exc).__name__ + ": " + str(exc), file=sys.stderr)
@@ -568,7 +568,7 @@ def storage_faults(work: Path, rng: np.random.Generator) -> tuple[list[dict], di
         import resource, signal
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG)
         told = []
-        run = lambda budget: gb.minimize(so.value, space, "rs", budget=budget, seed=1, storage={str(full)!r},
+        run = lambda budget: gb.minimize(so.value, space, method="rs", budget=budget, seed=1, storage={str(full)!r},
                                          n_initial=0, callback=lambda n, c, v, o, s: told.append([n, v]))
         run(3)
         limit = os.path.getsize({str(full)!r}) + 256 * 1024
@@ -619,7 +619,7 @@ def misbehaving(work: Path) -> list[dict]:
             parallel.TIMEOUT_GRACE = 1.0
             space = gb.Space({{"a": gb.Ordinal(list(range(18)))}})
             t0 = time.monotonic()
-            r = gb.minimize(so.{fn}, space, "rs", budget=18, seed=0, n_initial=18, timeout=1.0,
+            r = gb.minimize(so.{fn}, space, method="rs", budget=18, seed=0, n_initial=18, timeout=1.0,
                             n_workers={workers}, storage={str(path)!r})
             import multiprocessing
             print(json.dumps({{"seconds": time.monotonic() - t0, "pools_left": len(multiprocessing.active_children()),

@@ -59,7 +59,7 @@ def _levels(space: Space, j: int, max_levels: int) -> np.ndarray:
     return np.unique(np.round(np.linspace(0, k - 1, max_levels)).astype(np.int64))
 
 
-def main_effects(mean: Any, space: Space, rng: np.random.Generator, *, n_base: int = 128,
+def main_effects(mean: Any, space: Space, *, rng: np.random.Generator, n_base: int = 128,
                  max_levels: int = 16) -> dict[str, float]:
     """The variance ``V_i`` of each variable's main effect on ``mean`` (the module's equations), by name.
 
@@ -102,7 +102,7 @@ def _surrogate_mean(space: Space, configs: Sequence[Mapping[str, Any]], values: 
     return mean
 
 
-def param_importances(space: Space, configs: Sequence[Mapping[str, Any]], values: Sequence[float], *,
+def param_importances(space: Space, configs: Sequence[Mapping[str, Any]], *, values: Sequence[float],
                       seed: int = 0, n_base: int = 128, max_levels: int = 16) -> dict[str, float]:
     """Each variable's importance for ``values`` observed at ``configs``, largest first, summing to 1.
 
@@ -142,7 +142,7 @@ def param_importances(space: Space, configs: Sequence[Mapping[str, Any]], values
         return {name: 0.0 for name in space.names}
     rng = np.random.default_rng(seed)
     mean = _surrogate_mean(space, configs, y, int(rng.integers(2**31)))
-    variances = main_effects(mean, space, rng, n_base=n_base, max_levels=max_levels)
+    variances = main_effects(mean, space, rng=rng, n_base=n_base, max_levels=max_levels)
     total = sum(variances.values())
     shares = {n: (v / total if total > 0 else 0.0) for n, v in variances.items()}
     return dict(sorted(shares.items(), key=lambda kv: -kv[1]))
@@ -157,4 +157,4 @@ def trial_importances(space: Any, trials: Sequence[Any], *, objective: int = 0, 
         raise ValueError(f"objective must be below the study's {n_objectives} objective(s), got {objective}")
     done = [t for t in trials if t.status == "complete" and t.value is not None]
     values = [float(t.attrs["values"][objective]) if n_objectives > 1 else float(t.value) for t in done]
-    return param_importances(space, [t.config for t in done], values, seed=seed)
+    return param_importances(space, [t.config for t in done], values=values, seed=seed)

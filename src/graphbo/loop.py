@@ -45,7 +45,7 @@ REPR_PARAMS = 4
 REPR_VALUE_CHARS = 24
 
 
-@dataclass
+@dataclass(kw_only=True)
 class MinimizeResult:
     """Outcome of :func:`minimize`, in the user's terms.
 
@@ -176,7 +176,7 @@ def _cut(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
-def make_optimizer(method: str, space: Space, seed: int | None = None, **options: Any) -> Optimizer:
+def make_optimizer(method: str, space: Space, *, seed: int | None = None, **options: Any) -> Optimizer:
     """An optimizer by name (``"combo"``, ``"rs"``)."""
     from .optimizers import METHODS
     from .optimizers.auto import AUTO, choose_method
@@ -194,11 +194,11 @@ def make_optimizer(method: str, space: Space, seed: int | None = None, **options
 def minimize(
     objective: Callable[[dict[str, Any]], float],
     space: Space,
+    *,
     method: str = "auto",
     budget: int = 100,
     seed: int | None = None,
     callback: Callable[[int, Mapping[str, Any], float, Optimizer, float], None] | None = None,
-    *,
     storage: str | os.PathLike | Storage | None = None,
     n_workers: int = 1,
     executor: cf.Executor | None = None,
@@ -359,7 +359,8 @@ def minimize(
     timeout = check_timeout(timeout)
     failure_value = check_failure_value(failure_value)
     show_progress = check_show_progress(show_progress)
-    check_parallel_run(objective, n_workers, executor, check_pruner(pruner))  # before a study file is made
+    check_parallel_run(objective, n_workers=n_workers, executor=executor,
+                       pruner=check_pruner(pruner))  # before a study file is made
     t_start = time.perf_counter()
     study = Study(space, method, storage=storage, seed=seed, n_threads=n_threads, max_retries=max_retries,
                   direction=direction, directions=directions, n_constraints=n_constraints, auto_budget=budget,

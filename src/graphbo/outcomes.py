@@ -136,7 +136,7 @@ def reference_point(Y: Any, margin: float = 0.1) -> np.ndarray:
     return hi + margin * span
 
 
-def hypervolume_trace(Y: Any, ok: Any, ref: Any) -> np.ndarray:
+def hypervolume_trace(Y: Any, ok: Any, *, ref: Any) -> np.ndarray:
     """The hypervolume of the feasible rows of ``Y`` (``(n, k)``, minimised; ``ok`` their feasibility) among the
     first ``i + 1`` rows, for each ``i``: the hypervolume-over-evaluations curve of a run."""
     Y = _as_matrix(Y)
@@ -151,7 +151,7 @@ def hypervolume_trace(Y: Any, ok: Any, ref: Any) -> np.ndarray:
     return out
 
 
-def check_reference_point(ref: Any, n_objectives: int, name: str = "reference_point") -> list[float]:
+def check_reference_point(ref: Any, n_objectives: int, *, name: str = "reference_point") -> list[float]:
     """``ref`` as a list of ``n_objectives`` finite floats (``ValueError`` naming ``name`` otherwise)."""
     try:
         values = [float(v) for v in ref]
@@ -168,7 +168,7 @@ def simplex_weights(k: int, rng: np.random.Generator) -> np.ndarray:
     return w / w.sum()
 
 
-def parego_scalarize(Y: Any, weights: Any, rho: float = PAREGO_RHO) -> np.ndarray:
+def parego_scalarize(Y: Any, weights: Any, *, rho: float = PAREGO_RHO) -> np.ndarray:
     """ParEGO's augmented Chebyshev scalarisation of each row of ``Y`` (Knowles 2006, Eq. 2)::
 
         f_w(y) = max_j w_j y'_j + rho * sum_j w_j y'_j

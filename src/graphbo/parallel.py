@@ -34,7 +34,7 @@ __all__ = ["ParallelEvaluations", "check_parallel_run", "check_picklable", "watc
 TIMEOUT_GRACE = 10.0
 
 
-def check_parallel_run(objective: Callable, n_workers: int, executor: Any, pruner: Any) -> None:
+def check_parallel_run(objective: Callable, *, n_workers: int, executor: Any, pruner: Any) -> None:
     """What a run with ``n_workers > 1`` or an ``executor`` needs, checked before anything runs: no pruner
     (``ValueError``), and with graphbo's own pool an objective that can travel (:func:`check_picklable`).
     A sequential run (``n_workers == 1``, no executor) passes."""
@@ -71,7 +71,7 @@ class ParallelEvaluations:
 
     The loop, as the study runs it (``finished``: the budget is used or the space exhausted)::
 
-        with ParallelEvaluations(objective, n_workers, executor, timeout, record) as evaluations:
+        with ParallelEvaluations(objective, n_workers, executor=executor, timeout=timeout, record=record) as evaluations:
             while True:
                 while <not finished> and evaluations.has_room() and <finished + n_in_flight < budget>:
                     evaluations.submit(<a new trial>)
@@ -87,8 +87,8 @@ class ParallelEvaluations:
     in the study, for a resume, and kills the own pool's workers.
     """
 
-    def __init__(self, objective: Callable, n_workers: int, executor: cf.Executor | None, timeout: float | None,
-                 record: Record) -> None:
+    def __init__(self, objective: Callable, n_workers: int, *, executor: cf.Executor | None,
+                 timeout: float | None, record: Record) -> None:
         self.objective = objective
         self.n_workers = n_workers
         self.executor = executor

@@ -53,7 +53,7 @@ class ProgressBar:
         The bar's label (the method's name).
     """
 
-    def __init__(self, budget: int, done: int = 0, best: float | None = None, direction: str = "minimize",
+    def __init__(self, budget: int, *, done: int = 0, best: float | None = None, direction: str = "minimize",
                  show: bool | None = None, description: str = "graphbo") -> None:
         self.best = best
         self._pick = max if direction == "maximize" else min
@@ -99,7 +99,7 @@ class ProgressBar:
         self.close()
 
 
-def progress_over(items: Sequence[T], description: str, show: bool | None = None) -> Iterable[T]:
+def progress_over(items: Sequence[T], description: str, *, show: bool | None = None) -> Iterable[T]:
     """``items``, with a bar over them on standard error (``graphbo report`` reading its run files); ``show``
     as for :class:`ProgressBar`. The bar closes when the iteration ends."""
     show = check_show_progress(show)

@@ -69,7 +69,7 @@ class MedianPruner(Pruner):
         Decide only at every ``interval_steps``-th step from ``n_warmup_steps``.
     """
 
-    def __init__(self, n_startup_trials: int = 5, n_warmup_steps: int = 0, interval_steps: int = 1):
+    def __init__(self, n_startup_trials: int = 5, n_warmup_steps: int = 0, *, interval_steps: int = 1):
         self.n_startup_trials = check_int("n_startup_trials", n_startup_trials, minimum=0)
         self.n_warmup_steps = check_int("n_warmup_steps", n_warmup_steps, minimum=0)
         self.interval_steps = check_int("interval_steps", interval_steps, minimum=1)

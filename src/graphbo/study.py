@@ -367,8 +367,8 @@ class Study:
                     study.fail(trial, exc)   # never suggested again
     """
 
-    def __init__(self, space: Space, method: str = "auto", storage: str | os.PathLike | Storage | None = None,
-                 seed: int | None = None, *, direction: str | None = None,
+    def __init__(self, space: Space, method: str = "auto", *, storage: str | os.PathLike | Storage | None = None,
+                 seed: int | None = None, direction: str | None = None,
                  directions: Sequence[str] | None = None, n_constraints: int | None = None,
                  user_attrs: Mapping[str, Any] | None = None,
                  runtime_options: Mapping[str, Any] | None = None, n_threads: int | None = DEFAULT_THREADS,
@@ -819,7 +819,8 @@ class Study:
         asked = asker(k)
         seconds = (time.perf_counter() - t0) / k
         started = now()
-        new = [Trial(len(self._trials) + i, cfg, "running", started=started, suggest_seconds=seconds,
+        new = [Trial(number=len(self._trials) + i, config=cfg, status="running", started=started,
+                     suggest_seconds=seconds,
                      row=self.space.to_index(cfg), attrs=attrs) for i, (cfg, attrs) in enumerate(asked)]
         try:
             self._storage.add_trials(new, state=None if self._multi_fidelity else self.optimizer.get_state())
@@ -963,7 +964,7 @@ class Study:
         stamp = now()
         new = t is None
         if t is None:
-            t = Trial(len(self._trials), cfg, status, started=stamp, row=self.space.to_index(cfg))
+            t = Trial(number=len(self._trials), config=cfg, status=status, started=stamp, row=self.space.to_index(cfg))
         if seconds is None:
             seconds = t_done - self._t_ask.get(t.number, t_done)
         updated = dataclasses.replace(t, status=status, value=value, error=error, penalty=penalty, finished=stamp,
@@ -1079,7 +1080,7 @@ class Study:
                              "which objective(config) cannot take: drive the study with ask and tell")
         parallel = n_workers > 1 or executor is not None
         if parallel:
-            check_parallel_run(objective, n_workers, executor, self.pruner)
+            check_parallel_run(objective, n_workers=n_workers, executor=executor, pruner=self.pruner)
         with self._progress_bar(budget, show) as bar:
 
             def record(trial: Trial, ok: bool, value: float | Outcome | None, error: str | None,
@@ -1089,7 +1090,7 @@ class Study:
 
             if parallel:
                 evaluations: _InThisProcess | ParallelEvaluations = ParallelEvaluations(
-                    objective, n_workers, executor, timeout, record)
+                    objective, n_workers, executor=executor, timeout=timeout, record=record)
             else:
                 evaluations = _InThisProcess(lambda trial: self._evaluate_here(trial, objective, timeout, record,
                                                                                bar))
@@ -1141,7 +1142,8 @@ class Study:
         """The bar of a run of this study to ``budget`` finished trials (:class:`graphbo.progress.ProgressBar`),
         starting from its finished trials and best value."""
         best = self.best_trial
-        return ProgressBar(budget, self.n_finished, None if best is None else best.value, self.direction, show,
+        return ProgressBar(budget, done=self.n_finished, best=None if best is None else best.value,
+                           direction=self.direction, show=show,
                            description=self.method)
 
     def _ask_within(self, budget: int) -> Trial | None:

@@ -22,11 +22,13 @@ FAST = {"n_burn": 5, "n_samples": 2, "n_random": 300, "n_spray": 5, "n_starts": 
 ROOT = Path(__file__).resolve().parents[2]
 #: a finished run committed by graphbo 0.1's runner (a JSON-lines trace, compacted): SA on Branin, seed 0
 COMMITTED_TRACE = ROOT / "tests" / "fixtures" / "graphbo-0.1-branin-sa-seed0.jsonl"
-COMMITTED_SPEC = RunSpec("branin", "sa", 0, 100, 2, {}, {})
+COMMITTED_SPEC = RunSpec(benchmark="branin", method="sa", seed=0, budget=100, n_initial=2, benchmark_options={},
+                         method_options={})
 
 
 def spec(method="combo", seed=0, budget=14):
-    return RunSpec("branin", method, seed, budget, 3, {}, FAST if method == "combo" else {})
+    return RunSpec(benchmark="branin", method=method, seed=seed, budget=budget, n_initial=3, benchmark_options={},
+                   method_options=FAST if method == "combo" else {})
 
 
 def configs(path):
@@ -50,7 +52,8 @@ def test_killed_run_resumes_to_the_same_trace(tmp_path):
         path = tmp_path / f"killed{attempt}.db"
         code = (
             "from graphbo.experiments.runner import RunSpec, run; "
-            f"run(RunSpec('branin', 'combo', 0, 14, 3, {{}}, {FAST!r}), {str(path)!r})"
+            f"run(RunSpec(benchmark='branin', method='combo', seed=0, budget=14, n_initial=3, "
+            f"benchmark_options={{}}, method_options={FAST!r}), {str(path)!r})"
         )
         proc = subprocess.Popen([sys.executable, "-c", code])
         # wait until a random number of evaluations is committed, then SIGKILL
@@ -185,7 +188,8 @@ def test_a_trace_of_graphbo_before_1_0_is_refused_unchanged_and_left_out_of_repo
     with pytest.raises(TraceError, match="not a graphbo run study file"):
         run(COMMITTED_SPEC, str(old))
     assert old.read_bytes() == before
-    run(RunSpec("branin", "sa", 1, 5, 2, {}, {}), str(out / "sa" / "seed1.db"))
+    run(RunSpec(benchmark="branin", method="sa", seed=1, budget=5, n_initial=2, benchmark_options={},
+                method_options={}), str(out / "sa" / "seed1.db"))
     assert [r["seed"] for r in collect(str(out))["branin"]["sa"]] == [1]
 
 
@@ -254,7 +258,9 @@ def test_state_round_trip_gives_identical_continuations(method, options):
 
 def test_a_finished_run_keeps_only_the_latest_state_and_is_not_rewritten(tmp_path):
     path = tmp_path / "t.db"
-    bocs = RunSpec("ising", "bocs", 0, 6, 3, {"lamda": 0.0, "seed": 0}, {"n_burn": 50, "n_gibbs": 5, "sa_steps": 50})
+    bocs = RunSpec(benchmark="ising", method="bocs", seed=0, budget=6, n_initial=3,
+                   benchmark_options={"lamda": 0.0, "seed": 0},
+                   method_options={"n_burn": 50, "n_gibbs": 5, "sa_steps": 50})
     first = run(bocs, str(path))
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT COUNT(*), COUNT(state) FROM trials").fetchone() == (6, 0)
@@ -297,8 +303,10 @@ def test_multi_fidelity_runs_record_fidelities_and_resume_a_cut_evaluation(tmp_p
     from graphbo.benchmarks import REGISTRY, BenchmarkInfo
     from support import BOHB_FAST, ToyMF
 
-    monkeypatch.setitem(REGISTRY, "toy-mf", BenchmarkInfo("toy-mf", "support:ToyMF", "multi-fidelity toy"))
-    mf = RunSpec("toy-mf", "bohb", 0, 6, 4, {}, BOHB_FAST)
+    monkeypatch.setitem(REGISTRY, "toy-mf",
+                        BenchmarkInfo(name="toy-mf", target="support:ToyMF", summary="multi-fidelity toy"))
+    mf = RunSpec(benchmark="toy-mf", method="bohb", seed=0, budget=6, n_initial=4, benchmark_options={},
+                 method_options=BOHB_FAST)
     full = tmp_path / "full.db"
     summary = run(mf, str(full))
     data = read_run(full)

@@ -115,7 +115,7 @@ def test_the_log_option_sets_the_axis_scale(studies, tmp_path):
     spans = np.array([2.0e4, 3.0e3, 3.0e3, 15.0, 1.0])  # positive, over four decades
     narrow = np.array([3.0, 2.5, 2.0])
     signed = np.array([4.0, -1.0, -30.0])
-    scales = {(name, log): plot_best_so_far(y, "minimize", str(tmp_path / f"{name}_{log}.png"), log=log)
+    scales = {(name, log): plot_best_so_far(y, "minimize", path=str(tmp_path / f"{name}_{log}.png"), log=log)
               for name, y in [("spans", spans), ("narrow", narrow), ("signed", signed)]
               for log in ("auto", "on", "off")}
     assert scales == {("spans", "auto"): "log", ("spans", "on"): "log", ("spans", "off"): "linear",
@@ -147,7 +147,8 @@ def test_a_path_that_is_not_a_study_is_one_line(tmp_path, capsys, studies):
 def test_comparison_plot_draws_the_papers_value_and_takes_the_log_option(tmp_path):
     from graphbo.experiments.runner import RunSpec, run
 
-    run(RunSpec("branin", "sa", 0, 100, 2, {}, {}), str(tmp_path / "branin" / "sa" / "seed0.db"))
+    run(RunSpec(benchmark="branin", method="sa", seed=0, budget=100, n_initial=2, benchmark_options={},
+                method_options={}), str(tmp_path / "branin" / "sa" / "seed0.db"))
     runs = collect(str(tmp_path))["branin"]
     assert paper_lines("branin", runs) == {"sa": 0.4659}  # COMBO's Table 2, SA at budget 100
     axes = {log: _plot_convergence("branin", runs, str(tmp_path / f"{log}.png"), log=log,

@@ -234,7 +234,7 @@ def test_diffusion_kernel_times_rbf_in_a_mixed_space_fits():
 # -- frequency-modulated kernels ----------------------------------------------------------------------
 def graphbo_fm(name, space):
     return FMKernel(name, [space.variables[j].spectrum for j in space.discrete_indices],
-                    len(space.continuous_indices))
+                    n_continuous=len(space.continuous_indices))
 
 
 def split(space, X):
@@ -309,7 +309,7 @@ def test_fm_gradients_match_finite_differences(name):
 
 def test_fm_batches_broadcast_like_separate_calls():
     space = interleaved_mixed_space()
-    kern = FrequencyModulatedKernel(space, "modlap").to(D)
+    kern = FrequencyModulatedKernel(space, modulation="modlap").to(D)
     kern.set_graphbo_params(graphbo_fm("modlap", space).random_params(np.random.default_rng(5)))
     train = rows(space, 7, 0)
     cand = rows(space, 6, 1).reshape(3, 2, -1)  # 3 batches of 2 candidates
@@ -326,7 +326,7 @@ def test_fm_batches_broadcast_like_separate_calls():
         assert torch.allclose(K_loop[b], kern(cand[b], other).to_dense(), rtol=1e-12)
     other = rows(space, 7, 3)
     assert torch.allclose(kern(train, other, diag=True), torch.diagonal(kern(train, other).to_dense()), rtol=1e-12)
-    batched = FrequencyModulatedKernel(space, "modlap", batch_shape=torch.Size([2])).to(D)
+    batched = FrequencyModulatedKernel(space, modulation="modlap", batch_shape=torch.Size([2])).to(D)
     batched.beta = torch.tensor([[0.5, 2.0, 1.0], [3.0, 0.2, 0.7]])
     Kb = batched(train).to_dense()
     for b in range(2):
@@ -340,7 +340,7 @@ def test_fm_on_a_discrete_space_reduces_to_the_diffusion_kernel(name):
     """Without continuous variables r = 0, and ProdDif and ModDif are COMBO's normalised diffusion kernel."""
     space = binary_categorical_ordinal_binary_graph_space()
     beta = torch.tensor([0.3, 1.1, 0.6, 2.2, 0.9], dtype=D)
-    fm, dk = FrequencyModulatedKernel(space, name).to(D), DiffusionKernel(space, unit_diagonal=False).to(D)
+    fm, dk = FrequencyModulatedKernel(space, modulation=name).to(D), DiffusionKernel(space, unit_diagonal=False).to(D)
     fm.beta, dk.beta = beta, beta
     X1, X2 = rows(space, 15, 0), rows(space, 11, 1)
     assert torch.allclose(fm(X1, X2).to_dense(), dk(X1, X2).to_dense(), rtol=1e-9, atol=1e-12)
@@ -367,11 +367,12 @@ def test_priors_are_registered_sampled_and_pickled():
 
 def test_fm_rejects_unknown_names():
     with pytest.raises(ValueError, match="unknown modulation"):
-        FrequencyModulatedKernel(interleaved_mixed_space(), "laplace")
+        FrequencyModulatedKernel(interleaved_mixed_space(), modulation="laplace")
     with pytest.raises(ValueError, match="no hyper-parameter"):
-        FrequencyModulatedKernel(interleaved_mixed_space(), "prodlap", constraints={"alpha": Interval(0.1, 1.0)})
+        FrequencyModulatedKernel(interleaved_mixed_space(), modulation="prodlap",
+                                 constraints={"alpha": Interval(0.1, 1.0)})
     with pytest.raises(ValueError, match="length"):
-        FrequencyModulatedKernel(interleaved_mixed_space(), "modlap").set_graphbo_params(torch.zeros(3))
+        FrequencyModulatedKernel(interleaved_mixed_space(), modulation="modlap").set_graphbo_params(torch.zeros(3))
 
 
 def test_single_task_gp_with_the_fm_kernel_fits_and_predicts():
@@ -382,7 +383,7 @@ def test_single_task_gp_with_the_fm_kernel_fits_and_predicts():
 
     X = rows(space, 40, 1)
     Y = objective(X).unsqueeze(-1)
-    model = fit(space, ScaleKernel(FrequencyModulatedKernel(space, "modlap")), X, Y)
+    model = fit(space, ScaleKernel(FrequencyModulatedKernel(space, modulation="modlap")), X, Y)
     with torch.no_grad():
         mean = model.posterior(X).mean.squeeze(-1)
         X_test = rows(space, 200, 2)

@@ -66,7 +66,7 @@ def test_maximising_study_keeps_its_direction(tmp_path):
     path = tmp_path / "max.db"
     res = gb.minimize(lambda c: 0.0 if c["n"] == 7 else -_objective(c), _integer_ordinal_categorical_log_binary_space(),
                       method="rs", budget=8, seed=0, storage=path, direction="maximize")
-    study = export_to_optuna(path, f"sqlite:///{tmp_path / 'o.db'}", "m")
+    study = export_to_optuna(path, f"sqlite:///{tmp_path / 'o.db'}", study_name="m")
     assert study.direction == optuna.study.StudyDirection.MAXIMIZE
     assert study.best_value == pytest.approx(res.best_value)
     assert study.best_value == pytest.approx(max(t.value for t in res.trials if t.status == "complete"))
@@ -86,7 +86,7 @@ def test_an_export_left_unfinished_is_replaced_and_if_exists_chooses_for_a_finis
     assert main(["export", str(path), "--optuna", url]) == 0
     loaded = optuna.load_study(study_name="study", storage=url)
     assert len(loaded.trials) == len(res.trials) and loaded.user_attrs[EXPORT_DONE] is True
-    assert export_to_optuna(path, url, "study", if_exists="skip").user_attrs[EXPORT_DONE] is True
+    assert export_to_optuna(path, url, study_name="study", if_exists="skip").user_attrs[EXPORT_DONE] is True
     assert main(["export", str(path), "--optuna", url, "--if-exists", "replace"]) == 0
     assert len(optuna.get_all_study_names(url)) == 1
     assert len(optuna.load_study(study_name="study", storage=url).trials) == len(res.trials)
@@ -102,14 +102,14 @@ def test_conditional_multi_objective_constrained_and_pruned_studies_export_as_op
                      conditions={"g": {"k": ["rbf"]}})
     gb.minimize(lambda c: c.get("g", 0) + (c["k"] == "lin"), space, method="rs", budget=4, seed=0,
                 storage=tmp_path / "c.db")
-    exported = export_to_optuna(tmp_path / "c.db", url, "c")
+    exported = export_to_optuna(tmp_path / "c.db", url, study_name="c")
     assert sorted(map(str, (t.params for t in exported.trials))) == sorted(
         ["{'k': 'lin'}", "{'k': 'rbf', 'g': 1}", "{'k': 'rbf', 'g': 2}", "{'k': 'rbf', 'g': 3}"])
     # several objectives and constraints: Optuna's directions, values and "constraints" system attribute
     flat = gb.Space({"a": gb.Ordinal([1, 2, 3, 4])})
     gb.minimize(lambda c: {"values": [c["a"], -c["a"]], "constraints": [c["a"] - 2.5]}, flat, method="rs",
                 budget=4, seed=0, storage=tmp_path / "m.db", directions=["minimize", "maximize"], n_constraints=1)
-    exported = export_to_optuna(tmp_path / "m.db", url, "m")
+    exported = export_to_optuna(tmp_path / "m.db", url, study_name="m")
     assert exported.directions == [optuna.study.StudyDirection.MINIMIZE, optuna.study.StudyDirection.MAXIMIZE]
     for t in exported.trials:
         assert t.values == [t.params["a"], -t.params["a"]]
@@ -120,7 +120,7 @@ def test_conditional_multi_objective_constrained_and_pruned_studies_export_as_op
     study.report(first, 3.0, 1)
     study.prune(first)
     study.close()
-    (trial,) = export_to_optuna(tmp_path / "p.db", url, "p").trials
+    (trial,) = export_to_optuna(tmp_path / "p.db", url, study_name="p").trials
     assert trial.state == optuna.trial.TrialState.PRUNED and trial.intermediate_values == {1: 3.0}
 
 
@@ -151,8 +151,9 @@ def test_the_one_transaction_export_stores_what_optunas_add_trials_stores(tmp_pa
     studies.append(tmp_path / "p.db")
     url = f"sqlite:///{tmp_path / 'optuna.db'}"
     for path in studies:
-        fast = export_to_optuna(path, url, path.stem)  # an RDB storage: one transaction
-        by_optuna = export_to_optuna(path, optuna.storages.InMemoryStorage(), path.stem)  # Optuna's add_trials
+        fast = export_to_optuna(path, url, study_name=path.stem)  # an RDB storage: one transaction
+        by_optuna = export_to_optuna(path, optuna.storages.InMemoryStorage(),
+                                     study_name=path.stem)  # Optuna's add_trials
         reread = optuna.load_study(study_name=path.stem, storage=url)
         assert [_fields(t) for t in reread.trials] == [_fields(t) for t in by_optuna.trials] != []
         assert [_fields(t) for t in fast.trials] == [_fields(t) for t in by_optuna.trials]

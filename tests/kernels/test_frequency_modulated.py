@@ -23,7 +23,8 @@ def split(space, rows):
 
 
 def kernel(name, space):
-    return FMKernel(name, [space.variables[j].spectrum for j in space.discrete_indices], len(space.continuous_indices))
+    return FMKernel(name, [space.variables[j].spectrum for j in space.discrete_indices],
+                    n_continuous=len(space.continuous_indices))
 
 
 @pytest.mark.parametrize("name", KERNELS)
@@ -98,7 +99,7 @@ def test_reduces_to_the_graph_kernel_when_continuous_parts_coincide(name, g):
 
 def test_unknown_kernel_name():
     with pytest.raises(ValueError, match="unknown kernel"):
-        FMKernel("rbf2", [], 1)
+        FMKernel("rbf2", [], n_continuous=1)
 
 
 @pytest.mark.parametrize("name", KERNELS)

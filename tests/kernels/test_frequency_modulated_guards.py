@@ -27,7 +27,8 @@ def split(space, rows):
 
 
 def kernel(name, space):
-    return FMKernel(name, [space.variables[j].spectrum for j in space.discrete_indices], len(space.continuous_indices))
+    return FMKernel(name, [space.variables[j].spectrum for j in space.discrete_indices],
+                    n_continuous=len(space.continuous_indices))
 
 
 def test_unpack_params_splits_the_vector_in_layout_order():
@@ -44,7 +45,7 @@ def test_unpack_params_splits_the_vector_in_layout_order():
 ])
 def test_parameter_layout_has_one_entry_per_hyper_parameter(name, sizes):
     space = mixed_space_three_continuous()  # 2 discrete, 3 continuous variables
-    k = FMKernel(name, [space.variables[j].spectrum for j in space.discrete_indices], 3, n_terms=4)
+    k = FMKernel(name, [space.variables[j].spectrum for j in space.discrete_indices], n_continuous=3, n_terms=4)
     assert dict(k.layout) == sizes
     assert k.size == sum(sizes.values())
     p = k.unpack(torch.arange(float(k.size)))
@@ -93,7 +94,7 @@ def test_comparison_kernels_match_supplement_e_written_out(name):
 
 def test_without_discrete_variables_the_kernel_is_the_rbf_kernel():
     space = gb.Space({"x": gb.Continuous(0.0, 1.0), "y": gb.Continuous(0.0, 1.0)})
-    k = FMKernel("modlap", [], 2)
+    k = FMKernel("modlap", [], n_continuous=2)
     log_theta = torch.tensor([-1.0, 0.5], dtype=torch.float64)
     rows = torch.as_tensor(space.sample_index(7, 0))
     V = torch.zeros(7, 0, dtype=torch.long)

@@ -31,11 +31,11 @@ from graphbo.nas.distance.otmann import (
 def cnn(labels, units, edges, strides=None):
     if strides is None:
         strides = [1 if l.startswith(("conv", "res")) else None for l in labels]
-    return Architecture("cnn", labels, units, edges, strides)
+    return Architecture(kind="cnn", labels=labels, units=units, edges=edges, strides=strides)
 
 
 def mlp(labels, units, edges):
-    return Architecture("mlp", labels, units, edges)
+    return Architecture(kind="mlp", labels=labels, units=units, edges=edges)
 
 
 def chain(n):
@@ -57,9 +57,9 @@ def permuted(arch, rng):
     """The same network with its layers renumbered."""
     perm = rng.permutation(arch.n_layers)  # old index i -> new index perm[i]
     inv = np.argsort(perm)
-    return Architecture(arch.kind, [arch.labels[i] for i in inv], [arch.units[i] for i in inv],
-                        [(int(perm[a]), int(perm[b])) for a, b in arch.edges],
-                        None if arch.strides is None else [arch.strides[i] for i in inv])
+    return Architecture(kind=arch.kind, labels=[arch.labels[i] for i in inv], units=[arch.units[i] for i in inv],
+                        edges=[(int(perm[a]), int(perm[b])) for a, b in arch.edges],
+                        strides=None if arch.strides is None else [arch.strides[i] for i in inv])
 
 
 def mutate(arch, rng):
@@ -73,7 +73,7 @@ def mutate(arch, rng):
             if labels[i] != "fc" else "fc"
     else:
         labels[i] = str(rng.choice(["relu", "elu", "tanh", "logistic", "softplus"]))
-    out = Architecture(arch.kind, labels, units, arch.edges, arch.strides)
+    out = Architecture(kind=arch.kind, labels=labels, units=units, edges=arch.edges, strides=arch.strides)
     out.validate()
     return out
 
@@ -141,7 +141,7 @@ def test_path_lengths_shortest_longest_random_walk_and_groups():
 
 def test_path_lengths_do_not_depend_on_layer_numbering():
     rng = np.random.default_rng(3)
-    a = random_cnn(rng, 15)
+    a = random_cnn(rng, n_layers=15)
     b = permuted(a, rng)
     assert b != a
     # compare as multisets of rows (masses and all path lengths together)
@@ -207,7 +207,7 @@ def test_validity_checks_reject_invalid_cnns_with_a_message(change, message):
     L, U, E, S = _valid_cnn_parts()
     assert cnn(L, U, E, S).validity_error() is None
     change(L, U, E, S)
-    a = Architecture("cnn", L, U, E, S)
+    a = Architecture(kind="cnn", labels=L, units=U, edges=E, strides=S)
     err = a.validity_error()
     assert err is not None and message in err, err
     with pytest.raises(InvalidArchitectureError, match=message.split("'")[0]):
@@ -225,21 +225,23 @@ def test_validity_checks_mlp_specific_rules():
     assert "unknown label 'conv3'" in conv_in_mlp.validity_error()
     linear_cnn = cnn(["ip", "conv3", "linear", "op"], [None, 8, None, None], chain(4))
     assert "unknown label 'linear'" in linear_cnn.validity_error()
-    strided = Architecture("mlp", ["ip", "relu", "linear", "op"], [None, 8, None, None], chain(4),
-                           [None, 2, None, None])
+    strided = Architecture(kind="mlp", labels=["ip", "relu", "linear", "op"], units=[None, 8, None, None],
+                           edges=chain(4),
+                           strides=[None, 2, None, None])
     assert "no strides" in strided.validity_error()
     no_decision = mlp(["ip", "relu", "op"], [None, 8, None], chain(3))
     assert "decision layer" in no_decision.validity_error()
-    assert "unknown kind" in Architecture("rnn", ["ip", "op"], [None, None], [(0, 1)]).validity_error()
+    assert "unknown kind" in Architecture(kind="rnn", labels=["ip", "op"], units=[None, None],
+                                          edges=[(0, 1)]).validity_error()
 
 
 def test_constraints_defaults_and_each_limit():
     c = Constraints()
     assert (c.max_layers, c.max_mass, c.max_in_degree, c.max_out_degree, c.max_edges,
             c.max_units, c.min_units) == (60, 1e8, 5, 5, 200, 1024, 8)
-    base = random_cnn(0, 12)
+    base = random_cnn(0, n_layers=12)
     assert c(base) and c.check(base) is None
-    assert "exceed the maximum of 60" in c.violation(random_cnn(0, 61))
+    assert "exceed the maximum of 60" in c.violation(random_cnn(0, n_layers=61))
     fan = mlp(["ip"] + ["relu"] * 6 + ["linear", "op"], [None] + [8] * 6 + [None, None],
               [(0, i) for i in range(1, 7)] + [(i, 7) for i in range(1, 7)] + [(7, 8)])
     assert "layer 7 (linear) has in-degree 6" in c.violation(fan)
@@ -267,10 +269,10 @@ def test_random_generator_yields_valid_networks_of_the_requested_size():
     for kind in ("cnn", "mlp"):
         for n in (5, 9, 20, 60, 110):
             for seed in range(5):
-                a = random_architecture(kind, seed, n)
+                a = random_architecture(kind, seed, n_layers=n)
                 assert a.n_layers == n
                 a.validate()
-    assert random_mlp(0, 8, task="classification").task == "classification"
+    assert random_mlp(0, n_layers=8, task="classification").task == "classification"
 
 
 # --------------------------------------------------------------------------------------
@@ -339,8 +341,8 @@ def test_ot_formulation_matches_program3_solved_as_an_lp(kind):
     rng = np.random.default_rng(11)
     otm = OTMANN(kind)
     for trial in range(6):
-        a1 = random_architecture(kind, rng, int(rng.integers(5, 11)))
-        a2 = mutate(a1, rng) if trial % 2 else random_architecture(kind, rng, int(rng.integers(5, 11)))
+        a1 = random_architecture(kind, rng, n_layers=int(rng.integers(5, 11)))
+        a2 = mutate(a1, rng) if trial % 2 else random_architecture(kind, rng, n_layers=int(rng.integers(5, 11)))
         for nu in (0.1, 0.5, 2.0):
             want = _program3_by_linprog(a1, a2, nu, otm.label_mismatch)
             got = otm.distance(a1, a2, nu)
@@ -350,7 +352,7 @@ def test_ot_formulation_matches_program3_solved_as_an_lp(kind):
 
 def test_plan_is_feasible_for_program6_and_costs_d():
     rng = np.random.default_rng(5)
-    a1, a2 = random_cnn(rng, 9), random_cnn(rng, 11)
+    a1, a2 = random_cnn(rng, n_layers=9), random_cnn(rng, n_layers=11)
     otm = OTMANN("cnn")
     r = otm.distance(a1, a2, 0.3, return_plan=True)
     Z = r.plan
@@ -369,8 +371,8 @@ def test_symmetric_nonnegative_and_zero_on_identical_networks(kind):
     rng = np.random.default_rng(2)
     otm = OTMANN(kind)
     for _ in range(8):
-        a = random_architecture(kind, rng, int(rng.integers(5, 25)))
-        b = random_architecture(kind, rng, int(rng.integers(5, 25)))
+        a = random_architecture(kind, rng, n_layers=int(rng.integers(5, 25)))
+        b = random_architecture(kind, rng, n_layers=int(rng.integers(5, 25)))
         d_ab, db_ab = otm.distances(a, b)
         d_ba, db_ba = otm.distances(b, a)
         np.testing.assert_allclose(d_ab, d_ba, rtol=1e-9)
@@ -384,19 +386,19 @@ def test_symmetric_nonnegative_and_zero_on_identical_networks(kind):
 
 
 def test_distance_grows_with_structural_weight_and_units():
-    base = random_cnn(7, 12)
+    base = random_cnn(7, n_layers=12)
     near = mutate(base, np.random.default_rng(0))
     otm = OTMANN("cnn")
-    d, _ = otm.distances(base, random_cnn(8, 12), nu_strs=(0.0, 0.1, 0.4, 1.6))
+    d, _ = otm.distances(base, random_cnn(8, n_layers=12), nu_strs=(0.0, 0.1, 0.4, 1.6))
     assert np.all(np.diff(d) >= -1e-9)  # the objective is non-decreasing in nu_str
-    assert otm.distance(base, near).d < otm.distance(base, random_cnn(8, 12)).d
+    assert otm.distance(base, near).d < otm.distance(base, random_cnn(8, n_layers=12)).d
 
 
 @pytest.mark.parametrize("kind", ["cnn", "mlp"])
 def test_triangle_inequality_for_d(kind):
     """Thm. 3: d is a pseudo-distance when M satisfies the triangle inequality."""
     rng = np.random.default_rng(21)
-    nets = [random_architecture(kind, rng, int(rng.integers(5, 16))) for _ in range(10)]
+    nets = [random_architecture(kind, rng, n_layers=int(rng.integers(5, 16))) for _ in range(10)]
     nets += [mutate(nets[0], rng) for _ in range(3)] + [mutate(nets[1], rng) for _ in range(3)]
     nus = (0.1, 0.2, 0.5, 0.8, 3.0)
     D, _ = otmann_distances(nets, nu_strs=nus)
@@ -412,7 +414,7 @@ def test_triangle_inequality_for_d(kind):
 def test_normalised_distance_is_bounded_but_not_a_metric():
     """Sec. 3: d_bar <= 1, and it 'does not satisfy the triangle inequality'."""
     rng = np.random.default_rng(0)
-    nets = [random_cnn(int(s), int(rng.integers(5, 14))) for s in range(25)]
+    nets = [random_cnn(int(s), n_layers=int(rng.integers(5, 14))) for s in range(25)]
     _, Db = otmann_distances(nets, nu_strs=(0.1, 0.5, 0.8))
     assert Db.min() >= 0 and Db.max() <= 1
     worst = max((Db[:, i, k] - Db[:, i, j] - Db[:, j, k]).max()
@@ -434,15 +436,15 @@ def test_fig3_networks_are_at_distance_zero():
         assert Z[3, 4] == pytest.approx(left.layer_masses()[3])
         assert Z[:-1, -1].sum() == pytest.approx(0, abs=1e-9)  # nothing unassigned
     # and a real change is seen: 8 + 16 filters instead of 8 + 8
-    right2 = Architecture("cnn", right.labels, [None, 16, 8, 16, 32, None, 64, None, None],
-                          right.edges, right.strides)
+    right2 = Architecture(kind="cnn", labels=right.labels, units=[None, 16, 8, 16, 32, None, 64, None, None],
+                          edges=right.edges, strides=right.strides)
     assert otm.distance(left, right2).d > 100
 
 
 def test_pairwise_matrices_match_single_pairs_and_reuse_features():
     rng = np.random.default_rng(4)
-    X = [random_mlp(rng, int(rng.integers(4, 12))) for _ in range(5)]
-    Y = [random_mlp(rng, int(rng.integers(4, 12))) for _ in range(3)]
+    X = [random_mlp(rng, n_layers=int(rng.integers(4, 12))) for _ in range(5)]
+    Y = [random_mlp(rng, n_layers=int(rng.integers(4, 12))) for _ in range(3)]
     otm = OTMANN("mlp")
     D, Db = otm.pairwise(X, nu_strs=DEFAULT_NU_STRS)
     assert D.shape == Db.shape == (4, 5, 5)
@@ -454,20 +456,20 @@ def test_pairwise_matrices_match_single_pairs_and_reuse_features():
         assert DXY[1, i, j] == pytest.approx(r.d, rel=1e-12) and DbXY[1, i, j] == pytest.approx(r.d_bar)
     r = otm.distance(X[1], X[3], 0.4)
     assert D[2, 1, 3] == pytest.approx(r.d, rel=1e-12)
-    d, db = otmann_distance(X[1], X[3], 0.4)
+    d, db = otmann_distance(X[1], X[3], nu_str=0.4)
     assert d == pytest.approx(r.d) and db == pytest.approx(r.d_bar)
     assert any(k[0] == "otmann-labels" for k in X[0]._cache if isinstance(k, tuple))
 
 
 def test_otmann_rejects_invalid_or_mismatched_networks():
     bad = cnn(["ip", "fc", "softmax", "op"], [None, 8, None, None], chain(4))
-    good = random_cnn(0, 8)
+    good = random_cnn(0, n_layers=8)
     with pytest.raises(InvalidArchitectureError, match="convolutional"):
         otmann_distance(good, bad)
     with pytest.raises(InvalidArchitectureError, match="different kinds"):
-        otmann_distances([good, random_mlp(0, 6)])
+        otmann_distances([good, random_mlp(0, n_layers=6)])
     with pytest.raises(InvalidArchitectureError, match="compares cnn"):
-        OTMANN("cnn").distance(good, random_mlp(0, 6))
+        OTMANN("cnn").distance(good, random_mlp(0, n_layers=6))
 
 
 # --------------------------------------------------------------------------------------
@@ -476,7 +478,7 @@ def test_otmann_rejects_invalid_or_mismatched_networks():
 
 def test_kernel_is_eq4():
     rng = np.random.default_rng(1)
-    X = [random_cnn(rng, int(rng.integers(5, 12))) for _ in range(6)]
+    X = [random_cnn(rng, n_layers=int(rng.integers(5, 12))) for _ in range(6)]
     kern = OTMANNKernel("cnn")
     D, Db = kern.distances(X)
     assert D.shape == (4, 6, 6) and D.dtype == torch.float64
@@ -490,8 +492,8 @@ def test_kernel_is_eq4():
     assert float(K[i, j]) == pytest.approx(want, rel=1e-12)
     np.testing.assert_allclose(torch.diagonal(K).numpy(), alpha + alpha_bar)
     # batched hyper-parameters (posterior samples)
-    KS = otmann_kernel(D, Db, torch.tensor([alpha, 2.0]), torch.tensor([alpha_bar, 0.0]),
-                       torch.tensor(np.stack([beta, beta])), torch.tensor(np.stack([beta_bar, beta_bar])))
+    KS = otmann_kernel(D, Db, alpha=torch.tensor([alpha, 2.0]), alpha_bar=torch.tensor([alpha_bar, 0.0]),
+                       beta=torch.tensor(np.stack([beta, beta])), beta_bar=torch.tensor(np.stack([beta_bar, beta_bar])))
     assert KS.shape == (2, 6, 6)
     torch.testing.assert_close(KS[0], K)
     torch.testing.assert_close(KS[1], 2.0 * torch.exp(-torch.tensordot(torch.tensor(beta), D, 1)))
@@ -523,50 +525,58 @@ def test_eq4_function_equals_the_formula_on_random_distances(p, p_bar):
     beta, beta_bar = rng.uniform(0.0, 0.05, size=(S, m)), rng.uniform(0.0, 4.0, size=(S, m))
     want = np.stack([_eq4_by_hand(D, Db, alpha[s], alpha_bar[s], beta[s], beta_bar[s], p, p_bar) for s in range(S)])
     # NumPy in, NumPy out; one sample or all at once
-    got = eq4.otmann_kernel(D, Db, alpha, alpha_bar, beta, beta_bar, p, p_bar)
+    got = eq4.otmann_kernel(D, Db, alpha=alpha, alpha_bar=alpha_bar, beta=beta, beta_bar=beta_bar, p=p, p_bar=p_bar)
     assert isinstance(got, np.ndarray) and got.shape == (S, n1, n2)
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=0)
-    one = eq4.otmann_kernel(D, Db, alpha[1], alpha_bar[1], beta[1], beta_bar[1], p, p_bar)
+    one = eq4.otmann_kernel(D, Db, alpha=alpha[1], alpha_bar=alpha_bar[1], beta=beta[1], beta_bar=beta_bar[1], p=p,
+                            p_bar=p_bar)
     assert one.shape == (n1, n2)
     np.testing.assert_allclose(one, want[1], rtol=1e-13, atol=0)
     # torch in, torch out, the same numbers; the kernel layer's function is this one
-    got_t = eq4.otmann_kernel(torch.tensor(D), torch.tensor(Db), torch.tensor(alpha), torch.tensor(alpha_bar),
-                              torch.tensor(beta), torch.tensor(beta_bar), p, p_bar)
+    got_t = eq4.otmann_kernel(torch.tensor(D), torch.tensor(Db), alpha=torch.tensor(alpha),
+                              alpha_bar=torch.tensor(alpha_bar),
+                              beta=torch.tensor(beta), beta_bar=torch.tensor(beta_bar), p=p, p_bar=p_bar)
     assert isinstance(got_t, torch.Tensor) and got_t.dtype == torch.float64
     np.testing.assert_allclose(got_t.numpy(), want, rtol=1e-13, atol=0)
-    assert torch.equal(otmann_kernel(D, Db, alpha, alpha_bar, beta, beta_bar, p, p_bar), got_t)
+    assert torch.equal(otmann_kernel(D, Db, alpha=alpha, alpha_bar=alpha_bar, beta=beta, beta_bar=beta_bar, p=p,
+                                     p_bar=p_bar), got_t)
     # mixed batching: shared beta, batched alpha
-    mixed = eq4.otmann_kernel(D, Db, alpha, 0.5, beta[0], beta_bar[0], p, p_bar)
+    mixed = eq4.otmann_kernel(D, Db, alpha=alpha, alpha_bar=0.5, beta=beta[0], beta_bar=beta_bar[0], p=p, p_bar=p_bar)
     want_mixed = np.stack([_eq4_by_hand(D, Db, alpha[s], 0.5, beta[0], beta_bar[0], p, p_bar) for s in range(S)])
     np.testing.assert_allclose(mixed, want_mixed, rtol=1e-13, atol=0)
     # the two halves compose to the kernel, and leave their inputs alone
-    E, Eb = eq4.kernel_exponents(D, Db, beta, beta_bar, p, p_bar)
+    E, Eb = eq4.kernel_exponents(D, Db, beta=beta, beta_bar=beta_bar, p=p, p_bar=p_bar)
     E0, Eb0 = E.copy(), Eb.copy()
-    assert np.array_equal(eq4.kernel_from_exponents(E, Eb, alpha, alpha_bar), got)
+    assert np.array_equal(eq4.kernel_from_exponents(E, Eb, alpha=alpha, alpha_bar=alpha_bar), got)
     assert np.array_equal(E, E0) and np.array_equal(Eb, Eb0)
-    Ep, Ebp = eq4.kernel_exponents(eq4.powered(D, p), eq4.powered(Db, p_bar), beta, beta_bar, 1.0, 1.0)
+    Ep, Ebp = eq4.kernel_exponents(eq4.powered(D, p), eq4.powered(Db, p_bar), beta=beta, beta_bar=beta_bar, p=1.0,
+                                   p_bar=1.0)
     assert np.array_equal(Ep, E) and np.array_equal(Ebp, Eb)
 
 
 def test_eq4_rejects_mismatched_shapes():
     D = np.zeros((4, 2, 3))
     with pytest.raises(ValueError, match="D and D_bar"):
-        eq4.otmann_kernel(D, np.zeros((4, 3, 2)), 1.0, 1.0, np.ones(4), np.ones(4))
+        eq4.otmann_kernel(D, np.zeros((4, 3, 2)), alpha=1.0, alpha_bar=1.0, beta=np.ones(4), beta_bar=np.ones(4))
     with pytest.raises(ValueError, match="beta"):
-        eq4.otmann_kernel(D, D, 1.0, 1.0, np.ones(3), np.ones(4))
+        eq4.otmann_kernel(D, D, alpha=1.0, alpha_bar=1.0, beta=np.ones(3), beta_bar=np.ones(4))
     with pytest.raises(ValueError, match="alpha"):
-        eq4.otmann_kernel(D, D, np.ones((2, 2)), 1.0, np.ones(4), np.ones(4))
+        eq4.otmann_kernel(D, D, alpha=np.ones((2, 2)), alpha_bar=1.0, beta=np.ones(4), beta_bar=np.ones(4))
 
 
 def test_gp_kernel_is_the_eq4_function():
     from graphbo.models.otmann_gp import OTMANNGP, OTMANNHyperSample
 
     rng = np.random.default_rng(4)
-    X = [random_mlp(rng, int(rng.integers(4, 10))) for _ in range(5)]
+    X = [random_mlp(rng, n_layers=int(rng.integers(4, 10))) for _ in range(5)]
     gp = OTMANNGP("mlp", p=1.0, p_bar=2.0)
     D, Db = OTMANN("mlp").pairwise(X, None, gp.nu_strs)
-    samples = [OTMANNHyperSample(0.0, *rng.normal(size=3), rng.uniform(-9, -3, 4), rng.uniform(-1, 1, 4))
-               for _ in range(3)]
+    def sample():
+        log_alpha, log_alpha_bar, log_noise = rng.normal(size=3)
+        return OTMANNHyperSample(mean=0.0, log_alpha=log_alpha, log_alpha_bar=log_alpha_bar, log_noise=log_noise,
+                                 log_beta=rng.uniform(-9, -3, 4), log_beta_bar=rng.uniform(-1, 1, 4))
+
+    samples = [sample() for _ in range(3)]
     K = gp._kernel(D, Db, samples)
     for s, smp in enumerate(samples):
         np.testing.assert_allclose(K[s], _eq4_by_hand(D, Db, smp.alpha, smp.alpha_bar, smp.beta, smp.beta_bar,
@@ -602,7 +612,7 @@ def test_project_psd_repairs_indefinite_and_keeps_psd():
 
 def test_kernel_gram_with_psd_repair_is_choleskyable():
     rng = np.random.default_rng(9)
-    X = [random_mlp(rng, int(rng.integers(4, 14))) for _ in range(12)]
+    X = [random_mlp(rng, n_layers=int(rng.integers(4, 14))) for _ in range(12)]
     kern = OTMANNKernel("mlp")
     D, Db = kern.distances(X)
     K = kern.gram(D, Db, 1.0, 1.0, np.full(4, 1e-3), np.full(4, 3.0), psd=True)

@@ -20,7 +20,7 @@ def test_slice_sampler_reproduces_a_normal():
     logp = lambda x: -0.5 * ((x - 2.0) / 0.5) ** 2
     x, draws = 0.0, []
     for _ in range(20000):
-        x, _ = slice_sample(logp, x, rng)
+        x, _ = slice_sample(logp, x, rng=rng)
         draws.append(x)
     draws = np.array(draws[500:])
     assert abs(draws.mean() - 2.0) < 0.03
@@ -32,7 +32,7 @@ def test_slice_sampler_respects_a_bounded_support():
     logp = lambda x: -2.0 * x if x > 0 else -math.inf  # Exponential(rate 2): mean 0.5, var 0.25
     x, draws = 1.0, []
     for _ in range(20000):
-        x, _ = slice_sample(logp, x, rng, width=0.1)
+        x, _ = slice_sample(logp, x, rng=rng, width=0.1)
         draws.append(x)
     draws = np.array(draws[500:])
     assert draws.min() > 0
@@ -42,21 +42,21 @@ def test_slice_sampler_respects_a_bounded_support():
 
 def test_slice_sampler_rejects_an_impossible_start():
     with pytest.raises(ValueError, match="log density"):
-        slice_sample(lambda x: -math.inf, 0.0, np.random.default_rng(0))
+        slice_sample(lambda x: -math.inf, 0.0, rng=np.random.default_rng(0))
 
 
 def test_priors_have_the_supplement_supports():
-    assert log_prior_mean(0.5, 0.4, 0.0, 1.0) > log_prior_mean(0.9, 0.4, 0.0, 1.0)
-    assert log_prior_mean(1.1, 0.4, 0.0, 1.0) == -math.inf
+    assert log_prior_mean(0.5, y_mean=0.4, y_min=0.0, y_max=1.0) > log_prior_mean(0.9, y_mean=0.4, y_min=0.0, y_max=1.0)
+    assert log_prior_mean(1.1, y_mean=0.4, y_min=0.0, y_max=1.0) == -math.inf
     # signal variance between var(y)/K_max and var(y)/K_min
-    assert log_prior_log_signal_variance(math.log(2.0), 2.0, 0.1, 1.0) > -math.inf
-    assert log_prior_log_signal_variance(math.log(2.0 / 1.5), 2.0, 0.1, 1.0) == -math.inf
-    assert log_prior_log_signal_variance(math.log(25.0), 2.0, 0.1, 1.0) == -math.inf
+    assert log_prior_log_signal_variance(math.log(2.0), y_var=2.0, k_min=0.1, k_max=1.0) > -math.inf
+    assert log_prior_log_signal_variance(math.log(2.0 / 1.5), y_var=2.0, k_min=0.1, k_max=1.0) == -math.inf
+    assert log_prior_log_signal_variance(math.log(25.0), y_var=2.0, k_min=0.1, k_max=1.0) == -math.inf
     # Horseshoe proxy decreases in x, with tau controlling the scale
-    vals = [log_horseshoe_upper(math.log(x), 5.0, math.log(100)) for x in (0.01, 0.1, 1, 10, 99)]
+    vals = [log_horseshoe_upper(math.log(x), tau=5.0, upper=math.log(100)) for x in (0.01, 0.1, 1, 10, 99)]
     assert all(a > b for a, b in zip(vals, vals[1:]))
-    assert log_horseshoe_upper(math.log(1.0), 5.0, math.log(100)) == pytest.approx(math.log(math.log(1 + 50)))
-    assert log_horseshoe_upper(math.log(200.0), 5.0, math.log(100)) == -math.inf
+    assert log_horseshoe_upper(math.log(1.0), tau=5.0, upper=math.log(100)) == pytest.approx(math.log(math.log(1 + 50)))
+    assert log_horseshoe_upper(math.log(200.0), tau=5.0, upper=math.log(100)) == -math.inf
 
 
 def test_robust_cholesky_adds_jitter_only_where_needed():
@@ -130,8 +130,8 @@ def test_expected_improvement_orders_candidates():
     # averaging over samples equals log of the mean EI
     mean2 = torch.tensor([[0.0, 1.0, 2.0], [1.0, 0.0, 3.0]], dtype=torch.float64)
     var2 = torch.ones_like(mean2)
-    avg = log_mean_expected_improvement(mean2, var2, 0.5)
-    direct = torch.log(torch.exp(log_expected_improvement(mean2, var2, 0.5)).mean(0))
+    avg = log_mean_expected_improvement(mean2, var2, best=0.5)
+    direct = torch.log(torch.exp(log_expected_improvement(mean2, var2, best=0.5)).mean(0))
     assert torch.allclose(avg, direct)
 
 
@@ -152,10 +152,11 @@ def test_signal_variance_restart_lands_at_the_data_scale():
         y = X[:, :5].sum(1) + 0.1 * rng.normal(size=40)
         gp = DiffusionGP(kern, n_burn=0, n_samples=1)
         # small betas make distant rows nearly independent: K_min is tiny, the support huge
-        gp.state = HyperSample(float(y.mean()), 500.0, math.log(1e-3 * y.var()), np.full(60, math.log(1e-3)))
+        gp.state = HyperSample(mean=float(y.mean()), log_amp=500.0, log_noise=math.log(1e-3 * y.var()),
+                               log_beta=np.full(60, math.log(1e-3)))
         sweeper = _Sweeper(gp, X, y, rng)
         K = np.exp(sum(np.log(np.maximum(sweeper._factor(i, math.log(1e-3)), 1e-300)) for i in range(60)))
-        lo, hi = log_signal_variance_support(float(y.var()), float(K.min()), float(K.max()))
+        lo, hi = log_signal_variance_support(float(y.var()), k_min=float(K.min()), k_max=float(K.max()))
         assert hi - lo > 100  # the situation the restart must handle
         sweeper.sweep()
         gaps.append(abs(gp.state.log_amp - math.log(y.var())))
@@ -168,9 +169,10 @@ def test_mean_prior_is_the_supplements_truncated_normal():
     y_mean, y_min, y_max = 1.5, -2.0, 6.0
     sd = (y_max - y_min) / 4.0
     for m in (-2.0, 0.0, 1.5, 4.0, 6.0):
-        assert log_prior_mean(m, y_mean, y_min, y_max) == pytest.approx(-0.5 * ((m - y_mean) / sd) ** 2, abs=1e-12)
-    assert log_prior_mean(-2.001, y_mean, y_min, y_max) == -math.inf
-    assert log_prior_mean(6.001, y_mean, y_min, y_max) == -math.inf
+        assert log_prior_mean(m, y_mean=y_mean, y_min=y_min,
+                              y_max=y_max) == pytest.approx(-0.5 * ((m - y_mean) / sd) ** 2, abs=1e-12)
+    assert log_prior_mean(-2.001, y_mean=y_mean, y_min=y_min, y_max=y_max) == -math.inf
+    assert log_prior_mean(6.001, y_mean=y_mean, y_min=y_min, y_max=y_max) == -math.inf
 
 
 def test_robust_cholesky_repairs_a_matrix_that_fails_at_its_first_pivot():

@@ -76,7 +76,7 @@ def test_fm_general_kernel_float32_gradients_are_finite():
     C[1] = C[0]  # a pair at continuous distance 0
     grams = {}
     for dtype in (torch.float32, torch.float64):
-        kernel = FMKernel("general", spectra, 2, dtype=dtype)
+        kernel = FMKernel("general", spectra, n_continuous=2, dtype=dtype)
         params = torch.as_tensor(np.random.default_rng(2).normal(0, 0.5, kernel.size), dtype=dtype)
         params.requires_grad_(True)
         K = kernel(params, V, C.to(dtype))

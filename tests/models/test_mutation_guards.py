@@ -32,7 +32,7 @@ def _one_update_each(logp, starts, width, seed):
     from the target, so their distribution can be tested without any MCMC mixing error.
     """
     rng = np.random.default_rng(seed)
-    return np.array([slice_sample(logp, float(x), rng, width=width)[0] for x in starts])
+    return np.array([slice_sample(logp, float(x), rng=rng, width=width)[0] for x in starts])
 
 
 def test_slice_update_leaves_a_two_piece_uniform_invariant():
@@ -95,7 +95,7 @@ def test_graph_local_search_climbs_from_two_random_starts_to_the_maximum():
     target = np.array([3, 0, 6, 2, 5, 1])
     acq = _l1_acquisition(target)
     for seed in range(3):
-        row, value = optimize_acquisition_on_graph(acq, space, np.random.default_rng(seed),
+        row, value = optimize_acquisition_on_graph(acq, space, rng=np.random.default_rng(seed),
                                                    incumbent=space.sample_index(1, seed)[0], exclude=set(),
                                                    n_random=2, n_spray=0, n_starts=2)
         np.testing.assert_array_equal(row, target)
@@ -105,7 +105,7 @@ def test_graph_local_search_climbs_from_two_random_starts_to_the_maximum():
 def test_graph_local_search_ends_next_to_an_excluded_maximum():
     space = gb.Space({f"x{i}": gb.Ordinal(list(range(7))) for i in range(6)})
     target = np.array([3, 0, 6, 2, 5, 1])
-    row, value = optimize_acquisition_on_graph(_l1_acquisition(target), space, np.random.default_rng(0),
+    row, value = optimize_acquisition_on_graph(_l1_acquisition(target), space, rng=np.random.default_rng(0),
                                                incumbent=space.sample_index(1, 0)[0], exclude={target.tobytes()},
                                                n_random=2, n_spray=0, n_starts=2)
     assert value == -1.0 and np.abs(row - target).sum() == 1  # the best vertex that may be returned
@@ -117,7 +117,7 @@ def test_graph_local_search_returns_a_local_maximum_of_a_rugged_acquisition():
     for seed in range(5):
         table = np.random.default_rng(100 + seed).normal(size=4 ** 5)
         acq = lambda rows: table[np.asarray(rows, dtype=np.int64) @ radix]
-        row, value = optimize_acquisition_on_graph(acq, space, np.random.default_rng(seed),
+        row, value = optimize_acquisition_on_graph(acq, space, rng=np.random.default_rng(seed),
                                                    incumbent=space.sample_index(1, seed)[0], exclude=set(),
                                                    n_random=3, n_spray=0, n_starts=3)
         assert value == acq(row[None])[0]
@@ -158,7 +158,7 @@ def test_mixed_optimiser_hill_climbs_the_discrete_part_to_the_maximum():
         return -(rows[:, disc] - target).abs().sum(1) - (rows[:, cont[0]] - 0.3) ** 2
 
     for seed in range(3):
-        row, value = optimize_acquisition_mixed(acquisition, space, np.random.default_rng(seed),
+        row, value = optimize_acquisition_mixed(acquisition, space, rng=np.random.default_rng(seed),
                                                 incumbent=space.sample_index(1, seed)[0], exclude=set(),
                                                 n_random=2, n_spray=0, n_starts=2)
         np.testing.assert_array_equal(row[disc], target.numpy())
@@ -180,7 +180,7 @@ def test_mixed_optimiser_returns_a_discrete_local_optimum_at_its_continuous_part
             k = rows[:, disc].round().long() @ radix
             return table[k] - 2.0 * (rows[:, cont[0]] - centre[k]) ** 2
 
-        row, value = optimize_acquisition_mixed(acquisition, space, np.random.default_rng(seed),
+        row, value = optimize_acquisition_mixed(acquisition, space, rng=np.random.default_rng(seed),
                                                 incumbent=space.sample_index(1, seed)[0], exclude=set(),
                                                 n_random=3, n_spray=0, n_starts=3)
         score = lambda rows: acquisition(torch.as_tensor(np.asarray(rows, dtype=float))).numpy()

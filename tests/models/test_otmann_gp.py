@@ -41,8 +41,9 @@ def indefinite_gram():
     """CNN networks and their Eq. 4 Gram matrix under INDEFINITE, from BatchOTMANN distances."""
     space = gb.ArchitectureSpace("cnn")
     archs = _distinct(space, space.initial_pool() + space.sample_architectures(20, np.random.default_rng(0)))
-    D, Db = BatchOTMANN(OTMANN("cnn"), DEFAULT_NU_STRS).pairwise(archs)
-    K = otmann_kernel(D, Db, 1.0, 1.0, np.exp(INDEFINITE["log_beta"]), np.exp(INDEFINITE["log_beta_bar"]))
+    D, Db = BatchOTMANN(OTMANN("cnn"), nu_strs=DEFAULT_NU_STRS).pairwise(archs)
+    K = otmann_kernel(D, Db, alpha=1.0, alpha_bar=1.0, beta=np.exp(INDEFINITE["log_beta"]),
+                      beta_bar=np.exp(INDEFINITE["log_beta_bar"]))
     lam = np.linalg.eigvalsh(K)
     assert lam.min() < -1e-4 * lam.max()  # the case under test
     return space, archs, D, Db, K
@@ -92,9 +93,10 @@ def test_an_indefinite_gram_matrix_is_projected_before_conditioning(indefinite):
     noise levels (with eta^2 = 0.1 the unrepaired K + eta^2 I could be factorised, but is not used)."""
     model, archs, y, new, K = indefinite
     R = project_psd(K)
-    ot = BatchOTMANN(OTMANN("cnn"), DEFAULT_NU_STRS)
+    ot = BatchOTMANN(OTMANN("cnn"), nu_strs=DEFAULT_NU_STRS)
     Dx, Dbx = ot.cross(new, archs)
-    k = otmann_kernel(Dx, Dbx, 1.0, 1.0, np.exp(INDEFINITE["log_beta"]), np.exp(INDEFINITE["log_beta_bar"]))
+    k = otmann_kernel(Dx, Dbx, alpha=1.0, alpha_bar=1.0, beta=np.exp(INDEFINITE["log_beta"]),
+                      beta_bar=np.exp(INDEFINITE["log_beta_bar"]))
     mean = model.posterior(new).mean.numpy()
     for s, smp in enumerate(model.samples):
         want = smp.mean + k @ np.linalg.solve(R + smp.noise * np.eye(len(y)), y - smp.mean)
@@ -128,9 +130,9 @@ def test_posterior_variance_is_eq4_gp_algebra_with_prior_variance_alpha_plus_alp
     Dx, Dbx = ot.pairwise(new, archs, nu_strs=model.nu_strs)
     var = model.posterior(new).variance.numpy()
     for s, smp in enumerate(model.samples):
-        K = otmann_kernel(D, Db, smp.alpha, smp.alpha_bar, smp.beta, smp.beta_bar)
+        K = otmann_kernel(D, Db, alpha=smp.alpha, alpha_bar=smp.alpha_bar, beta=smp.beta, beta_bar=smp.beta_bar)
         assert np.linalg.eigvalsh(K).min() > 0  # no repair involved in this case
-        k = otmann_kernel(Dx, Dbx, smp.alpha, smp.alpha_bar, smp.beta, smp.beta_bar)
+        k = otmann_kernel(Dx, Dbx, alpha=smp.alpha, alpha_bar=smp.alpha_bar, beta=smp.beta, beta_bar=smp.beta_bar)
         want = smp.alpha + smp.alpha_bar - np.einsum("kn,nk->k", k, np.linalg.solve(K + smp.noise * np.eye(len(y)), k.T))
         np.testing.assert_allclose(var[s], want, rtol=1e-8)
         assert want.max() > 0.05 * (smp.alpha + smp.alpha_bar)  # a test the prior variance matters in

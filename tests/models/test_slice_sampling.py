@@ -52,7 +52,7 @@ def test_fast_likelihoods_equal_the_general_formula(seed):
     kernel = gb.GraphDiffusionKernel([v.spectrum for v in space.variables])
     rng = np.random.default_rng(seed)
     gp = DiffusionGP(kernel)
-    gp.state = HyperSample(0.2, 0.3, -4.0, rng.normal(size=4))
+    gp.state = HyperSample(mean=0.2, log_amp=0.3, log_noise=-4.0, log_beta=rng.normal(size=4))
     fast, ref = _Sweeper(gp, X, y, rng), _ReferenceSweeper(gp, X, y, rng)
     logK = sum(ref._log_factor(i, gp.state.log_beta[i]) for i in range(4))
     assert np.allclose(sum(fast._log_factor(i, gp.state.log_beta[i]) for i in range(4)), logK, atol=1e-12)
@@ -138,7 +138,7 @@ def test_log_likelihood_is_the_gaussian_density(seed):
     kernel = gb.GraphDiffusionKernel([v.spectrum for v in space.variables])
     gp = DiffusionGP(kernel)
     rng = np.random.default_rng(seed)
-    gp.state = HyperSample(0.1, 0.5, -3.0, rng.normal(size=4))
+    gp.state = HyperSample(mean=0.1, log_amp=0.5, log_noise=-3.0, log_beta=rng.normal(size=4))
     sweeper = _Sweeper(gp, X, y, rng)
     K = np.exp(sum(sweeper._log_factor(i, gp.state.log_beta[i]) for i in range(4)))
     amp, noise = math.exp(0.5), math.exp(-3.0)
@@ -195,7 +195,8 @@ def test_product_and_log_updates_of_K_give_the_same_sweeps(seed):
     states = []
     for cls, safe in ((_Sweeper, math.inf), (_Sweeper, None), (_Sweeper, 0.0), (_SwitchingSweeper, None)):
         gp = DiffusionGP(kernel)
-        gp.state = HyperSample(float(y.mean()), 0.3, -4.0, np.random.default_rng(seed).normal(size=4))
+        gp.state = HyperSample(mean=float(y.mean()), log_amp=0.3, log_noise=-4.0,
+                               log_beta=np.random.default_rng(seed).normal(size=4))
         sweeper = cls(gp, X, y, np.random.default_rng(10 + seed))
         if safe is not None:
             sweeper.safe_product = safe
@@ -210,7 +211,7 @@ def test_carried_gram_is_the_gram_of_the_current_betas():
     space, X, y = _problem(40, 3)
     kernel = gb.GraphDiffusionKernel([v.spectrum for v in space.variables])
     gp = DiffusionGP(kernel)
-    gp.state = HyperSample(float(y.mean()), 0.3, -4.0, np.zeros(4))
+    gp.state = HyperSample(mean=float(y.mean()), log_amp=0.3, log_noise=-4.0, log_beta=np.zeros(4))
     sweeper = _Sweeper(gp, X, y, np.random.default_rng(0))
     for _ in range(10):
         sweeper.sweep()
@@ -236,7 +237,8 @@ def test_an_underflowing_gram_switches_the_sweep_to_logs():
     out = {}
     for safe in (None, math.inf):
         gp = DiffusionGP(kernel)
-        gp.state = HyperSample(float(y.mean()), 0.0, math.log(1e-3), np.full(120, -11.0))
+        gp.state = HyperSample(mean=float(y.mean()), log_amp=0.0, log_noise=math.log(1e-3),
+                               log_beta=np.full(120, -11.0))
         sweeper = _Sweeper(gp, X, y, np.random.default_rng(1))
         if safe is not None:
             sweeper.safe_product = safe

@@ -45,7 +45,7 @@ def bofm_case():
     X = space.sample_index(15, rng).astype(float)
     y = np.array([bench(space.from_index(r)) for r in X])
     kernel = FMKernel("modlap", [space.variables[j].spectrum for j in space.discrete_indices],
-                      len(space.continuous_indices))
+                      n_continuous=len(space.continuous_indices))
     model = MixedGP(kernel, space, n_restarts=2).fit(X, y, rng)
     return model, X, y, space.sample_index(10, np.random.default_rng(1)).astype(float)
 
@@ -116,7 +116,7 @@ def test_log_ei_of_any_model_averages_ei_over_the_posterior_samples(case):
     model, X, y, new = case
     acq = LogExpectedImprovement(model)
     post = model.posterior(new)
-    per_sample = torch.exp(log_expected_improvement(post.mean, post.variance, model.best_observed()))
+    per_sample = torch.exp(log_expected_improvement(post.mean, post.variance, best=model.best_observed()))
     torch.testing.assert_close(torch.exp(acq(new)), per_sample.mean(0), rtol=1e-9, atol=1e-300)
     lcb = NegativeLowerConfidenceBound(model, kappa=2.0)(new)
     torch.testing.assert_close(lcb, (-(post.mean - 2.0 * post.variance.sqrt())).mean(0))
@@ -146,7 +146,7 @@ class NearestNeighbourModel(Surrogate):
         if len(self._fantasies):
             dist = np.minimum(dist, self._distances(X, self._fantasies).min(1))
         var = torch.as_tensor(0.01 + dist, dtype=torch.float64)[None]
-        return Posterior(mean, var, lambda: torch.diag_embed(var))
+        return Posterior(mean, var, covariance_fn=lambda: torch.diag_embed(var))
 
     def add_fantasies(self, X):
         self._fantasies = np.concatenate([self._fantasies, np.asarray(X)])
@@ -191,7 +191,7 @@ def test_a_new_surrogate_needs_no_acquisition_code():
     model = NearestNeighbourModel().fit(X, y, rng)
     acq = LogExpectedImprovement(model)
     exclude = {r.tobytes() for r in X}
-    row, value = optimize_acquisition_on_graph(acq, space, rng, incumbent=X[np.argmin(y)], exclude=exclude,
+    row, value = optimize_acquisition_on_graph(acq, space, rng=rng, incumbent=X[np.argmin(y)], exclude=exclude,
                                                n_random=500, n_spray=10, n_starts=5)
     assert row.tobytes() not in exclude and np.isfinite(value)
     assert value == pytest.approx(float(acq(row[None])[0]))
@@ -209,7 +209,7 @@ def test_mixed_optimiser_takes_any_differentiable_acquisition():
     def acquisition(rows: torch.Tensor) -> torch.Tensor:  # best at continuous part 0.3, discrete index 0
         return -((rows[:, cont] - target) ** 2).sum(1) - rows[:, disc].sum(1)
 
-    row, value = optimize_acquisition_mixed(acquisition, space, np.random.default_rng(0),
+    row, value = optimize_acquisition_mixed(acquisition, space, rng=np.random.default_rng(0),
                                             incumbent=space.sample_index(1, np.random.default_rng(1))[0],
                                             exclude=set(), n_random=200, n_spray=5, n_starts=4)
     assert np.all(row[disc] == 0)

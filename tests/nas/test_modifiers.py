@@ -101,14 +101,14 @@ def test_mlp_pool_structure():
         assert all(lab in MLP_RECTIFIERS + MLP_SIGMOIDS for lab in hidden)
         assert hidden[0] in MLP_RECTIFIERS
     # blocks alternate rectifiers and sigmoids (network 4x6: 6 layers per block)
-    a = blocked_mlp("mlp-reg", 4, 6, np.random.default_rng(3), unit_layout="blocked")
+    a = blocked_mlp("mlp-reg", 4, layers_per_block=6, rng=np.random.default_rng(3), unit_layout="blocked")
     blocks = [a.labels[1 + 6 * b:1 + 6 * (b + 1)] for b in range(4)]
     assert [len(set(b)) for b in blocks] == [1, 1, 1, 1]
     assert [b[0] in MLP_RECTIFIERS for b in blocks] == [True, False, True, False]
     assert a.units[1:-2] == [64] * 6 + [128] * 6 + [256] * 6 + [512] * 6
     # the units the authors' code actually builds: hidden layer j gets entry j of
     # [64, 128, 256] + [64, 64, 128, 128, 256, 256]
-    b = blocked_mlp("mlp-reg", 3, 2)
+    b = blocked_mlp("mlp-reg", 3, layers_per_block=2)
     assert b.units[1:-2] == [128, 256, 64, 64, 128, 128]
 
 
@@ -321,7 +321,7 @@ def test_remove_layer_keeps_the_downsampling_of_a_vgg_net():
 
 
 def test_modifiers_return_none_when_not_applicable():
-    tiny = Architecture("mlp", ["ip", "linear", "op"], [None, None, None], [(0, 1), (1, 2)])
+    tiny = Architecture(kind="mlp", labels=["ip", "linear", "op"], units=[None, None, None], edges=[(0, 1), (1, 2)])
     assert is_valid(tiny)
     rng = np.random.default_rng(0)
     for name in ("inc_single", "dec_single", "inc_en_masse", "dec_en_masse", "remove_layer",
@@ -333,14 +333,16 @@ def test_modifiers_return_none_when_not_applicable():
     # with a validity check that rejects everything nothing is returned
     a = initial_pool("cnn")[0]
     for name, modifier in MODIFIERS.items():
-        assert modifier(a, rng, lambda _: False) is None, name
-    assert mutate(a, rng, lambda _: False) is None
+        assert modifier(a, rng, is_valid=lambda _: False) is None, name
+    assert mutate(a, rng, is_valid=lambda _: False) is None
 
 
 def test_units_limits_are_respected():
     # a layer at the maximum cannot grow; a layer at the minimum cannot shrink
-    a = Architecture("mlp", ["ip", "relu", "linear", "op"], [None, 1024, None, None], [(0, 1), (1, 2), (2, 3)])
-    b = Architecture("mlp", ["ip", "relu", "linear", "op"], [None, 8, None, None], [(0, 1), (1, 2), (2, 3)])
+    a = Architecture(kind="mlp", labels=["ip", "relu", "linear", "op"], units=[None, 1024, None, None],
+                     edges=[(0, 1), (1, 2), (2, 3)])
+    b = Architecture(kind="mlp", labels=["ip", "relu", "linear", "op"], units=[None, 8, None, None],
+                     edges=[(0, 1), (1, 2), (2, 3)])
     rng = np.random.default_rng(0)
     assert MODIFIERS["inc_single"](a, rng) is None and MODIFIERS["inc_en_masse"](a, rng) is None
     assert MODIFIERS["dec_single"](b, rng) is None and MODIFIERS["dec_en_masse"](b, rng) is None
@@ -351,19 +353,21 @@ def test_units_limits_are_respected():
 def test_default_validity_is_the_app_b1_constraints():
     v = default_validity()
     assert isinstance(v, Constraints) and v == Constraints()
-    ok = Architecture("mlp", ["ip", "relu", "linear", "op"], [None, 16, None, None], [(0, 1), (1, 2), (2, 3)])
+    ok = Architecture(kind="mlp", labels=["ip", "relu", "linear", "op"], units=[None, 16, None, None],
+                      edges=[(0, 1), (1, 2), (2, 3)])
     assert v(ok)
     for units in (2000, 4):
-        assert not v(Architecture("mlp", ["ip", "relu", "linear", "op"], [None, units, None, None],
-                                  [(0, 1), (1, 2), (2, 3)]))
-    long = Architecture("mlp", ["ip"] + ["relu"] * 60 + ["linear", "op"], [None] + [16] * 60 + [None, None],
-                        [(i, i + 1) for i in range(62)])
+        assert not v(Architecture(kind="mlp", labels=["ip", "relu", "linear", "op"], units=[None, units, None, None],
+                                  edges=[(0, 1), (1, 2), (2, 3)]))
+    long = Architecture(kind="mlp", labels=["ip"] + ["relu"] * 60 + ["linear", "op"],
+                        units=[None] + [16] * 60 + [None, None],
+                        edges=[(i, i + 1) for i in range(62)])
     assert well_formed(long) and not v(long)
 
 
 def test_modifiers_refuse_invalid_input():
-    cyclic = Architecture("mlp", ["ip", "relu", "tanh", "linear", "op"], [None, 16, 16, None, None],
-                          [(0, 1), (1, 2), (2, 1), (2, 3), (3, 4)])
+    cyclic = Architecture(kind="mlp", labels=["ip", "relu", "tanh", "linear", "op"], units=[None, 16, 16, None, None],
+                          edges=[(0, 1), (1, 2), (2, 1), (2, 3), (3, 4)])
     for name, modifier in MODIFIERS.items():
         with pytest.raises(InvalidArchitectureError):
             modifier(cyclic, np.random.default_rng(0))
@@ -433,8 +437,8 @@ def test_architecture_key_ignores_layer_numbering():
     c = MODIFIERS["skip"](a, np.random.default_rng(0))
     perm = np.random.default_rng(1).permutation(c.n_layers)  # new index of old layer i is perm[i]
     inv = np.argsort(perm)
-    relabelled = Architecture(c.kind, [c.labels[i] for i in inv], [c.units[i] for i in inv],
-                              [(int(perm[x]), int(perm[y])) for x, y in c.edges])
+    relabelled = Architecture(kind=c.kind, labels=[c.labels[i] for i in inv], units=[c.units[i] for i in inv],
+                              edges=[(int(perm[x]), int(perm[y])) for x, y in c.edges])
     assert architecture_key(relabelled) == architecture_key(c)
     assert architecture_key(c) != architecture_key(a)
     keys = {architecture_key(x) for d in DOMAINS for x in initial_pool(d)}
@@ -461,7 +465,7 @@ def test_ea_improves_a_known_objective(domain):
     target = int(1.6 * max(total_units(a) for a in pool))
     phi, calls = _units_phi(target)
     best_pool = max(-abs(total_units(a) - target) for a in pool)
-    res = optimize_acquisition_ea(phi, pool, np.random.default_rng(0), n_evaluations=300, top_k=5)
+    res = optimize_acquisition_ea(phi, pool, rng=np.random.default_rng(0), n_evaluations=300, top_k=5)
     assert res.n_evaluations == 300
     # phi is called in batches: the pool first, then one call per round
     assert calls[0] == len(pool) and sum(calls[1:]) == 300 and len(calls) == res.n_rounds + 1
@@ -482,8 +486,8 @@ def test_ea_selection_pressure_matters():
     phi, _ = _units_phi(target)
     ea, uniform = [], []
     for seed in range(3):
-        ea.append(optimize_acquisition_ea(phi, pool, np.random.default_rng(seed), n_evaluations=300).best_value)
-        uniform.append(optimize_acquisition_ea(phi, pool, np.random.default_rng(seed), n_evaluations=300,
+        ea.append(optimize_acquisition_ea(phi, pool, rng=np.random.default_rng(seed), n_evaluations=300).best_value)
+        uniform.append(optimize_acquisition_ea(phi, pool, rng=np.random.default_rng(seed), n_evaluations=300,
                                                sigma_scale=1e12).best_value)
     assert np.mean(ea) > np.mean(uniform) + 300, (ea, uniform)
 
@@ -491,11 +495,11 @@ def test_ea_selection_pressure_matters():
 def test_ea_is_reproducible_and_respects_exclude():
     pool = initial_pool("mlp-class")
     phi, _ = _units_phi(3000)
-    r1 = optimize_acquisition_ea(phi, pool, np.random.default_rng(3), n_evaluations=120, top_k=3)
-    r2 = optimize_acquisition_ea(phi, pool, np.random.default_rng(3), n_evaluations=120, top_k=3)
+    r1 = optimize_acquisition_ea(phi, pool, rng=np.random.default_rng(3), n_evaluations=120, top_k=3)
+    r2 = optimize_acquisition_ea(phi, pool, rng=np.random.default_rng(3), n_evaluations=120, top_k=3)
     assert [a.to_dict() for a in r1.top] == [a.to_dict() for a in r2.top]
     assert r1.top_values == r2.top_values
-    r3 = optimize_acquisition_ea(phi, pool, np.random.default_rng(4), n_evaluations=120, top_k=3)
+    r3 = optimize_acquisition_ea(phi, pool, rng=np.random.default_rng(4), n_evaluations=120, top_k=3)
     assert [a.to_dict() for a in r3.top] != [a.to_dict() for a in r1.top]
     # the evaluated networks (here: the whole pool) are parents but never returned
     pool_keys = {architecture_key(a) for a in pool}
@@ -505,7 +509,7 @@ def test_ea_is_reproducible_and_respects_exclude():
         seen.extend(architecture_key(a) for a in archs)
         return phi(archs)
 
-    r4 = optimize_acquisition_ea(recording_phi, pool, np.random.default_rng(3), n_evaluations=60,
+    r4 = optimize_acquisition_ea(recording_phi, pool, rng=np.random.default_rng(3), n_evaluations=60,
                                  exclude=pool, top_k=10)
     assert all(architecture_key(a) not in pool_keys for a in r4.top)
     children = seen[len(pool):]
@@ -518,11 +522,11 @@ def test_ea_excluded_keys_act_as_exclude_without_hashing_the_excluded_networks()
     network of it: NASBOT passes its told networks' keys so that an ask costs nothing per told network."""
     pool = initial_pool("mlp-class")
     phi, _ = _units_phi(3000)
-    told = optimize_acquisition_ea(phi, pool, np.random.default_rng(1), n_evaluations=80, top_k=40).top
-    by_archs = optimize_acquisition_ea(phi, pool, np.random.default_rng(3), n_evaluations=120, top_k=5,
+    told = optimize_acquisition_ea(phi, pool, rng=np.random.default_rng(1), n_evaluations=80, top_k=40).top
+    by_archs = optimize_acquisition_ea(phi, pool, rng=np.random.default_rng(3), n_evaluations=120, top_k=5,
                                        exclude=pool + told)
     keys = frozenset(architecture_key(a) for a in pool + told)
-    by_keys = optimize_acquisition_ea(phi, pool, np.random.default_rng(3), n_evaluations=120, top_k=5,
+    by_keys = optimize_acquisition_ea(phi, pool, rng=np.random.default_rng(3), n_evaluations=120, top_k=5,
                                       excluded_keys=keys)
     assert [a.to_dict() for a in by_keys.top] == [a.to_dict() for a in by_archs.top]
     assert by_keys.top_values == by_archs.top_values and by_keys.parents == by_archs.parents
@@ -544,7 +548,7 @@ def test_ea_excluded_keys_act_as_exclude_without_hashing_the_excluded_networks()
             raise AssertionError("excluded_keys sized")
 
     counting = CountingKeys()
-    optimize_acquisition_ea(phi, pool, np.random.default_rng(3), n_evaluations=120, excluded_keys=counting)
+    optimize_acquisition_ea(phi, pool, rng=np.random.default_rng(3), n_evaluations=120, excluded_keys=counting)
     assert 0 < CountingKeys.lookups
 
 
@@ -556,18 +560,18 @@ def test_ea_uses_the_given_validity():
         return a.n_layers <= limit
 
     phi, _ = _units_phi(10**6)  # pushes towards bigger networks
-    res = optimize_acquisition_ea(phi, pool, np.random.default_rng(0), n_evaluations=100, is_valid=small, top_k=20)
+    res = optimize_acquisition_ea(phi, pool, rng=np.random.default_rng(0), n_evaluations=100, is_valid=small, top_k=20)
     assert all(a.n_layers <= limit and is_valid(a) for a in res.top)
 
 
 def test_ea_argument_errors():
     phi, _ = _units_phi(0)
     with pytest.raises(ValueError):
-        optimize_acquisition_ea(phi, [], np.random.default_rng(0))
+        optimize_acquisition_ea(phi, [], rng=np.random.default_rng(0))
     with pytest.raises(ValueError):
-        optimize_acquisition_ea(phi, initial_pool("cnn"), np.random.default_rng(0), top_k=0)
+        optimize_acquisition_ea(phi, initial_pool("cnn"), rng=np.random.default_rng(0), top_k=0)
     with pytest.raises(RuntimeError):
-        optimize_acquisition_ea(phi, initial_pool("cnn"), np.random.default_rng(0), n_evaluations=0,
+        optimize_acquisition_ea(phi, initial_pool("cnn"), rng=np.random.default_rng(0), n_evaluations=0,
                                 exclude=initial_pool("cnn"))
 
 
@@ -596,7 +600,7 @@ def test_mutated_networks_build_and_run(domain):
         shape, n_out = (12,), (1 if domain == "mlp-reg" else 4)
     x = torch.randn(2, *shape)
     for c in nets:
-        module = build_module(c, shape, n_out)
+        module = build_module(c, shape, n_outputs=n_out)
         with torch.no_grad():
             y = module(x)
         assert tuple(y.shape) in ((2, n_out), (2,)) if n_out == 1 else tuple(y.shape) == (2, n_out)

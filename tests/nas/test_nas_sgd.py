@@ -115,12 +115,14 @@ def test_block_decoding_and_live_states():
 # -- schedule --------------------------------------------------------------------------------------
 def test_learning_rate_schedule_table5():
     # E = 25, r1 = 0.2, r2 = 0.5: reductions after epochs 5 and 25 * (0.2 + 0.8 * 0.5) = 15
-    rates = [scheduled_lr(e, 0.1, 0.5, 0.2, 0.5, 25) for e in range(25)]
+    rates = [scheduled_lr(e, 0.1, gamma=0.5, ratio1=0.2, ratio2=0.5, total_epochs=25) for e in range(25)]
     assert rates == [0.1] * 5 + [0.05] * 10 + [0.025] * 10
-    assert [scheduled_lr(e, 1.0, 0.3, 0.0, 0.0, 4) for e in range(4)] == pytest.approx([0.09] * 4)
-    assert [scheduled_lr(e, 1.0, 0.3, 1.0, 0.7, 4) for e in range(4)] == [1.0] * 4
+    assert [scheduled_lr(e, 1.0, gamma=0.3, ratio1=0.0, ratio2=0.0,
+                         total_epochs=4) for e in range(4)] == pytest.approx([0.09] * 4)
+    assert [scheduled_lr(e, 1.0, gamma=0.3, ratio1=1.0, ratio2=0.7, total_epochs=4) for e in range(4)] == [1.0] * 4
     # E = 10, r1 = 0.35 (3.5 epochs), r2 = 1: epochs 1..3 at l, the rest at l gamma
-    assert [scheduled_lr(e, 1.0, 0.5, 0.35, 1.0, 10) for e in range(10)] == [1.0] * 3 + [0.5] * 7
+    assert [scheduled_lr(e, 1.0, gamma=0.5, ratio1=0.35, ratio2=1.0,
+                         total_epochs=10) for e in range(10)] == [1.0] * 3 + [0.5] * 7
 
 
 def test_schedule_equals_multistep_lr_with_truncated_milestones():
@@ -135,7 +137,8 @@ def test_schedule_equals_multistep_lr_with_truncated_milestones():
         milestones = [int(epochs * r1), int(epochs * (r1 + (1 - r1) * r2))]
         sched = torch.optim.lr_scheduler.MultiStepLR(opt, milestones=milestones, gamma=gamma)
         for e in range(epochs):
-            assert scheduled_lr(e, 0.1, gamma, r1, r2, epochs) == pytest.approx(opt.param_groups[0]["lr"]), \
+            assert scheduled_lr(e, 0.1, gamma=gamma, ratio1=r1, ratio2=r2,
+                                total_epochs=epochs) == pytest.approx(opt.param_groups[0]["lr"]), \
                 (epochs, r1, r2, e)
             opt.step()
             sched.step()
@@ -183,7 +186,7 @@ def test_flops_match_an_independent_count_of_the_built_network(bench, seed):
         assert bench.flops(cfg) == counted_flops(blk, (1, 8, 8), 0)
     blk = bench.block(bench.space.sample(1, seed=seed + 10)[0])
     from graphbo.benchmarks.nas_sgd import network_flops
-    assert network_flops(blk, (1, 28, 28), 1) == counted_flops(blk, (1, 28, 28), 1)
+    assert network_flops(blk, shape=(1, 28, 28), pool_padding=1) == counted_flops(blk, (1, 28, 28), 1)
 
 
 def test_flops_grow_with_heavier_operations_and_max_bounds_all(bench):

@@ -30,8 +30,9 @@ from graphbo.nas.training.training import (
 
 
 def mlp_chain(decision="softmax", units=32):
-    return Architecture("mlp", ["ip", "relu", "tanh", decision, "op"], [None, units, units, None, None],
-                        [(0, 1), (1, 2), (2, 3), (3, 4)])
+    return Architecture(kind="mlp", labels=["ip", "relu", "tanh", decision, "op"],
+                        units=[None, units, units, None, None],
+                        edges=[(0, 1), (1, 2), (2, 3), (3, 4)])
 
 
 def mlp_branching():
@@ -40,7 +41,7 @@ def mlp_branching():
     labels = ["ip", "relu", "crelu", "tanh", "elu", "softmax", "softmax", "op"]
     units = [None, 5, 3, 4, 6, None, None, None]
     edges = [(0, 1), (1, 2), (0, 3), (2, 4), (3, 4), (2, 5), (4, 6), (5, 7), (6, 7)]
-    return Architecture("mlp", labels, units, edges)
+    return Architecture(kind="mlp", labels=labels, units=units, edges=edges)
 
 
 def cnn_resnet():
@@ -51,7 +52,7 @@ def cnn_resnet():
     units = [None, 8, 8, 16, None, None, 4, 20, None, None, None]
     strides = [None, 1, 1, 2, None, None, 2, None, None, None, None]
     edges = [(0, 1), (1, 2), (2, 3), (3, 4), (2, 5), (5, 6), (4, 7), (6, 7), (7, 8), (6, 9), (8, 10), (9, 10)]
-    return Architecture("cnn", labels, units, edges, strides=strides)
+    return Architecture(kind="cnn", labels=labels, units=units, edges=edges, strides=strides)
 
 
 def capture_outputs(module, x):
@@ -73,19 +74,19 @@ def capture_outputs(module, x):
 
 
 def test_mlp_chain_shapes_and_task():
-    m = build_module(mlp_chain(), (64,), 10, seed=0)
+    m = build_module(mlp_chain(), (64,), n_outputs=10, seed=0)
     y = m(torch.randn(7, 64))
     assert y.shape == (7, 10)
     assert m.task == "classification"
     # classification output is a log-probability vector
     assert torch.allclose(y.exp().sum(1), torch.ones(7), atol=1e-5)
-    reg = build_module(mlp_chain("linear"), 10, 1, seed=0)
+    reg = build_module(mlp_chain("linear"), 10, n_outputs=1, seed=0)
     assert reg.task == "regression" and reg(torch.randn(3, 10)).shape == (3, 1)
 
 
 def test_branching_concat_and_crelu_width():
     arch = mlp_branching()
-    m = build_module(arch, (9,), 4, seed=1)
+    m = build_module(arch, (9,), n_outputs=4, seed=1)
     assert m.shapes[2] == (6,)  # crelu with 3 units outputs 6 features
     assert m.layers["4"].linear.in_features == 6 + 4  # concat(crelu(3), tanh(4))
     x = torch.randn(11, 9)
@@ -103,9 +104,9 @@ def test_branching_concat_and_crelu_width():
 
 
 def test_regression_decision_layers_are_averaged():
-    arch = Architecture("mlp", ["ip", "relu", "linear", "linear", "op"], [None, 6, None, None, None],
-                        [(0, 1), (1, 2), (1, 3), (0, 3), (2, 4), (3, 4)])
-    m = build_module(arch, (5,), 2, seed=0)
+    arch = Architecture(kind="mlp", labels=["ip", "relu", "linear", "linear", "op"], units=[None, 6, None, None, None],
+                        edges=[(0, 1), (1, 2), (1, 3), (0, 3), (2, 4), (3, 4)])
+    m = build_module(arch, (5,), n_outputs=2, seed=0)
     x = torch.randn(4, 5)
     y, out = capture_outputs(m, x)
     assert y.shape == (4, 2)
@@ -115,7 +116,7 @@ def test_regression_decision_layers_are_averaged():
 
 def test_cnn_res_blocks_stride_pool_and_predicted_shapes():
     arch = cnn_resnet()
-    m = build_module(arch, (3, 8, 8), 10, seed=0)
+    m = build_module(arch, (3, 8, 8), n_outputs=10, seed=0)
     x = torch.randn(5, 3, 8, 8)
     y, out = capture_outputs(m, x)
     assert y.shape == (5, 10)
@@ -142,27 +143,27 @@ def test_cnn_res_blocks_stride_pool_and_predicted_shapes():
 
 
 def test_odd_image_sizes_round_up():
-    arch = Architecture("cnn", ["ip", "conv3", "max-pool", "conv3", "softmax", "op"],
-                        [None, 4, None, 4, None, None], [(0, 1), (0, 2), (1, 3), (2, 3), (3, 4), (4, 5)],
+    arch = Architecture(kind="cnn", labels=["ip", "conv3", "max-pool", "conv3", "softmax", "op"],
+                        units=[None, 4, None, 4, None, None], edges=[(0, 1), (0, 2), (1, 3), (2, 3), (3, 4), (4, 5)],
                         strides=[None, 2, None, 1, None, None])
-    m = build_module(arch, (1, 7, 7), 3, seed=0)
-    assert layer_output_shapes(arch, (1, 7, 7), 3) == m.shapes
+    m = build_module(arch, (1, 7, 7), n_outputs=3, seed=0)
+    assert layer_output_shapes(arch, (1, 7, 7), n_outputs=3) == m.shapes
     assert m.shapes[1] == (4, 4, 4) and m.shapes[2] == (1, 4, 4) and m.shapes[3] == (4, 4, 4)
     _, out = capture_outputs(m, torch.randn(2, 1, 7, 7))
     assert tuple(out[3].shape[1:]) == (4, 4, 4)
 
 
 def test_concatenating_images_of_different_sizes_raises():
-    arch = Architecture("cnn", ["ip", "conv3", "conv3", "conv3", "softmax", "op"],
-                        [None, 4, 4, 4, None, None], [(0, 1), (0, 2), (1, 3), (2, 3), (3, 4), (4, 5)],
+    arch = Architecture(kind="cnn", labels=["ip", "conv3", "conv3", "conv3", "softmax", "op"],
+                        units=[None, 4, 4, 4, None, None], edges=[(0, 1), (0, 2), (1, 3), (2, 3), (3, 4), (4, 5)],
                         strides=[None, 2, 1, 1, None, None])
     with pytest.raises(ValueError, match="different image sizes"):
-        build_module(arch, (1, 8, 8), 10)
+        build_module(arch, (1, 8, 8), n_outputs=10)
     with pytest.raises(ValueError, match="different image sizes"):
         SyntheticArchitectureObjective("cnn")(arch)
     # the same branches at equal strides are fine
     arch = Architecture.from_dict({**arch.to_dict(), "strides": [None, 2, 2, 1, None, None]})
-    assert build_module(arch, (1, 8, 8), 10).shapes[3] == (4, 4, 4)
+    assert build_module(arch, (1, 8, 8), n_outputs=10).shapes[3] == (4, 4, 4)
 
 
 @pytest.mark.parametrize("change, message", [
@@ -179,25 +180,25 @@ def test_invalid_mlps_raise(change, message):
     d["edges"] = [list(e) for e in d["edges"]]
     change(d)
     with pytest.raises(ValueError, match=message):
-        build_module(Architecture.from_dict(d), (8,), 3)
+        build_module(Architecture.from_dict(d), (8,), n_outputs=3)
 
 
 def test_fc_feeding_a_conv_and_bad_stride_raise():
-    arch = Architecture("cnn", ["ip", "fc", "conv3", "softmax", "op"], [None, 8, 4, None, None],
-                        [(0, 1), (1, 2), (2, 3), (3, 4)])
+    arch = Architecture(kind="cnn", labels=["ip", "fc", "conv3", "softmax", "op"], units=[None, 8, 4, None, None],
+                        edges=[(0, 1), (1, 2), (2, 3), (3, 4)])
     with pytest.raises(ValueError, match="needs images"):
-        build_module(arch, (1, 8, 8), 10)
-    arch = Architecture("cnn", ["ip", "conv3", "softmax", "op"], [None, 4, None, None],
-                        [(0, 1), (1, 2), (2, 3)], strides=[None, 3, None, None])
+        build_module(arch, (1, 8, 8), n_outputs=10)
+    arch = Architecture(kind="cnn", labels=["ip", "conv3", "softmax", "op"], units=[None, 4, None, None],
+                        edges=[(0, 1), (1, 2), (2, 3)], strides=[None, 3, None, None])
     with pytest.raises(ValueError, match="stride 3"):
-        build_module(arch, (1, 8, 8), 10)
+        build_module(arch, (1, 8, 8), n_outputs=10)
 
 
 def test_seeded_init_is_deterministic_and_leaves_global_rng_alone():
     state = torch.get_rng_state()
-    a = build_module(cnn_resnet(), (1, 8, 8), 10, seed=3)
-    b = build_module(cnn_resnet().to_dict(), (1, 8, 8), 10, seed=3)
-    c = build_module(cnn_resnet(), (1, 8, 8), 10, seed=4)
+    a = build_module(cnn_resnet(), (1, 8, 8), n_outputs=10, seed=3)
+    b = build_module(cnn_resnet().to_dict(), (1, 8, 8), n_outputs=10, seed=3)
+    c = build_module(cnn_resnet(), (1, 8, 8), n_outputs=10, seed=4)
     assert torch.equal(torch.get_rng_state(), state)
     pa, pb, pc = (torch.cat([p.flatten() for p in m.parameters()]) for m in (a, b, c))
     assert torch.equal(pa, pb) and not torch.equal(pa, pc)
@@ -209,7 +210,8 @@ def test_topological_order_and_task():
     pos = {v: k for k, v in enumerate(order)}
     assert all(pos[a] < pos[b] for a, b in arch.edges)
     assert task_of(arch) == "classification" and task_of(mlp_chain("linear")) == "regression"
-    mixed = Architecture("mlp", ["ip", "softmax", "linear", "op"], [None] * 4, [(0, 1), (0, 2), (1, 3), (2, 3)])
+    mixed = Architecture(kind="mlp", labels=["ip", "softmax", "linear", "op"], units=[None] * 4,
+                         edges=[(0, 1), (0, 2), (1, 3), (2, 3)])
     with pytest.raises(ValueError, match="all be 'softmax'"):
         task_of(mixed)
 
@@ -225,8 +227,8 @@ def digits():
 
 
 def test_mlp_trains_on_digits_and_is_reproducible(digits):
-    arch = Architecture("mlp", ["ip", "relu", "relu", "softmax", "op"], [None, 64, 32, None, None],
-                        [(0, 1), (1, 2), (2, 3), (3, 4)])
+    arch = Architecture(kind="mlp", labels=["ip", "relu", "relu", "softmax", "op"], units=[None, 64, 32, None, None],
+                        edges=[(0, 1), (1, 2), (2, 3), (3, 4)])
     state = torch.get_rng_state()
     r1 = train(arch, digits, epochs=4, seed=0)
     assert torch.equal(torch.get_rng_state(), state)
@@ -243,7 +245,8 @@ def test_mlp_trains_on_digits_and_is_reproducible(digits):
 def test_regression_on_diabetes_beats_the_mean():
     data = load_diabetes_data(0)
     assert abs(data.y_train.mean()) < 1e-6 and abs(data.y_train.std() - 1) < 1e-5
-    arch = Architecture("mlp", ["ip", "relu", "linear", "op"], [None, 32, None, None], [(0, 1), (1, 2), (2, 3)])
+    arch = Architecture(kind="mlp", labels=["ip", "relu", "linear", "op"], units=[None, 32, None, None],
+                        edges=[(0, 1), (1, 2), (2, 3)])
     err = train_and_evaluate(arch, data, epochs=15, seed=0)
     mean_mse = float(((data.y_valid - data.y_train.mean()) ** 2).mean())
     assert math.isfinite(err) and err < 0.8 * mean_mse
@@ -263,8 +266,8 @@ def test_early_stopping_time_limit_and_mismatches(digits):
 
 def test_cnn_objective_trains_and_caches():
     obj = NASObjective("cnn", epochs=3, seed=0)
-    arch = Architecture("cnn", ["ip", "conv3", "max-pool", "res3", "softmax", "op"],
-                        [None, 16, None, 16, None, None], [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)],
+    arch = Architecture(kind="cnn", labels=["ip", "conv3", "max-pool", "res3", "softmax", "op"],
+                        units=[None, 16, None, 16, None, None], edges=[(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)],
                         strides=[None, 1, None, 2, None, None])
     err = obj(arch.to_dict())
     assert 0.0 <= err < 0.5  # well above chance (0.9 error) after three epochs
@@ -337,9 +340,11 @@ def test_npz_and_image_folder_loaders(tmp_path):
 
 def test_trainvaldata_rejects_bad_labels():
     with pytest.raises(ValueError, match="different shapes"):
-        TrainValData(np.zeros((4, 3)), np.zeros(4), np.zeros((2, 5)), np.zeros(2), "regression")
+        TrainValData(x_train=np.zeros((4, 3)), y_train=np.zeros(4), x_valid=np.zeros((2, 5)), y_valid=np.zeros(2),
+                     task="regression")
     with pytest.raises(ValueError, match=r"integers in 0..2"):
-        TrainValData(np.zeros((4, 3)), [0, 1, 2, 1], np.zeros((2, 3)), [0, 5], "classification", classes=[0, 1, 2])
+        TrainValData(x_train=np.zeros((4, 3)), y_train=[0, 1, 2, 1], x_valid=np.zeros((2, 3)), y_valid=[0, 5],
+                     task="classification", classes=[0, 1, 2])
 
 
 # ---------------------------------------------------------------------------
@@ -354,11 +359,13 @@ def test_synthetic_objective_is_deterministic_and_orders_networks(domain):
     assert obj(best) == 0.0 and SyntheticArchitectureObjective(domain)(best.to_dict()) == 0.0
     dec = "linear" if domain == "mlp-reg" else "softmax"
     if domain == "cnn":
-        bad = Architecture("cnn", ["ip", "conv7", dec, "op"], [None, 8, None, None], [(0, 1), (1, 2), (2, 3)],
+        bad = Architecture(kind="cnn", labels=["ip", "conv7", dec, "op"], units=[None, 8, None, None],
+                           edges=[(0, 1), (1, 2), (2, 3)],
                            strides=[None, 1, None, None])
         near = Architecture.from_dict({**best.to_dict(), "units": [u if u is None else 48 for u in best.units]})
     else:
-        bad = Architecture("mlp", ["ip", "logistic", dec, "op"], [None, 8, None, None], [(0, 1), (1, 2), (2, 3)])
+        bad = Architecture(kind="mlp", labels=["ip", "logistic", dec, "op"], units=[None, 8, None, None],
+                           edges=[(0, 1), (1, 2), (2, 3)])
         near = Architecture.from_dict({**best.to_dict(), "labels": best.labels[:3] + ["tanh"] + best.labels[4:]})
     values = [obj(best), obj(near), obj(bad)]
     assert values[0] < values[1] < values[2] and values[2] > 0.85
@@ -382,9 +389,11 @@ def test_synthetic_features():
 def test_a_last_batch_of_one_sample_is_folded_into_the_previous_batch():
     # batch norm cannot train on a single sample; 65 samples at batch size 64 must still work
     rng = np.random.RandomState(0)
-    data = TrainValData(rng.randn(65, 1, 4, 4), rng.randint(0, 2, 65), rng.randn(9, 1, 4, 4), rng.randint(0, 2, 9),
-                        "classification", classes=[0, 1])
-    arch = Architecture("cnn", ["ip", "conv3", "softmax", "op"], [None, 4, None, None], [(0, 1), (1, 2), (2, 3)],
+    data = TrainValData(x_train=rng.randn(65, 1, 4, 4), y_train=rng.randint(0, 2, 65), x_valid=rng.randn(9, 1, 4, 4),
+                        y_valid=rng.randint(0, 2, 9),
+                        task="classification", classes=[0, 1])
+    arch = Architecture(kind="cnn", labels=["ip", "conv3", "softmax", "op"], units=[None, 4, None, None],
+                        edges=[(0, 1), (1, 2), (2, 3)],
                         strides=[None, 1, None, None])
     r = train(arch, data, epochs=2, batch_size=64)
     assert r.epochs_run == 2 and 0.0 <= r.error <= 1.0

@@ -106,13 +106,13 @@ def test_loop_restores_rng_and_threads_and_stops_on_a_nonfinite_loss():
 # -- each caller against a reference loop written out here ---------------------------------------------
 def test_train_equals_a_reference_loop():
     data = load_diabetes_data(seed=2)
-    arch = Architecture("mlp", ["ip", "relu", "tanh", "linear", "op"], [None, 16, 8, None, None],
-                        [(0, 1), (1, 2), (2, 3), (3, 4)])
+    arch = Architecture(kind="mlp", labels=["ip", "relu", "tanh", "linear", "op"], units=[None, 16, 8, None, None],
+                        edges=[(0, 1), (1, 2), (2, 3), (3, 4)])
     got = train(arch, data, epochs=3, batch_size=50, lr=0.01, seed=7, optimizer="sgd", weight_decay=1e-3)
 
     with limit_threads(1), torch.random.fork_rng(devices=[]):  # the loop trains on one thread; so does the reference
         torch.manual_seed(7)
-        model = build_module(arch, data.input_shape, data.n_outputs)
+        model = build_module(arch, data.input_shape, n_outputs=data.n_outputs)
         gen = torch.Generator().manual_seed(8)
         x, y = torch.from_numpy(data.x_train), torch.from_numpy(data.y_train)[:, None]
         xv, yv = torch.from_numpy(data.x_valid), torch.from_numpy(data.y_valid)[:, None]
@@ -183,7 +183,7 @@ def test_nas_sgd_equals_a_reference_loop():
         opt = torch.optim.SGD(model.parameters(), lr=0.03, momentum=0.9, weight_decay=1e-4)
         for epoch in range(2):
             for group in opt.param_groups:
-                group["lr"] = nas_sgd.scheduled_lr(epoch, 0.03, 0.3, 0.3, 0.5, 3)
+                group["lr"] = nas_sgd.scheduled_lr(epoch, 0.03, gamma=0.3, ratio1=0.3, ratio2=0.5, total_epochs=3)
             model.train()
             order = torch.randperm(x.shape[0], generator=gen)
             for s in range(0, x.shape[0], 32):  # 899 samples: no last batch of one

@@ -162,13 +162,13 @@ def networks(domain, n, seed):
     space = ArchitectureSpace(domain)
     rng = np.random.default_rng(seed)
     if domain == "cnn":
-        out = [random_cnn(rng, int(rng.integers(5, 41))) for _ in range(n // 3)]
+        out = [random_cnn(rng, n_layers=int(rng.integers(5, 41))) for _ in range(n // 3)]
     else:
         task = "regression" if domain == "mlp-reg" else "classification"
-        out = [random_mlp(rng, int(rng.integers(4, 41)), task=task) for _ in range(n // 3)]
+        out = [random_mlp(rng, n_layers=int(rng.integers(4, 41)), task=task) for _ in range(n // 3)]
     out += space.initial_pool()
     while len(out) < n:
-        child = mutate(out[int(rng.integers(len(out)))], rng, space.constraints)
+        child = mutate(out[int(rng.integers(len(out)))], rng, is_valid=space.constraints)
         if child is not None:
             out.append(child)
     return out[:n]
@@ -186,8 +186,8 @@ def test_cross_equals_pot(domain, nu_strs):
     refs = networks(domain, 30, seed=1)
     cands = networks(domain, 24, seed=2)
     ot = OTMANN("cnn" if domain == "cnn" else "mlp")
-    pot = BatchOTMANN(ot, nu_strs, n_jobs=1, solver="pot")
-    jit = BatchOTMANN(ot, nu_strs, n_jobs=1, solver="numba")
+    pot = BatchOTMANN(ot, nu_strs=nu_strs, n_jobs=1, solver="pot")
+    jit = BatchOTMANN(ot, nu_strs=nu_strs, n_jobs=1, solver="numba")
     assert pot.solver == "pot" and jit.solver == "numba"
     D0, Db0 = pot.cross(cands, refs)
     D1, Db1 = jit.cross(cands, jit.stack(refs))

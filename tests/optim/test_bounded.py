@@ -56,7 +56,8 @@ def test_pruned_optimiser_makes_the_same_choice(case, seed):
     incumbent = opt.X[int(np.argmin(opt.y))]
     out = {}
     for prune in (True, False):
-        out[prune] = optimize_acquisition_on_graph(acq, space, np.random.default_rng(100 + seed), incumbent=incumbent,
+        out[prune] = optimize_acquisition_on_graph(acq, space, rng=np.random.default_rng(100 + seed),
+                                                   incumbent=incumbent,
                                                    exclude=set(opt.excluded_rows), n_random=2000, n_starts=10,
                                                    prune=prune)
     assert np.array_equal(out[True][0], out[False][0])
@@ -149,10 +150,11 @@ def test_graph_search_never_returns_an_excluded_row(case):
     acq = LogExpectedImprovement(opt.model)
     incumbent = opt.X[int(np.argmin(opt.y))]
     args = dict(n_random=2000, n_starts=10)
-    first, _ = optimize_acquisition_on_graph(acq, space, np.random.default_rng(5), incumbent=incumbent,
+    first, _ = optimize_acquisition_on_graph(acq, space, rng=np.random.default_rng(5), incumbent=incumbent,
                                              exclude=set(opt.excluded_rows), **args)
     exclude = set(opt.excluded_rows) | {first.tobytes()}
-    second, _ = optimize_acquisition_on_graph(acq, space, np.random.default_rng(5), incumbent=incumbent, exclude=exclude, **args)
+    second, _ = optimize_acquisition_on_graph(acq, space, rng=np.random.default_rng(5), incumbent=incumbent,
+                                              exclude=exclude, **args)
     assert first.tobytes() not in opt.excluded_rows
     assert second.tobytes() not in exclude and not np.array_equal(first, second)
 
@@ -193,7 +195,8 @@ def test_float32_mean_bound_holds_for_extreme_kernel_tables(log_beta):
     X = space.sample_index(150, rng)
     y = np.sin(X[:, 0] / 9.0) * 40 + X[:, 3:].sum(1) + rng.normal(size=150)
     kernel = gb.GraphDiffusionKernel([v.spectrum for v in space.variables])
-    samples = [HyperSample(float(y.mean()), math.log(1e4), math.log(1e-6), np.full(23, log_beta) + rng.normal(size=23))
+    samples = [HyperSample(mean=float(y.mean()), log_amp=math.log(1e4), log_noise=math.log(1e-6),
+                           log_beta=np.full(23, log_beta) + rng.normal(size=23))
                for _ in range(3)]
     model = DiffusionGP(kernel).condition(X, y, samples=samples)
     rows = np.concatenate([X, space.sample_index(3000, rng)])
@@ -212,7 +215,8 @@ def _conditioned(dtype, log_amp, log_noise, log_beta, n=120, seed=0):
     X = space.sample_index(n, rng)
     y = np.sin(X[:, 0] / 5.0) * 3 + X[:, 2:].sum(1) + 0.01 * rng.normal(size=n)
     kernel = gb.GraphDiffusionKernel([v.spectrum for v in space.variables], dtype=dtype)
-    samples = [HyperSample(float(y.mean()), log_amp, log_noise, np.full(8, log_beta) + rng.normal(size=8) * 0.5)
+    samples = [HyperSample(mean=float(y.mean()), log_amp=log_amp, log_noise=log_noise,
+                           log_beta=np.full(8, log_beta) + rng.normal(size=8) * 0.5)
                for _ in range(3)]
     rows = np.concatenate([X, space.neighbor_index_batch(X[:20])[0], space.sample_index(500, rng)])
     return DiffusionGP(kernel).condition(X, y, samples=samples), rows

@@ -51,7 +51,7 @@ def test_no_mixed_method_suggests_a_refused_configuration(method):
 
 def test_combo_finds_the_best_allowed_configuration_without_falling_back_to_random():
     space = constrained_discrete_space()
-    result = gb.minimize(bowl, space, "combo", budget=30, seed=0, n_initial=6)
+    result = gb.minimize(bowl, space, method="combo", budget=30, seed=0, n_initial=6)
     allowed = [c for c in (space.from_index(r) for r in np.ndindex(8, 8, 3)) if space.allows(c)]
     best_allowed = min(bowl(c) for c in allowed)
     assert all(space.allows(t.config) for t in result.trials)
@@ -126,7 +126,7 @@ def test_a_rule_that_cannot_be_evaluated_names_itself_and_the_configuration():
 def test_a_study_stores_its_rules_and_refuses_a_space_with_other_rules(tmp_path):
     path = tmp_path / "s.db"
     space = constrained_discrete_space()
-    gb.minimize(bowl, space, "rs", budget=5, seed=0, storage=path)
+    gb.minimize(bowl, space, method="rs", budget=5, seed=0, storage=path)
     from graphbo.study import read_study_info
     assert read_study_info(path)["space_constraints"] == ["a + b <= 7", "not (c == 'z' and a > 2)"]
     other = gb.Space({"a": gb.Ordinal(list(range(8))), "b": gb.Ordinal(list(range(8))),
@@ -136,5 +136,5 @@ def test_a_study_stores_its_rules_and_refuses_a_space_with_other_rules(tmp_path)
         gb.Study(other, "rs", storage=path)
     assert path.read_bytes() == before
     # the same rules: resumes
-    result = gb.minimize(bowl, constrained_discrete_space(), "rs", budget=8, seed=0, storage=path)
+    result = gb.minimize(bowl, constrained_discrete_space(), method="rs", budget=8, seed=0, storage=path)
     assert len(result.trials) == 8

@@ -52,7 +52,7 @@ def projected_gradient(acquisition, space, row):
 def test_the_search_returns_a_type_wise_local_maximum(seed, rel_tol):
     space, acquisition = rugged(seed)
     score = lambda rows: acquisition(torch.as_tensor(np.asarray(rows, dtype=float))).numpy()  # noqa: E731
-    row, value = optimize_acquisition_mixed(acquisition, space, np.random.default_rng(seed),
+    row, value = optimize_acquisition_mixed(acquisition, space, rng=np.random.default_rng(seed),
                                             incumbent=space.sample_index(1, seed)[0], exclude=set(),
                                             n_random=20, n_spray=5, n_starts=4, rel_tol=rel_tol)
     assert value == pytest.approx(float(score(row[None])[0]))
@@ -82,7 +82,7 @@ def test_the_search_finds_the_maximum_of_a_separable_acquisition():
         return -(rows[:, disc] - target).abs().sum(1) - ((rows[:, cont] - torch.tensor([0.3, 1.4])) ** 2).sum(1)
 
     for seed in range(3):
-        row, value = optimize_acquisition_mixed(acquisition, space, np.random.default_rng(seed),
+        row, value = optimize_acquisition_mixed(acquisition, space, rng=np.random.default_rng(seed),
                                                 incumbent=space.sample_index(1, seed)[0], exclude=set(),
                                                 n_random=2, n_spray=0, n_starts=2)
         np.testing.assert_array_equal(row[disc], target.numpy())
@@ -92,12 +92,13 @@ def test_the_search_finds_the_maximum_of_a_separable_acquisition():
 def test_the_search_respects_exclude_and_takes_no_method_argument():
     space, acquisition = rugged(3)
     kw = dict(incumbent=space.sample_index(1, 0)[0], n_random=50, n_spray=5, n_starts=4)
-    best, _ = optimize_acquisition_mixed(acquisition, space, np.random.default_rng(0), exclude=set(), **kw)
-    other, _ = optimize_acquisition_mixed(acquisition, space, np.random.default_rng(0), exclude={best.tobytes()}, **kw)
+    best, _ = optimize_acquisition_mixed(acquisition, space, rng=np.random.default_rng(0), exclude=set(), **kw)
+    other, _ = optimize_acquisition_mixed(acquisition, space, rng=np.random.default_rng(0), exclude={best.tobytes()},
+                                          **kw)
     assert other.tobytes() != best.tobytes()
     # one procedure: the choice between three (method="typewise", ...) was removed
     with pytest.raises(TypeError, match="method"):
-        optimize_acquisition_mixed(acquisition, space, np.random.default_rng(0), exclude=set(),
+        optimize_acquisition_mixed(acquisition, space, rng=np.random.default_rng(0), exclude=set(),
                                    **(kw | {"method": "typewise"}))
 
 
@@ -124,7 +125,7 @@ def test_a_start_whose_discrete_part_stays_is_polished_instead_of_creeping_on_an
         return real_run(self, rows, maxiter)
 
     monkeypatch.setattr(lockstep.Lockstep, "run", counting_run)
-    row, value = optimize_acquisition_mixed(acquisition, space, np.random.default_rng(5),
+    row, value = optimize_acquisition_mixed(acquisition, space, rng=np.random.default_rng(5),
                                             incumbent=space.sample_index(1, 5)[0], exclude=set(),
                                             n_random=30, n_spray=0, n_starts=4)
     np.testing.assert_array_equal(row[disc], target.numpy())

@@ -117,7 +117,8 @@ def test_the_acquisition_optimiser_makes_the_same_choice_with_the_neighbour_path
     acq = LogExpectedImprovement(opt.model)
 
     def run():
-        return optimize_acquisition_mixed(acq, opt.space, np.random.default_rng(4), incumbent=opt.X[np.argmin(opt.y)],
+        return optimize_acquisition_mixed(acq, opt.space, rng=np.random.default_rng(4),
+                                          incumbent=opt.X[np.argmin(opt.y)],
                                           exclude=set(opt.excluded_rows), n_random=400, n_starts=12)
 
     fast_row, fast_value = run()

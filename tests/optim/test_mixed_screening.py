@@ -118,7 +118,8 @@ def test_pruned_pool_makes_the_same_choice(case, seed, monkeypatch):
         # a plain callable has no bound: every pool row is scored exactly, as before the pruning
         # (chunk=500: the pool of 4020 rows is over 4 chunks, so the pruned path is tried)
         a = acq if pruned else (lambda X: acq(X))
-        out[pruned] = optimize_acquisition_mixed(a, opt.space, np.random.default_rng(100 + seed), incumbent=incumbent,
+        out[pruned] = optimize_acquisition_mixed(a, opt.space, rng=np.random.default_rng(100 + seed),
+                                                 incumbent=incumbent,
                                                  exclude=set(opt.excluded_rows), n_random=4000, n_spray=20, n_starts=6,
                                                  chunk=500)
     assert np.array_equal(out[True][0], out[False][0])
@@ -230,11 +231,11 @@ def test_a_pool_whose_best_rows_were_evaluated_never_returns_them():
     acq = LogExpectedImprovement(opt.model)
     incumbent = opt.X[int(np.argmin(opt.y))]
     args = dict(n_random=3000, n_spray=10, n_starts=3, chunk=500)
-    first, _ = optimize_acquisition_mixed(acq, opt.space, np.random.default_rng(9), incumbent=incumbent,
+    first, _ = optimize_acquisition_mixed(acq, opt.space, rng=np.random.default_rng(9), incumbent=incumbent,
                                           exclude=set(opt.excluded_rows), **args)
     # exclude the first choice and the rows the search would climb to: the answer must change
     exclude = set(opt.excluded_rows) | {first.tobytes()}
-    second, _ = optimize_acquisition_mixed(acq, opt.space, np.random.default_rng(9), incumbent=incumbent,
+    second, _ = optimize_acquisition_mixed(acq, opt.space, rng=np.random.default_rng(9), incumbent=incumbent,
                                            exclude=exclude, **args)
     assert second.tobytes() not in exclude
     assert not np.array_equal(first, second)
@@ -372,7 +373,7 @@ def test_screened_pool_makes_the_same_choice(monkeypatch):
     for screened in (True, False):
         if not screened:  # the same path but every pool row scored exactly
             monkeypatch.setattr(MixedGPScreening, "offers_screen_moments", property(lambda self: False))
-        out[screened] = optimize_acquisition_mixed(acq, opt.space, np.random.default_rng(11), incumbent=incumbent,
+        out[screened] = optimize_acquisition_mixed(acq, opt.space, rng=np.random.default_rng(11), incumbent=incumbent,
                                                    exclude=set(opt.excluded_rows), n_random=4000, n_spray=20, n_starts=6,
                                                    chunk=500)
     np.testing.assert_array_equal(starts[True], starts[False])
@@ -426,7 +427,7 @@ def test_the_acquisition_optimiser_makes_the_same_choice_without_any_screening(c
         if not screened:
             monkeypatch.setattr(MixedGP, "screening", lambda self: None)
         assert (opt.model.screening() is not None) == screened
-        out[screened] = optimize_acquisition_mixed(acq, opt.space, np.random.default_rng(12), incumbent=incumbent,
+        out[screened] = optimize_acquisition_mixed(acq, opt.space, rng=np.random.default_rng(12), incumbent=incumbent,
                                                    exclude=set(opt.excluded_rows), n_random=4000, n_spray=20, n_starts=8,
                                                    chunk=500)
     assert np.array_equal(out[True][0], out[False][0])

@@ -19,7 +19,7 @@ def _all(rows):
 def test_free_and_costly_changes_are_set_back_and_paid_ones_kept():
     incumbent = np.zeros(4, dtype=np.int64)
     row = np.array([1, 1, 1, 1])
-    out = trim_to_paid_changes(row, incumbent, _mean, exclude=set(), allowed=_all)
+    out = trim_to_paid_changes(row, incumbent, mean=_mean, exclude=set(), allowed=_all)
     assert out.tolist() == [1, 0, 0, 0]
     assert row.tolist() == [1, 1, 1, 1]  # the input is left as it is
 
@@ -29,7 +29,7 @@ def test_a_jump_paid_only_as_a_whole_stays_whole():
         rows = np.asarray(rows)
         both = rows[:, 0] * rows[:, 1]
         return -5.0 * both + 1.0 * (rows[:, 0] + rows[:, 1])
-    out = trim_to_paid_changes(np.array([1, 1, 1]), np.zeros(3, dtype=np.int64), mean, exclude=set(), allowed=_all)
+    out = trim_to_paid_changes(np.array([1, 1, 1]), np.zeros(3, dtype=np.int64), mean=mean, exclude=set(), allowed=_all)
     assert out.tolist() == [1, 1, 0]
 
 
@@ -37,10 +37,10 @@ def test_a_reversal_to_an_evaluated_or_refused_row_is_not_made():
     incumbent = np.zeros(4, dtype=np.int64)
     row = np.array([1, 0, 1, 0])
     # setting back variable 2 gives [1, 0, 0, 0]: already evaluated
-    out = trim_to_paid_changes(row, incumbent, _mean, exclude={np.array([1, 0, 0, 0]).tobytes()}, allowed=_all)
+    out = trim_to_paid_changes(row, incumbent, mean=_mean, exclude={np.array([1, 0, 0, 0]).tobytes()}, allowed=_all)
     assert out.tolist() == [1, 0, 1, 0]
     refuse_last_zero = lambda rows: np.asarray(rows)[:, 2] == 1  # noqa: E731
-    out = trim_to_paid_changes(row, incumbent, _mean, exclude=set(), allowed=refuse_last_zero)
+    out = trim_to_paid_changes(row, incumbent, mean=_mean, exclude=set(), allowed=refuse_last_zero)
     assert out.tolist() == [1, 0, 1, 0]
 
 

@@ -246,14 +246,14 @@ def test_graph_local_search_stays_in_the_region():
     region = Region(space, centre, radius=3)
     rng = np.random.default_rng(0)
     exclude = {centre.tobytes()}
-    row_, value = optimize_acquisition_on_graph(score_sum, space, rng, incumbent=centre, exclude=exclude,
+    row_, value = optimize_acquisition_on_graph(score_sum, space, rng=rng, incumbent=centre, exclude=exclude,
                                                 n_random=200, region=region)
     assert region.distance(row_[None])[0] == 3 and value == 3.0  # the best vertex of the ball
     # a ball whose every vertex is excluded: no vertex outside it is returned
     small = Region(space, centre, radius=1)
     ball = [centre] + [np.eye(16, dtype=np.int64)[i] for i in range(16)]
     with pytest.raises(gb.SpaceExhaustedError):
-        optimize_acquisition_on_graph(score_sum, space, rng, incumbent=centre, exclude={b.tobytes() for b in ball},
+        optimize_acquisition_on_graph(score_sum, space, rng=rng, incumbent=centre, exclude={b.tobytes() for b in ball},
                                       n_random=200, region=small)
 
 
@@ -267,7 +267,7 @@ def test_mixed_search_stays_in_the_region():
     def acq(rows):
         return torch.as_tensor(rows, dtype=torch.float64).sum(dim=1)
 
-    row_, _ = optimize_acquisition_mixed(acq, space, np.random.default_rng(0), incumbent=centre, exclude=set(),
+    row_, _ = optimize_acquisition_mixed(acq, space, rng=np.random.default_rng(0), incumbent=centre, exclude=set(),
                                          n_random=300, n_spray=5, n_starts=4, region=region)
     assert region.contains(row_[None])[0]
     assert region.distance(row_[None])[0] == 2  # the ball's edge

@@ -112,17 +112,17 @@ def test_invalid_inputs_name_the_argument():
 def test_resolve_method_leaves_other_names_unchanged():
     space = binary_space(50)
     for name in ("combo", "bofm", "rs", "COMBO", "combo-tr", "tpe"):
-        assert resolve_method(name, space, LARGE_BUDGET) == name
-    assert resolve_method("auto", space, LARGE_BUDGET) == "combo-tr"
-    assert resolve_method("Auto", space, SMALL_BUDGET) == "combo"
+        assert resolve_method(name, space, budget=LARGE_BUDGET) == name
+    assert resolve_method("auto", space, budget=LARGE_BUDGET) == "combo-tr"
+    assert resolve_method("Auto", space, budget=SMALL_BUDGET) == "combo"
     assert AUTO == "auto" and AUTO not in METHODS  # resolved before METHODS is indexed
 
 
 def test_resolve_method_rejects_unknown_names_naming_the_argument():
     with pytest.raises(ValueError, match=r"method: unknown method 'bayes'.*'auto'"):
-        resolve_method("bayes", binary_space(3), 10)
+        resolve_method("bayes", binary_space(3), budget=10)
     with pytest.raises(TypeError, match="method"):
-        resolve_method(None, binary_space(3), 10)
+        resolve_method(None, binary_space(3), budget=10)
 
 
 # -- graphbo compare --------------------------------------------------------------------------------------

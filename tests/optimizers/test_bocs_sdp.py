@@ -38,9 +38,9 @@ def test_ising_form_reproduces_the_binary_quadratic_everywhere():
     X = grid(8)
     C, c0 = ising_form(c, b, Q)
     z = np.hstack([2 * X - 1, np.ones((len(X), 1))])
-    assert np.allclose(c0 + np.einsum("ni,ij,nj->n", z, C, z), binary_quadratic_values(c, b, Q, X))
+    assert np.allclose(c0 + np.einsum("ni,ij,nj->n", z, C, z), binary_quadratic_values(c, b, Q, X=X))
     z[:, :] *= -1  # z and -z are the same x
-    assert np.allclose(c0 + np.einsum("ni,ij,nj->n", z, C, z), binary_quadratic_values(c, b, Q, X))
+    assert np.allclose(c0 + np.einsum("ni,ij,nj->n", z, C, z), binary_quadratic_values(c, b, Q, X=X))
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -48,14 +48,14 @@ def test_relaxation_bounds_the_true_minimum_and_rounding_is_feasible(seed):
     rng = np.random.default_rng(seed)
     d = 10
     c, b, Q = random_problem(rng, d)
-    exact = binary_quadratic_values(c, b, Q, grid(d))
-    states, energies, rel = minimize_binary_quadratic_sdp(c, b, Q, rng, 100)
+    exact = binary_quadratic_values(c, b, Q, X=grid(d))
+    states, energies, rel = minimize_binary_quadratic_sdp(c, b, Q, rng=rng, n_roundings=100)
     assert rel.lower_bound <= exact.min() + 1e-9  # certified: no solver tolerance needed
     assert rel.lower_bound == pytest.approx(rel.value, abs=1e-5 * (1 + abs(rel.value)))  # strong duality
     assert np.allclose(np.diag(rel.Z), 1.0, atol=1e-6)
     assert np.allclose(rel.factor @ rel.factor.T, rel.Z, atol=1e-6)
     assert set(np.unique(states)) <= {0, 1} and states.shape == (100, d)
-    assert np.allclose(energies, binary_quadratic_values(c, b, Q, states))
+    assert np.allclose(energies, binary_quadratic_values(c, b, Q, X=states))
     # the rounded solution is a point of the cube: never below the minimum, and close to it here
     assert energies.min() >= exact.min() - 1e-9
     assert energies.min() - exact.min() <= 0.05 * (exact.max() - exact.min())
@@ -65,7 +65,7 @@ def test_the_relaxation_is_tight_and_rounding_exact_without_couplings():
     # separable: min is sum of min(b_i, 0); the SDP is tight and every rounding is the argmin
     rng = np.random.default_rng(3)
     b = rng.standard_normal(9)
-    states, energies, rel = minimize_binary_quadratic_sdp(0.5, b, np.zeros((9, 9)), rng, 20)
+    states, energies, rel = minimize_binary_quadratic_sdp(0.5, b, np.zeros((9, 9)), rng=rng, n_roundings=20)
     best = 0.5 + np.minimum(b, 0).sum()
     assert rel.lower_bound == pytest.approx(best, abs=1e-5)
     assert (states == (b < 0)).all()
@@ -76,8 +76,8 @@ def test_weakly_coupled_instances_are_solved_exactly():
     rng = np.random.default_rng(4)
     for _ in range(5):
         c, b, Q = random_problem(rng, 10, coupling=0.1)
-        exact = binary_quadratic_values(c, b, Q, grid(10))
-        states, energies, rel = minimize_binary_quadratic_sdp(c, b, Q, rng, 100)
+        exact = binary_quadratic_values(c, b, Q, X=grid(10))
+        states, energies, rel = minimize_binary_quadratic_sdp(c, b, Q, rng=rng, n_roundings=100)
         assert energies.min() == pytest.approx(exact.min())
         assert (states[np.argmin(energies)] == grid(10)[np.argmin(exact)]).all()
 
@@ -91,8 +91,8 @@ def test_max_cut_rounding_is_within_the_goemans_williamson_factor():
     W = W + W.T
     b = -W.sum(axis=1)
     Q = 2 * W  # x'Qx/2 = sum_{i<j} 2 w_ij x_i x_j
-    exact_cut = -binary_quadratic_values(0.0, b, Q, grid(d)).min()
-    states, energies, rel = minimize_binary_quadratic_sdp(0.0, b, Q, rng, 100)
+    exact_cut = -binary_quadratic_values(0.0, b, Q, X=grid(d)).min()
+    states, energies, rel = minimize_binary_quadratic_sdp(0.0, b, Q, rng=rng, n_roundings=100)
     sdp_cut = -rel.lower_bound
     assert sdp_cut >= exact_cut - 1e-9
     assert -energies.mean() >= 0.878 * sdp_cut - 0.05 * sdp_cut  # mean of 100 draws, a few s.e. of slack
@@ -102,8 +102,8 @@ def test_max_cut_rounding_is_within_the_goemans_williamson_factor():
 def test_rounding_is_seeded():
     c, b, Q = random_problem(np.random.default_rng(6), 8)
     rel = solve_sdp_relaxation(c, b, Q)
-    a = round_relaxation(rel, np.random.default_rng(1), 30)
-    assert (a == round_relaxation(rel, np.random.default_rng(1), 30)).all()
+    a = round_relaxation(rel, np.random.default_rng(1), n_roundings=30)
+    assert (a == round_relaxation(rel, np.random.default_rng(1), n_roundings=30)).all()
 
 
 @pytest.mark.parametrize("bad, match", [

@@ -43,7 +43,7 @@ def test_the_embedding_is_the_fraction_of_differing_coordinates():
     rng = np.random.default_rng(0)
     levels = [5, 3, 2, 4, 7, 2]
     rows = np.stack([rng.integers(0, n, size=30) for n in levels], axis=1)
-    dictionary = diverse_dictionary(levels, 9, rng)
+    dictionary = diverse_dictionary(levels, 9, rng=rng)
     phi = hamming_embedding(rows, dictionary)
     assert phi.shape == (30, 9)
     expected = [[hamming_by_hand(x, a) / len(levels) for a in dictionary] for x in rows]
@@ -69,7 +69,7 @@ def test_the_optimizers_dictionary_embeds_its_data_by_hamming_distance():
 
 def test_binary_dictionaries_have_uniformly_spread_numbers_of_ones():
     d, m = 20, 400
-    D = diverse_dictionary([2] * d, m, np.random.default_rng(3))
+    D = diverse_dictionary([2] * d, m, rng=np.random.default_rng(3))
     assert set(np.unique(D)) <= {0, 1}
     ones = D.sum(axis=1)
     assert ones.min() >= 1 and ones.max() <= d - 2  # the authors' range, 1 .. d - 2
@@ -85,13 +85,13 @@ def test_categorical_dictionaries_are_valid_and_vary_in_concentration():
     levels = levels_of(space)
     assert levels.tolist() == [5, 3, 2, 4]
     rng = np.random.default_rng(4)
-    D = diverse_dictionary(levels, 300, rng)
+    D = diverse_dictionary(levels, 300, rng=rng)
     assert np.all((D >= 0) & (D < levels))
     for a in D:
         space.from_index(a)
     # each element draws its own level probabilities: in a space of 30 five-level variables, the share of
     # the most frequent level varies far more across elements than across uniformly random configurations
-    wide = diverse_dictionary([5] * 30, 300, rng)
+    wide = diverse_dictionary([5] * 30, 300, rng=rng)
     uniform = rng.integers(0, 5, size=(300, 30))
     modal = lambda R: np.array([np.bincount(r, minlength=5).max() / 30 for r in R])  # noqa: E731
     assert modal(wide).std() > 2.5 * modal(uniform).std()
@@ -192,11 +192,11 @@ def test_registered_as_bodi():
 def test_a_study_in_sqlite_resumes_to_the_same_trace(tmp_path):
     space = mixed_levels_space()
     kwargs = dict(seed=7, n_initial=3, **FAST)
-    reference = gb.minimize(score, space, "bodi", budget=7, **kwargs)
+    reference = gb.minimize(score, space, method="bodi", budget=7, **kwargs)
     path = str(tmp_path / "bodi.db")
-    first = gb.minimize(score, space, "bodi", budget=4, storage=path, **kwargs)
+    first = gb.minimize(score, space, method="bodi", budget=4, storage=path, **kwargs)
     assert len(first.history) == 4
-    resumed = gb.minimize(score, space, "bodi", budget=7, storage=path, **kwargs)
+    resumed = gb.minimize(score, space, method="bodi", budget=7, storage=path, **kwargs)
     trace = lambda r: [(o.config, o.value) for o in r.history]  # noqa: E731
     assert trace(resumed) == trace(reference)
 

@@ -42,7 +42,8 @@ def run(budget=15, seed=4, **kw):
 
 
 def fm_kernel(sp, device=None):
-    return FMKernel("modlap", [sp.variables[j].spectrum for j in sp.discrete_indices], len(sp.continuous_indices),
+    return FMKernel("modlap", [sp.variables[j].spectrum for j in sp.discrete_indices],
+                    n_continuous=len(sp.continuous_indices),
                     device=device)
 
 

@@ -19,7 +19,7 @@ def func2c_space():
 def model(kernel="modlap", cls=FMKernel, **kw):
     sp = func2c_space()
     spectra = [sp.variables[j].spectrum for j in sp.discrete_indices]
-    return MixedGP(cls(kernel, spectra, len(sp.continuous_indices)), sp, n_restarts=4, **kw)
+    return MixedGP(cls(kernel, spectra, n_continuous=len(sp.continuous_indices)), sp, n_restarts=4, **kw)
 
 
 def rows(n, seed=0):

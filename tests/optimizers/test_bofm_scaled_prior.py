@@ -20,7 +20,7 @@ def _binaries_unit_continuous_space(p: int, n_cont: int = 0) -> gb.Space:
 
 def _kernel(name: str, space: gb.Space, prior: str = "scaled") -> FMKernel:
     spectra = [space.variables[j].spectrum for j in space.discrete_indices]
-    return FMKernel(name, spectra, len(space.continuous_indices), prior=prior)
+    return FMKernel(name, spectra, n_continuous=len(space.continuous_indices), prior=prior)
 
 
 @pytest.mark.parametrize("name", KERNELS)

@@ -37,7 +37,7 @@ def _data(space: gb.Space, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarra
 
 def _kernel(space: gb.Space, name: str = "modlap") -> FMKernel:
     spectra = [space.variables[j].spectrum for j in space.discrete_indices]
-    return FMKernel(name, spectra, len(space.continuous_indices))
+    return FMKernel(name, spectra, n_continuous=len(space.continuous_indices))
 
 
 def test_warm_fit_reaches_the_cold_optimum_and_predicts_the_same():

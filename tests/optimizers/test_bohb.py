@@ -29,7 +29,8 @@ from support import BOHB_FAST as FAST, ToyMF, toy_f, toy_space  # noqa: E402
 
 @pytest.fixture
 def toy_registered(monkeypatch):
-    monkeypatch.setitem(REGISTRY, "toy-mf", BenchmarkInfo("toy-mf", "support:ToyMF", "multi-fidelity toy"))
+    monkeypatch.setitem(REGISTRY, "toy-mf",
+                        BenchmarkInfo(name="toy-mf", target="support:ToyMF", summary="multi-fidelity toy"))
 
 
 def drive(opt, bench, n):
@@ -148,7 +149,8 @@ def test_bohb_beats_random_search_for_the_same_cost():
 
 
 def test_runner_records_fidelities_counts_full_evaluations_and_resumes(tmp_path, toy_registered, monkeypatch):
-    spec = RunSpec("toy-mf", "bohb", 0, 12, 4, {}, FAST)
+    spec = RunSpec(benchmark="toy-mf", method="bohb", seed=0, budget=12, n_initial=4, benchmark_options={},
+                   method_options=FAST)
     full = tmp_path / "full.db"
     summary = run(spec, str(full))
     data = read_run(full)
@@ -161,7 +163,7 @@ def test_runner_records_fidelities_counts_full_evaluations_and_resumes(tmp_path,
     assert summary["n"] == len(evals) > 12
     for e in evals:
         assert e["value"] == pytest.approx(toy_f(e["config"]) + 1.0 / e["fidelity"])
-    curve = fidelity_best_so_far(evals, 9, 12)
+    curve = fidelity_best_so_far(evals, 9, budget=12)
     within = [e for j, e in enumerate(evals) if sum(ks[:j + 1]) <= 12 * 9]
     assert curve[-1] == summary["best"] == min(e["value"] for e in within if e["fidelity"] == 9)
     assert math.isnan(curve[0])  # 1 full evaluation's worth: 9 epochs at fidelity 1, none at 9 yet
@@ -198,7 +200,8 @@ def test_runner_records_fidelities_counts_full_evaluations_and_resumes(tmp_path,
 def test_multi_fidelity_method_needs_a_benchmark_with_fidelities(tmp_path):
     assert METHODS["bohb"] is BOHB
     with pytest.raises(ValueError, match="has none"):
-        run(RunSpec("branin", "bohb", 0, 3, 2, {}, FAST), str(tmp_path / "b.db"))
+        run(RunSpec(benchmark="branin", method="bohb", seed=0, budget=3, n_initial=2, benchmark_options={},
+                    method_options=FAST), str(tmp_path / "b.db"))
     with pytest.raises(ValueError, match="chooses a fidelity"):
         gb.minimize(toy_f, toy_space(), method="bohb", budget=3, max_fidelity=9)
 
@@ -206,7 +209,8 @@ def test_multi_fidelity_method_needs_a_benchmark_with_fidelities(tmp_path):
 def test_nas_sgd_with_bohb_trains_at_the_asked_epochs(tmp_path):
     """The BO-FM NAS + SGD benchmark (digits, a 3-epoch schedule): 2 full-evaluation equivalents."""
     pytest.importorskip("torch")
-    spec = RunSpec("nas-sgd", "bohb", 0, 2, 2, {"epochs": 3}, FAST)
+    spec = RunSpec(benchmark="nas-sgd", method="bohb", seed=0, budget=2, n_initial=2, benchmark_options={"epochs": 3},
+                   method_options=FAST)
     path = tmp_path / "nas.db"
     summary = run(spec, str(path))
     data = read_run(path)

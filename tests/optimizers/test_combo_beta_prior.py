@@ -25,14 +25,15 @@ TAU = 5.0
 
 def test_the_log_scale_density_is_the_proxy_times_the_jacobian():
     for u in (-11.5, -3.0, 0.0, 2.0, 4.5):
-        assert log_horseshoe_upper_of_log(u, TAU, LOG_BETA_UPPER) == pytest.approx(
-            log_horseshoe_upper(u, TAU, LOG_BETA_UPPER) + u)
-    assert log_horseshoe_upper_of_log(LOG_LOWER - 0.1, TAU, LOG_BETA_UPPER) == -math.inf
-    assert log_horseshoe_upper_of_log(LOG_BETA_UPPER + 0.1, TAU, LOG_BETA_UPPER) == -math.inf
+        assert log_horseshoe_upper_of_log(u, tau=TAU, upper=LOG_BETA_UPPER) == pytest.approx(
+            log_horseshoe_upper(u, tau=TAU, upper=LOG_BETA_UPPER) + u)
+    assert log_horseshoe_upper_of_log(LOG_LOWER - 0.1, tau=TAU, upper=LOG_BETA_UPPER) == -math.inf
+    assert log_horseshoe_upper_of_log(LOG_BETA_UPPER + 0.1, tau=TAU, upper=LOG_BETA_UPPER) == -math.inf
     # the reference density of log beta grows without bound as beta falls; the paper's falls off
-    assert log_horseshoe_upper(-11.0, TAU, LOG_BETA_UPPER) > log_horseshoe_upper(0.0, TAU, LOG_BETA_UPPER)
-    assert log_horseshoe_upper_of_log(-11.0, TAU, LOG_BETA_UPPER) < log_horseshoe_upper_of_log(0.0, TAU,
-                                                                                               LOG_BETA_UPPER)
+    assert log_horseshoe_upper(-11.0, tau=TAU, upper=LOG_BETA_UPPER) > log_horseshoe_upper(0.0, tau=TAU,
+                                                                                           upper=LOG_BETA_UPPER)
+    assert log_horseshoe_upper_of_log(-11.0, tau=TAU, upper=LOG_BETA_UPPER) < log_horseshoe_upper_of_log(0.0, tau=TAU,
+                                                                                               upper=LOG_BETA_UPPER)
 
 
 def test_sampling_log_beta_with_the_jacobian_draws_beta_from_the_horseshoe_proxy():
@@ -48,7 +49,8 @@ def test_sampling_log_beta_with_the_jacobian_draws_beta_from_the_horseshoe_proxy
     rng = np.random.default_rng(0)
     u, draws = 0.0, []
     for k in range(12000):
-        u, _ = slice_sample(lambda v: log_horseshoe_upper_of_log(v, TAU, LOG_BETA_UPPER), u, rng, width=2.0)
+        u, _ = slice_sample(lambda v: log_horseshoe_upper_of_log(v, tau=TAU, upper=LOG_BETA_UPPER), u, rng=rng,
+                            width=2.0)
         if k >= 1000:
             draws.append(u)
     frac = float(np.mean(np.exp(draws) < 1.0))
@@ -56,7 +58,7 @@ def test_sampling_log_beta_with_the_jacobian_draws_beta_from_the_horseshoe_proxy
     # the reference density instead piles the chain at the lower bound
     u, ref = 0.0, []
     for k in range(3000):
-        u, _ = slice_sample(lambda v: log_horseshoe_upper(v, TAU, LOG_BETA_UPPER), u, rng, width=2.0)
+        u, _ = slice_sample(lambda v: log_horseshoe_upper(v, tau=TAU, upper=LOG_BETA_UPPER), u, rng=rng, width=2.0)
         ref.append(u)
     assert np.median(ref[1000:]) < -6.0 and np.median(draws) > -1.0, (np.median(ref[1000:]), np.median(draws))
 

@@ -41,7 +41,7 @@ def diffusion_kernel():
 
 def fm_kernel(space=None):
     space = categorical_continuous_space() if space is None else space
-    return FMKernel("modlap", spectra(space), len(space.continuous_indices))
+    return FMKernel("modlap", spectra(space), n_continuous=len(space.continuous_indices))
 
 
 def otmann(kind):
@@ -100,18 +100,20 @@ CASES = [
      ValueError, r"device must be .*'cpu'"),
     ("GraphDiffusionKernel", lambda: GraphDiffusionKernel(spectra(binary_ordinal3_space()), device=0), TypeError,
      "device must be"),
-    ("FMKernel", lambda: FMKernel("lap", spectra(categorical_continuous_space()), 1), ValueError,
+    ("FMKernel", lambda: FMKernel("lap", spectra(categorical_continuous_space()), n_continuous=1), ValueError,
      r"name must be one of \['modlap', 'moddif', 'general', 'fnn', 'prodlap', 'addlap', 'proddif', 'adddif'\]"),
-    ("FMKernel", lambda: FMKernel(None, spectra(categorical_continuous_space()), 1), TypeError,
+    ("FMKernel", lambda: FMKernel(None, spectra(categorical_continuous_space()), n_continuous=1), TypeError,
      "name must be the kernel's name"),
-    ("FMKernel", lambda: FMKernel("modlap", None, 1), TypeError, "spectra must be a sequence"),
-    ("FMKernel", lambda: FMKernel("modlap", spectra(categorical_continuous_space()), -1), ValueError,
+    ("FMKernel", lambda: FMKernel("modlap", None, n_continuous=1), TypeError, "spectra must be a sequence"),
+    ("FMKernel", lambda: FMKernel("modlap", spectra(categorical_continuous_space()), n_continuous=-1), ValueError,
      "n_continuous must be >= 0"),
-    ("FMKernel", lambda: FMKernel("modlap", spectra(categorical_continuous_space()), 1.5), TypeError,
+    ("FMKernel", lambda: FMKernel("modlap", spectra(categorical_continuous_space()), n_continuous=1.5), TypeError,
      "n_continuous must be"),
-    ("FMKernel", lambda: FMKernel("general", spectra(categorical_continuous_space()), 1, n_terms=0), ValueError,
+    ("FMKernel", lambda: FMKernel("general", spectra(categorical_continuous_space()), n_continuous=1, n_terms=0),
+     ValueError,
      "n_terms must be >= 1"),
-    ("FMKernel", lambda: FMKernel("modlap", spectra(categorical_continuous_space()), 1, dtype=np.float64), TypeError,
+    ("FMKernel", lambda: FMKernel("modlap", spectra(categorical_continuous_space()), n_continuous=1, dtype=np.float64),
+     TypeError,
      "dtype"),
     ("OTMANNKernel", lambda: gb.OTMANNKernel("rnn"), ValueError, "kind"),
     # -- surrogate models ---------------------------------------------------------------------------------
@@ -191,7 +193,7 @@ def test_valid_arguments_are_kept_in_their_canonical_types():
     assert (var.low, var.high, var.log) == (0.5, 3.0, True) and type(var.low) is float
     assert gb.Integer(1.0, 4.0).values == (1, 2, 3, 4)
     assert isinstance(gb.Integer(0, 100, max_ordinal=200), gb.Ordinal)
-    kern = FMKernel("ModLap", spectra(categorical_continuous_space()), 1.0)
+    kern = FMKernel("ModLap", spectra(categorical_continuous_space()), n_continuous=1.0)
     assert (kern.name, kern.Dc, type(kern.Dc)) == ("modlap", 1, int)
     gp = DiffusionGP(diffusion_kernel(), n_burn=np.int64(3), n_samples=2.0, tau_beta=1)
     assert (gp.n_burn, gp.n_samples, gp.tau_beta) == (3, 2, 1.0) and type(gp.n_samples) is int
@@ -214,12 +216,13 @@ GPYTORCH_CASES = [
      r"active_dims must give one column per variable of the space \(2"),
     ("DiffusionKernel", lambda g: g.DiffusionKernel(categorical_continuous_space(), active_dims=[0, "1"]), TypeError,
      r"active_dims\[1\] must be an integer"),
-    ("FrequencyModulatedKernel", lambda g: g.FrequencyModulatedKernel(categorical_continuous_space(), "laplace"),
+    ("FrequencyModulatedKernel", lambda g: g.FrequencyModulatedKernel(categorical_continuous_space(),
+                                                                      modulation="laplace"),
      ValueError, r"modulation must be one of \['modlap'"),
     ("FrequencyModulatedKernel", lambda g: g.FrequencyModulatedKernel(categorical_continuous_space(), modulation=9),
      TypeError, "modulation must be a str"),
-    ("FrequencyModulatedKernel", lambda g: g.FrequencyModulatedKernel(categorical_continuous_space(), "general",
-                                                                      n_terms=0),
+    ("FrequencyModulatedKernel", lambda g: g.FrequencyModulatedKernel(categorical_continuous_space(),
+                                                                      modulation="general", n_terms=0),
      ValueError, "n_terms must be >= 1"),
     ("FrequencyModulatedKernel", lambda g: g.FrequencyModulatedKernel(categorical_continuous_space(),
                                                                       constraints=[("beta", 1)]),
@@ -230,8 +233,9 @@ GPYTORCH_CASES = [
     ("FrequencyModulatedKernel", lambda g: g.FrequencyModulatedKernel(categorical_continuous_space(),
                                                                       priors={"beta": None}),
      TypeError, r"priors\['beta'\] must be a gpytorch.priors.Prior"),
-    ("FrequencyModulatedKernel", lambda g: g.FrequencyModulatedKernel(categorical_continuous_space(), "prodlap",
-                                                                       priors={"alpha": _gamma_prior()}),
+    ("FrequencyModulatedKernel", lambda g: g.FrequencyModulatedKernel(categorical_continuous_space(),
+                                                                      modulation="prodlap",
+                                                                      priors={"alpha": _gamma_prior()}),
      ValueError, r"priors names no hyper-parameter\(s\) \['alpha'\]; the keys must be among \['theta', 'beta'\]"),
     ("FrequencyModulatedKernel", lambda g: g.FrequencyModulatedKernel(categorical_continuous_space(), batch_shape="2"),
      TypeError, "batch_shape"),
@@ -262,7 +266,7 @@ def test_the_gpytorch_kernels_accept_valid_arguments():
     kern = DiffusionKernel(categorical_continuous_space(), beta_constraint=Interval(1e-4, 100.0), batch_shape=(2,),
                            active_dims=torch.tensor([3, 1]))
     assert kern.batch_shape == torch.Size([2]) and kern.active_dims.tolist() == [3, 1]
-    fm = FrequencyModulatedKernel(categorical_continuous_space(), "General", n_terms=2.0,
+    fm = FrequencyModulatedKernel(categorical_continuous_space(), modulation="General", n_terms=2.0,
                                   priors={"beta": _gamma_prior()})
     assert (fm.modulation, fm.n_terms) == ("general", 2)
 
@@ -270,16 +274,16 @@ def test_the_gpytorch_kernels_accept_valid_arguments():
 @pytest.mark.parametrize("target, n_positional", [
     ("graphbo.models.diffusion_gp:DiffusionGP", 1), ("graphbo.models.mixed_gp:MixedGP", 2),
     ("graphbo.models.otmann_gp:OTMANNGP", 1), ("graphbo.kernels.diffusion:GraphDiffusionKernel", 1),
-    ("graphbo.kernels.frequency_modulated:FMKernel", 3), ("graphbo.kernels.otmann:OTMANNKernel", 1),
-    ("graphbo.optim.graph_local_search:optimize_acquisition_on_graph", 3),
-    ("graphbo.optim.mixed:optimize_acquisition_mixed", 3),
-    ("graphbo.acquisition.hypervolume:LogExpectedHypervolumeImprovement", 3),
+    ("graphbo.kernels.frequency_modulated:FMKernel", 2), ("graphbo.kernels.otmann:OTMANNKernel", 1),
+    ("graphbo.optim.graph_local_search:optimize_acquisition_on_graph", 2),
+    ("graphbo.optim.mixed:optimize_acquisition_mixed", 2),
+    ("graphbo.acquisition.hypervolume:LogExpectedHypervolumeImprovement", 2),
     ("graphbo.optimizers.combo:COMBO", 1), ("graphbo.optimizers.bofm:BOFM", 1),
     ("graphbo.optimizers.nasbot:NASBOT", 1),
 ])
 def test_options_after_the_defining_arguments_are_keyword_only(target, n_positional):
     """``DiffusionGP(kernel, 100, 10, 5.0)`` cannot say which number is which: past its defining arguments
-    (the kernel; a space; a search's acquisition, space and generator) everything is named."""
+    (the kernel; a space; a search's acquisition and space) everything is named."""
     import importlib
     import inspect
 

@@ -38,7 +38,7 @@ def networks(domain, n, seed=0):
     out = space.initial_pool()
     rng = np.random.default_rng(seed)
     while len(out) < n:
-        child = mutate(out[int(rng.integers(len(out)))], rng, space.constraints)
+        child = mutate(out[int(rng.integers(len(out)))], rng, is_valid=space.constraints)
         if child is not None:
             out.append(child)
     return out[:n]
@@ -291,7 +291,7 @@ def slow_synthetic(config):  # module level: importable by the killed subprocess
 
 
 def run_job(path, budget=STUDY_BUDGET):
-    return minimize(slow_synthetic, ArchitectureSpace(DOMAIN), "nasbot", budget=budget, seed=5, storage=path,
+    return minimize(slow_synthetic, ArchitectureSpace(DOMAIN), method="nasbot", budget=budget, seed=5, storage=path,
                     **STUDY_OPTIONS)
 
 

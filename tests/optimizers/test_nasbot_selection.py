@@ -62,7 +62,7 @@ def test_ea_draws_parents_with_the_paper_probabilities():
 
     n_round, counts = 200, np.zeros(len(EI))
     for seed in range(10):
-        res = optimize_acquisition_ea(phi, pool, np.random.default_rng(seed), n_evaluations=n_round,
+        res = optimize_acquisition_ea(phi, pool, rng=np.random.default_rng(seed), n_evaluations=n_round,
                                       n_mutations=n_round, log_acquisition=True)
         first = np.asarray(res.parents[:n_round])
         assert first.size == n_round and first.max() < len(EI)

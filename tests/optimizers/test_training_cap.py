@@ -39,9 +39,9 @@ def _parts(n: int, cap: int) -> tuple[int, int, int]:
 
 def test_below_the_cap_or_without_one_every_observation_is_kept():
     y = np.random.default_rng(0).normal(size=50)
-    assert training_subset(y, None, 0).tolist() == list(range(50))
-    assert training_subset(y, 50, 0).tolist() == list(range(50))
-    assert training_subset(y[:20], 30, 0).tolist() == list(range(20))
+    assert training_subset(y, None, key=0).tolist() == list(range(50))
+    assert training_subset(y, 50, key=0).tolist() == list(range(50))
+    assert training_subset(y[:20], 30, key=0).tolist() == list(range(20))
 
 
 @pytest.mark.parametrize("cap", [20, 30, 101])
@@ -171,7 +171,7 @@ def test_the_model_is_fitted_on_the_capped_subset_and_keeps_the_best(method):
     opt, configs, values = _told(lambda **kw: MAKERS[method](seed=5, max_train=CAP, **kw))
     suggestion = opt.ask()
     idx = opt.last_training_indices
-    expected = training_subset(values, CAP, 5)
+    expected = training_subset(values, CAP, key=5)
     assert idx is not None and idx.tolist() == expected.tolist()
     assert 0 < len(idx) <= CAP
     # the model holds exactly those rows (their values, in order) and the best of all of them

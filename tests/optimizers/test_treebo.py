@@ -56,15 +56,17 @@ def test_chains_round_trip_and_the_pool_is_in_the_tree(domain):
     arch = space.initial_pool()[0]
     perm = np.random.default_rng(1).permutation(arch.n_layers)
     inv = {int(old): new for new, old in enumerate(perm)}
-    renumbered = Architecture(arch.kind, [arch.labels[i] for i in perm], [arch.units[i] for i in perm],
-                              [(inv[a], inv[b]) for a, b in arch.edges],
-                              None if arch.strides is None else [arch.strides[i] for i in perm])
+    renumbered = Architecture(kind=arch.kind, labels=[arch.labels[i] for i in perm],
+                              units=[arch.units[i] for i in perm],
+                              edges=[(inv[a], inv[b]) for a, b in arch.edges],
+                              strides=None if arch.strides is None else [arch.strides[i] for i in perm])
     assert chain_of(renumbered) == chain_of(arch)
 
 
 def test_a_network_with_a_skip_connection_is_not_a_chain():
     arch = ArchitectureSpace("mlp-class").initial_pool()[0]
-    skip = Architecture(arch.kind, list(arch.labels), list(arch.units), list(arch.edges) + [(1, 3)])
+    skip = Architecture(kind=arch.kind, labels=list(arch.labels), units=list(arch.units),
+                        edges=list(arch.edges) + [(1, 3)])
     assert skip.validity_error() is None
     assert chain_of(skip) is None
 
@@ -176,7 +178,7 @@ def test_a_tiny_comparison_run_returns_runs_of_the_right_types(tmp_path):
     from graphbo.experiments.runner import RunSpec, compare
     from graphbo.storage.runs import read_run
 
-    spec = RunSpec("nas-synthetic", "treebo", seed=0, budget=5, n_initial=3,
+    spec = RunSpec(benchmark="nas-synthetic", method="treebo", seed=0, budget=5, n_initial=3,
                    method_options={"max_depth": 6, "n_candidates": 50})
     [res] = compare([spec], str(tmp_path), log=lambda s: None)
     assert res["n"] == 5 and isinstance(res["best"], float)

@@ -63,7 +63,8 @@ def test_without_pot_otmann_warns_once_in_one_line_and_gives_the_same_distances(
     from graphbo.nas.domain.generate import random_architecture
 
     rng = np.random.default_rng(3)
-    pairs = [(random_architecture("cnn", rng, 6), random_architecture("cnn", rng, 8)) for _ in range(3)]
+    pairs = [(random_architecture("cnn", rng, n_layers=6),
+              random_architecture("cnn", rng, n_layers=8)) for _ in range(3)]
     with_pot = [otmann.OTMANN("cnn").distance(a, b, 0.4).d for a, b in pairs]
 
     monkeypatch.setattr(otmann, "_SOLVER", None)

@@ -113,7 +113,7 @@ def test_every_discrete_method_suggests_valid_conditional_configurations(method)
     def f(c):
         return float((c.get("b", 9) - 3) ** 2 + c.get("c", 2) + (c["e"] - 2) ** 2)
 
-    result = gb.minimize(f, space, method, budget=18, seed=0, n_initial=6)
+    result = gb.minimize(f, space, method=method, budget=18, seed=0, n_initial=6)
     for t in result.trials:
         assert space.from_index(space.to_index(t.config)) == t.config
     assert len({tuple(sorted(t.config.items())) for t in result.trials}) == 18  # no repeats
@@ -142,8 +142,8 @@ def test_bofm_on_a_conditional_mixed_space_and_a_resumed_study(tmp_path):
         return float(v)
 
     path = tmp_path / "svc.db"
-    gb.minimize(f, space, "bofm", budget=8, seed=0, n_initial=5, storage=path, n_random=500, n_starts=5)
-    result = gb.minimize(f, svc_space(), "bofm", budget=10, seed=0, n_initial=5, storage=path, n_random=500,
+    gb.minimize(f, space, method="bofm", budget=8, seed=0, n_initial=5, storage=path, n_random=500, n_starts=5)
+    result = gb.minimize(f, svc_space(), method="bofm", budget=10, seed=0, n_initial=5, storage=path, n_random=500,
                          n_starts=5)
     assert len(result.trials) == 10
     assert all(set(t.config) == expected_active(t.config) for t in result.trials)

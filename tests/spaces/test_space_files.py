@@ -241,7 +241,7 @@ def test_configspace_conversion_of_all_kinds():
         CS.Configuration(back, values=config).check_valid_configuration()
     assert_same_space(space, from_configspace(back))
     # the converted space is usable by an optimizer, and writable as a file
-    result = gb.minimize(lambda c: c["lr"] + c["layers"], space, "rs", budget=5, seed=0)
+    result = gb.minimize(lambda c: c["lr"] + c["layers"], space, method="rs", budget=5, seed=0)
     assert len(result.history) == 5
     assert_same_space(space, space_from_dict(space_to_dict(space)))
 

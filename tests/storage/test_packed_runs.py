@@ -25,7 +25,8 @@ FAST = {"n_burn": 5, "n_samples": 2, "n_random": 300, "n_spray": 5, "n_starts": 
 def runs(tmp_path_factory):
     """Real runs: COMBO (which stores its betas) and simulated annealing on Branin, two seeds each."""
     out = tmp_path_factory.mktemp("runs") / "group" / "branin"
-    specs = [RunSpec("branin", m, s, 8, 3, {}, FAST if m == "combo" else {}) for m in ("combo", "sa") for s in (0, 1)]
+    specs = [RunSpec(benchmark="branin", method=m, seed=s, budget=8, n_initial=3, benchmark_options={},
+                     method_options=FAST if m == "combo" else {}) for m in ("combo", "sa") for s in (0, 1)]
     compare(specs, str(out), log=lambda _: None)
     return out.parents[1]
 

@@ -28,7 +28,8 @@ T0, T1, T2, T3, T4, T9 = (f"2026-01-01T00:00:0{k}.000000+00:00" for k in (0, 1, 
 
 
 def running(number, config):
-    return Trial(number, config, "running", started=T0, suggest_seconds=0.5, row=np.array([number, 1]))
+    return Trial(number=number, config=config, status="running", started=T0, suggest_seconds=0.5,
+                 row=np.array([number, 1]))
 
 
 @pytest.fixture(params=["sqlite", "memory"])
@@ -56,13 +57,15 @@ def test_both_stores_keep_a_study_record_and_its_trials(store):
         store.add_trials([running(2, {"a": 0}), running(1, {"a": 0})])
     assert len(store.trials()) == 2  # nothing of the refused write
 
-    done = Trial(1, {"a": 5}, "complete", value=2.5, finished=T1, evaluate_seconds=0.25, tell_order=0,
+    done = Trial(number=1, config={"a": 5}, status="complete", value=2.5, finished=T1, evaluate_seconds=0.25,
+                 tell_order=0,
                  attrs={"fidelity": 3})
     store.finish_trial(done, state={"rng": [3]})
     with pytest.raises(TrialNotRunningError, match="trial 1 cannot be finished: it is complete already"):
-        store.finish_trial(Trial(1, {"a": 5}, "failed", error="late", finished=T2, tell_order=1), state={"x": 1})
+        store.finish_trial(Trial(number=1, config={"a": 5}, status="failed", error="late", finished=T2, tell_order=1),
+                           state={"x": 1})
     with pytest.raises(TrialNotRunningError, match="no such trial"):
-        store.finish_trial(Trial(7, {"a": 5}, "complete", value=1.0, tell_order=1))
+        store.finish_trial(Trial(number=7, config={"a": 5}, status="complete", value=1.0, tell_order=1))
     store.restart_trial(0, T3)
     store.restart_trial(1, T9)  # finished: its start time stays
     store.save_state({"rng": [4]})
@@ -80,7 +83,7 @@ def test_both_stores_keep_a_study_record_and_its_trials(store):
     assert (t1.status, t1.value, t1.error, t1.started, t1.finished, t1.suggest_seconds, t1.evaluate_seconds,
             t1.tell_order, t1.attrs) == ("complete", 2.5, None, T0, T1, 0.5, 0.25, 0, {"fidelity": 3})
     store.open()
-    store.finish_trial(Trial(0, {"a": [1, 2]}, "failed", error="boom", penalty=9.0, finished=T4,
+    store.finish_trial(Trial(number=0, config={"a": [1, 2]}, status="failed", error="boom", penalty=9.0, finished=T4,
                              evaluate_seconds=1.0, tell_order=1), state={"rng": [5]})
     assert [(t.status, t.error, t.penalty) for t in store.trials()] == [("failed", "boom", 9.0),
                                                                         ("complete", None, None)]
@@ -102,7 +105,7 @@ def test_a_study_resumes_from_either_store(kind, tmp_path):
         assert again.ask().config == pending.config
         with pytest.raises(StorageError, match="seed 1, not 2"):
             Study(space, "rs", storage=store, seed=2, n_initial=3)
-    reference = gb.minimize(f, space, "rs", budget=5, seed=1, n_initial=3)
+    reference = gb.minimize(f, space, method="rs", budget=5, seed=1, n_initial=3)
     assert [t.config for t in again.trials] == [t.config for t in reference.trials]
 
 
@@ -138,7 +141,7 @@ def test_run_stores_keep_one_state_and_leave_nothing_beside_a_closed_file(tmp_pa
     store = SQLiteStorage(path, trial_states=False, keep_wal=False)
     store.create(META)
     store.add_trials([running(0, {"a": 1})], state={"s": 1})
-    store.finish_trial(Trial(0, {"a": 1}, "complete", value=1.0, tell_order=0), state={"s": 2})
+    store.finish_trial(Trial(number=0, config={"a": 1}, status="complete", value=1.0, tell_order=0), state={"s": 2})
     store.close()
     conn = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
@@ -194,8 +197,8 @@ def test_a_study_file_of_graphbo_0_1_opens_and_resumes(tmp_path):
 
     info = read_study_info(path)
     assert (info["n_complete"], info["n_running"], info["user_attrs"]) == (3, 1, {"note": "0.1"})
-    result = gb.minimize(f, space, "rs", budget=8, seed=7, storage=str(path), n_initial=2)
-    reference = gb.minimize(f, space, "rs", budget=8, seed=7, n_initial=2)
+    result = gb.minimize(f, space, method="rs", budget=8, seed=7, storage=str(path), n_initial=2)
+    reference = gb.minimize(f, space, method="rs", budget=8, seed=7, n_initial=2)
     assert [t.config for t in result.trials] == [t.config for t in reference.trials]
     assert result.trials[3].config == json.loads(rows[3][1]) and result.trials[3].status == "complete"
     conn = sqlite3.connect(path)

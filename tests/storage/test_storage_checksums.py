@@ -138,9 +138,10 @@ def test_attributes_restarts_and_crash_counts_keep_their_checksums(tmp_path):
     path = tmp_path / "paths.db"
     store = SQLiteStorage(path)
     store.create({"method": "rs", "seed": 0, "method_options": {}, "space": None})
-    store.add_trials([Trial(0, {"a": 1}, started=now(), row=[1], attrs={"fidelity": 0}),
-                      Trial(1, {"a": 2}, started=now(), row=[2])])
-    store.finish_trial(Trial(0, {"a": 1}, "complete", 0.5, finished=now(), tell_order=0, attrs={"fidelity": 1}))
+    store.add_trials([Trial(number=0, config={"a": 1}, started=now(), row=[1], attrs={"fidelity": 0}),
+                      Trial(number=1, config={"a": 2}, started=now(), row=[2])])
+    store.finish_trial(Trial(number=0, config={"a": 1}, status="complete", value=0.5, finished=now(), tell_order=0,
+                             attrs={"fidelity": 1}))
     store.restart_trial(1, now())
     SQLiteStorage(path).unlock(force=True)  # the open writer's running trial 1 counts one crash
     store.close()

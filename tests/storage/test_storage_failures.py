@@ -160,7 +160,7 @@ def test_two_minimize_processes_on_one_file_one_runs_the_other_gets_one_error_li
         print("ready", flush=True)
         sys.stdin.readline()  # both import first; then the second starts while the first runs
         try:
-            r = gb.minimize(slow, space, "rs", budget=8, seed=0, storage={path!r}, n_initial=2)
+            r = gb.minimize(slow, space, method="rs", budget=8, seed=0, storage={path!r}, n_initial=2)
         except StorageError as exc:
             print(type(exc).__name__ + ": " + str(exc), file=sys.stderr)
             sys.exit(3)
@@ -259,7 +259,7 @@ def test_a_trial_that_kills_its_process_is_rerun_once_then_recorded_failed(tmp_p
                 print(json.dumps(c), flush=True)
                 os._exit(7)  # as a crash in the objective: no cleanup, the lock stays
             return f(c)
-        gb.minimize(dies_on_the_third, space, "rs", budget=6, seed=0, storage={path!r}, n_initial=2)
+        gb.minimize(dies_on_the_third, space, method="rs", budget=6, seed=0, storage={path!r}, n_initial=2)
     """)
     assert first.returncode == 7, first.stderr
     poison = json.loads(first.stdout)
@@ -272,12 +272,13 @@ def test_a_trial_that_kills_its_process_is_rerun_once_then_recorded_failed(tmp_p
                 print("segfault", flush=True)
                 ctypes.string_at(0)  # SIGSEGV
             return f(c)
-        gb.minimize(segfaults_on_poison, space, "rs", budget=6, seed=0, storage={path!r}, n_initial=2)
+        gb.minimize(segfaults_on_poison, space, method="rs", budget=6, seed=0, storage={path!r}, n_initial=2)
     """)
     assert second.returncode == -11 and second.stdout == "segfault\n", second.stderr[-2000:]
     # the second run took the dead first run's lock over and counted the crash, durably, before re-running it
     assert raw(path, "SELECT number, status, crashes FROM trials WHERE status = 'running'") == [(2, "running", 1)]
-    result = gb.minimize(f, ordinal6_categorical_binary_space(), "rs", budget=6, seed=0, storage=path, n_initial=2)
+    result = gb.minimize(f, ordinal6_categorical_binary_space(), method="rs", budget=6, seed=0, storage=path,
+                         n_initial=2)
     failed = result.trials[2]
     assert (failed.status, failed.config, failed.crashes) == ("failed", poison, 2)
     assert "process died 2 times while evaluating it" in failed.error and "max_retries=1" in failed.error
@@ -477,7 +478,7 @@ def test_a_full_disk_stops_the_run_cleanly_and_keeps_every_told_evaluation(tmp_p
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG) instead of killing
         told = []
         space = gb.Space({{f"x{{i}}": gb.Ordinal(list(range(10))) for i in range(3)}})
-        run = lambda budget: gb.minimize(lambda c: float(sum(c.values())), space, "rs", budget=budget, seed=1,
+        run = lambda budget: gb.minimize(lambda c: float(sum(c.values())), space, method="rs", budget=budget, seed=1,
                                          storage={path!r}, n_initial=0, callback=lambda n, c, v, o, s: told.append([n, v]))
         run(3)
         limit = os.path.getsize({path!r}) + 256 * 1024  # the file-size limit stands for a full disk

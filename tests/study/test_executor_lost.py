@@ -35,7 +35,7 @@ def test_a_cluster_lost_mid_run_leaves_its_trials_running_for_the_resume(tmp_pat
 
     try:
         with pytest.raises(ExecutorLostError, match="the executor (lost|refused).*resume it"):
-            gb.minimize(slow, SPACE, "rs", budget=20, seed=0, storage=path, n_workers=2,
+            gb.minimize(slow, SPACE, method="rs", budget=20, seed=0, storage=path, n_workers=2,
                         executor=client.get_executor(), callback=close_after_four)
     finally:
         client.close()
@@ -44,5 +44,5 @@ def test_a_cluster_lost_mid_run_leaves_its_trials_running_for_the_resume(tmp_pat
     statuses = dict(conn.execute("SELECT status, COUNT(*) FROM trials GROUP BY status").fetchall())
     conn.close()
     assert statuses.get("failed", 0) == 0 and statuses["complete"] >= 4 and statuses.get("running", 0) >= 1
-    result = gb.minimize(slow, SPACE, "rs", budget=8, seed=0, storage=path)  # resumed in this process
+    result = gb.minimize(slow, SPACE, method="rs", budget=8, seed=0, storage=path)  # resumed in this process
     assert result.n_complete == 8 and result.n_failed == 0

@@ -75,9 +75,9 @@ def main(path, log_path, pool):
         with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
                                       dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
             client.wait_for_workers(2)
-            result = gb.minimize(kill_objective.objective, space, "rs", executor=client.get_executor(), **kwargs)
+            result = gb.minimize(kill_objective.objective, space, method="rs", executor=client.get_executor(), **kwargs)
     else:
-        result = gb.minimize(kill_objective.objective, space, "rs", **kwargs)
+        result = gb.minimize(kill_objective.objective, space, method="rs", **kwargs)
     print("done", result.n_complete, result.n_failed, flush=True)
 
 if __name__ == "__main__":
@@ -230,7 +230,7 @@ def told(number, config, value, optimizer, seconds):
     log.write(json.dumps([number, value]) + "\\n")
     log.flush()
 
-result = gb.minimize(kill_objective.objective, space, "rs", budget={budget}, seed=0, storage=path, callback=told,
+result = gb.minimize(kill_objective.objective, space, method="rs", budget={budget}, seed=0, storage=path, callback=told,
                      n_initial=5)
 print("done", result.n_complete, flush=True)
 """

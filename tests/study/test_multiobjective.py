@@ -36,7 +36,7 @@ def all_configs(space):
 
 def test_a_study_with_two_objectives_stores_both_and_its_front_is_the_non_dominated_trials(tmp_path):
     path = tmp_path / "mo.db"
-    result = gb.minimize(error_and_accuracy, SPACE, "combo", budget=14, seed=0, n_initial=5, storage=path,
+    result = gb.minimize(error_and_accuracy, SPACE, method="combo", budget=14, seed=0, n_initial=5, storage=path,
                          directions=["minimize", "maximize"])
     Y = np.array([t.attrs["values"] for t in result.trials])
     assert [t.value for t in result.trials] == Y[:, 0].tolist()  # trial.value is the first objective
@@ -58,17 +58,18 @@ def test_a_study_with_two_objectives_stores_both_and_its_front_is_the_non_domina
 
 
 def test_a_resumed_multi_objective_study_continues_as_an_uninterrupted_one(tmp_path):
-    whole = gb.minimize(two_objectives, SPACE, "combo", budget=13, seed=3, n_initial=4,
+    whole = gb.minimize(two_objectives, SPACE, method="combo", budget=13, seed=3, n_initial=4,
                         directions=["minimize", "minimize"], storage=tmp_path / "a.db")
-    gb.minimize(two_objectives, SPACE, "combo", budget=8, seed=3, n_initial=4,
+    gb.minimize(two_objectives, SPACE, method="combo", budget=8, seed=3, n_initial=4,
                 directions=["minimize", "minimize"], storage=tmp_path / "b.db")
-    resumed = gb.minimize(two_objectives, SPACE, "combo", budget=13, seed=3, n_initial=4, storage=tmp_path / "b.db")
+    resumed = gb.minimize(two_objectives, SPACE, method="combo", budget=13, seed=3, n_initial=4,
+                          storage=tmp_path / "b.db")
     assert [t.config for t in resumed.trials] == [t.config for t in whole.trials]
 
 
 @pytest.mark.parametrize("method", ["combo", "rs", "sa", "re"])
 def test_every_method_of_graphbo_takes_two_objectives_and_finds_front_points(method):
-    result = gb.minimize(two_objectives, SPACE, method, budget=16, seed=1, n_initial=5,
+    result = gb.minimize(two_objectives, SPACE, method=method, budget=16, seed=1, n_initial=5,
                          directions=["minimize", "minimize"])
     assert len(result.trials) == 16 and all(t.status == "complete" for t in result.trials)
     true_front = pareto_mask(np.array([two_objectives(c) for c in all_configs(SPACE)]))
@@ -80,9 +81,9 @@ def test_every_method_of_graphbo_takes_two_objectives_and_finds_front_points(met
 
 def test_methods_that_cannot_take_several_objectives_say_so():
     with pytest.raises(ValueError, match="one objective"):
-        gb.minimize(two_objectives, SPACE, "tpe", budget=3, directions=["minimize", "minimize"])
+        gb.minimize(two_objectives, SPACE, method="tpe", budget=3, directions=["minimize", "minimize"])
     with pytest.raises(ValueError, match="trust region"):
-        gb.minimize(two_objectives, SPACE, "combo-tr", budget=3, directions=["minimize", "minimize"])
+        gb.minimize(two_objectives, SPACE, method="combo-tr", budget=3, directions=["minimize", "minimize"])
     big = gb.Space({f"b{i}": gb.Binary() for i in range(30)})
     with gb.Study(big, "auto", auto_budget=200, directions=["minimize", "minimize"]) as study:
         assert study.method == "combo"  # auto: no trust region for several objectives
@@ -98,7 +99,7 @@ def test_wrong_outcomes_are_failed_trials_with_their_reason_and_tell_refuses_the
         return [[1.0, 2.0], [1.0], [1.0, "x"], [1.0, float("nan")], {"values": [1.0, 2.0], "constraints": [1]},
                 (3.0, 4.0)][i % 6]
 
-    result = gb.minimize(flaky, SPACE, "rs", budget=6, seed=0, directions=["minimize", "minimize"],
+    result = gb.minimize(flaky, SPACE, method="rs", budget=6, seed=0, directions=["minimize", "minimize"],
                          storage=tmp_path / "f.db", stop_after_failures=None)
     errors = [t.error for t in result.trials]
     assert errors[0] is None and errors[5] is None
@@ -116,7 +117,7 @@ def test_wrong_outcomes_are_failed_trials_with_their_reason_and_tell_refuses_the
 
 
 def test_constrained_best_is_the_best_feasible_trial_and_a_nan_constraint_fails_the_trial(tmp_path):
-    result = gb.minimize(constrained, SPACE, "combo", budget=16, seed=0, n_initial=5, n_constraints=2)
+    result = gb.minimize(constrained, SPACE, method="combo", budget=16, seed=0, n_initial=5, n_constraints=2)
     feasible = [t for t in result.trials if all(c <= 0 for c in t.attrs["constraints"])]
     assert result.best_value == min(t.value for t in feasible)
     allowed_best = min(constrained(c)["value"] for c in all_configs(SPACE)
@@ -128,7 +129,7 @@ def test_constrained_best_is_the_best_feasible_trial_and_a_nan_constraint_fails_
     def nan_constraint(cfg):
         return {"value": 1.0, "constraints": [float("nan"), 0.0]}
 
-    r = gb.minimize(nan_constraint, SPACE, "rs", budget=2, seed=0, n_constraints=2, stop_after_failures=None)
+    r = gb.minimize(nan_constraint, SPACE, method="rs", budget=2, seed=0, n_constraints=2, stop_after_failures=None)
     assert all(t.status == "failed" and "constraint 0 nan is not finite" in t.error for t in r.trials)
 
 
@@ -136,7 +137,7 @@ def test_a_study_without_a_feasible_trial_says_so():
     def never(cfg):
         return {"value": 1.0, "constraints": [1.0]}
 
-    result = gb.minimize(never, SPACE, "combo", budget=7, seed=0, n_initial=3, n_constraints=1)
+    result = gb.minimize(never, SPACE, method="combo", budget=7, seed=0, n_initial=3, n_constraints=1)
     assert result.best is None and result.pareto_front == []
     with gb.Study(SPACE, "rs", n_constraints=1) as study:
         study.tell(study.ask(), 1.0, constraints=[2.0])
@@ -145,7 +146,7 @@ def test_a_study_without_a_feasible_trial_says_so():
 
 
 def test_a_reference_point_that_no_front_point_dominates_is_refused():
-    result = gb.minimize(two_objectives, SPACE, "rs", budget=5, seed=0, directions=["minimize", "minimize"])
+    result = gb.minimize(two_objectives, SPACE, method="rs", budget=5, seed=0, directions=["minimize", "minimize"])
     with pytest.raises(ValueError, match="not dominated by any point of the Pareto front"):
         result.hypervolume([-1.0, -1.0])
     with pytest.raises(ValueError, match="2 finite numbers"):
@@ -164,13 +165,13 @@ def test_constrained_ei_is_log_ei_plus_the_log_probability_of_feasibility():
     opt_c.model.fit(X, c, np.random.default_rng(1))
     Xq = np.array([[0, 0, 0, 0], [1, 1, 1, 1], [1, 0, 1, 0]])
     best = float(y[c <= 0].min())
-    acq = LogConstrainedExpectedImprovement(opt_y.model, [opt_c.model], best)
+    acq = LogConstrainedExpectedImprovement(opt_y.model, [opt_c.model], best_f=best)
     post = opt_c.model.posterior(Xq)
     p = torch.special.ndtr(-post.mean / post.variance.sqrt()).mean(0)
     expected = LogExpectedImprovement(opt_y.model, best)(Xq).double() + torch.log(p)
     assert torch.allclose(acq(Xq), expected, atol=1e-6)
     assert torch.allclose(log_probability_of_feasibility(opt_c.model, Xq), torch.log(p), atol=1e-6)
-    no_incumbent = LogConstrainedExpectedImprovement(opt_y.model, [opt_c.model], None)
+    no_incumbent = LogConstrainedExpectedImprovement(opt_y.model, [opt_c.model], best_f=None)
     assert torch.allclose(no_incumbent(Xq), torch.log(p), atol=1e-6)
     assert torch.all(acq.upper_bound(Xq) >= acq(Xq) - 1e-9)
     # pruning uses a bound only where it is one of its own: before a feasible point the score is its own bound
@@ -191,16 +192,16 @@ def test_before_a_feasible_point_an_unmet_constraint_scores_its_expected_improve
         models.append(opt.model)
     Xq = np.array([[0, 0, 0, 0], [1, 1, 1, 1], [1, 0, 1, 0], [0, 1, 0, 1]])
     lowest = [models[1].transform_outcome(float(unmet.min())), models[2].transform_outcome(float(met.min()))]
-    acq = LogConstrainedExpectedImprovement(models[0], models[1:], None, constraint_best=lowest)
+    acq = LogConstrainedExpectedImprovement(models[0], models[1:], best_f=None, constraint_best=lowest)
     post = models[1].posterior(Xq)
-    expected = (log_mean_expected_improvement(post.mean, post.variance, lowest[0]).double()
+    expected = (log_mean_expected_improvement(post.mean, post.variance, best=lowest[0]).double()
                 + log_probability_of_feasibility(models[2], Xq))
     assert torch.allclose(acq(Xq), expected, atol=1e-9)
     assert torch.all(acq.upper_bound(Xq) >= acq(Xq) - 1e-9)
     # lower is better for the unmet constraint: the row with x0 = 0 (lower values) scores higher
     assert acq(Xq)[0] > acq(Xq)[1]
     with pytest.raises(ValueError, match="one value per constraint"):
-        LogConstrainedExpectedImprovement(models[0], models[1:], None, constraint_best=[1.0])
+        LogConstrainedExpectedImprovement(models[0], models[1:], best_f=None, constraint_best=[1.0])
 
 
 PROBLEM = """\
@@ -292,7 +293,8 @@ def test_the_closed_form_ehvi_is_the_mean_hypervolume_improvement_of_gaussian_dr
     base = hypervolume(front, ref)
     mean1, mean2 = np.array([[0.3, 0.9, 1.5]]), np.array([[0.4, 0.05, 0.2]])
     var1, var2 = np.array([[0.04, 0.01, 0.09]]), np.array([[0.09, 0.04, 0.01]])
-    exact = expected_hypervolume_improvement_2d(*(torch.tensor(a) for a in (mean1, var1, mean2, var2)), front, ref)
+    exact = expected_hypervolume_improvement_2d(torch.tensor(mean1), torch.tensor(var1), mean2=torch.tensor(mean2),
+                                                var2=torch.tensor(var2), front=front, ref=ref)
     draws = 4000
     for i in range(3):
         y1 = rng.normal(mean1[0, i], np.sqrt(var1[0, i]), draws)

@@ -118,7 +118,7 @@ def check_every_misbehaviour_recorded(result, path, expected):
 def test_misbehaving_objectives_in_this_process_are_failed_trials(tmp_path):
     expected = {a: e for a, e in EXPECTED.items() if a not in (8, 9, 10)}
     t0 = time.monotonic()
-    result = gb.minimize(misbehave_here, SPACE, "rs", budget=SIZE, seed=0, n_initial=SIZE, timeout=1.0,
+    result = gb.minimize(misbehave_here, SPACE, method="rs", budget=SIZE, seed=0, n_initial=SIZE, timeout=1.0,
                          storage=tmp_path / "s.db")
     check_every_misbehaviour_recorded(result, tmp_path / "s.db", expected)
     # the swallowing objective ran to its own end (it cannot be killed in this process): recorded as timed out
@@ -131,7 +131,7 @@ def test_misbehaving_objectives_in_worker_processes_are_failed_trials(tmp_path, 
 
     monkeypatch.setattr(parallel, "TIMEOUT_GRACE", 1.0)  # a worker ignoring its timeout is killed after 2 s
     t0 = time.monotonic()
-    result = gb.minimize(misbehave, SPACE, "rs", budget=SIZE, seed=0, n_initial=SIZE, timeout=1.0, n_workers=2,
+    result = gb.minimize(misbehave, SPACE, method="rs", budget=SIZE, seed=0, n_initial=SIZE, timeout=1.0, n_workers=2,
                          storage=tmp_path / "s.db")
     wall = time.monotonic() - t0
     check_every_misbehaviour_recorded(result, tmp_path / "s.db", EXPECTED)
@@ -152,7 +152,7 @@ def test_a_value_that_swallows_the_timeout_still_times_out():
 
 @pytest.mark.parametrize("timeout", [None, math.inf, 1e12, 10 ** 400])
 def test_an_infinite_timeout_means_none(timeout):
-    result = gb.minimize(lambda c: float(c["a"]), SPACE, "rs", budget=4, seed=0, timeout=timeout)
+    result = gb.minimize(lambda c: float(c["a"]), SPACE, method="rs", budget=4, seed=0, timeout=timeout)
     assert result.n_complete == 4 and result.n_failed == 0
 
 
@@ -160,26 +160,26 @@ def test_an_infinite_timeout_means_none(timeout):
                                             ("5", TypeError), (True, TypeError), ([1], TypeError)])
 def test_a_wrong_timeout_is_refused_by_name(timeout, error, tmp_path):
     with pytest.raises(error, match="^timeout must be a positive number"):
-        gb.minimize(lambda c: 1.0, SPACE, "rs", budget=2, seed=0, timeout=timeout, storage=tmp_path / "s.db")
+        gb.minimize(lambda c: 1.0, SPACE, method="rs", budget=2, seed=0, timeout=timeout, storage=tmp_path / "s.db")
     assert not (tmp_path / "s.db").exists()
 
 
 @pytest.mark.parametrize("budget", [math.nan, 2.5, "3", True, None, 0, -1])
 def test_a_wrong_budget_is_refused_by_name(budget, tmp_path):
     with pytest.raises((TypeError, ValueError), match="^budget must be"):
-        gb.minimize(lambda c: 1.0, SPACE, "rs", budget=budget, seed=0, storage=tmp_path / "s.db")
+        gb.minimize(lambda c: 1.0, SPACE, method="rs", budget=budget, seed=0, storage=tmp_path / "s.db")
     assert not (tmp_path / "s.db").exists()
 
 
 def test_a_float_budget_is_refused_even_when_integral():
     with pytest.raises(TypeError, match="budget must be an integer"):
-        gb.minimize(lambda c: 1.0, SPACE, "rs", budget=3.0, seed=0)
+        gb.minimize(lambda c: 1.0, SPACE, method="rs", budget=3.0, seed=0)
 
 
 @pytest.mark.parametrize("seed", ["abc", 1.5, -1, True])
 def test_a_wrong_seed_is_refused_by_name(seed):
     with pytest.raises((TypeError, ValueError), match="^seed must be"):
-        gb.minimize(lambda c: 1.0, SPACE, "rs", budget=2, seed=seed)
+        gb.minimize(lambda c: 1.0, SPACE, method="rs", budget=2, seed=seed)
     with pytest.raises((TypeError, ValueError), match="^seed must be"):
         RandomSearch(SPACE, seed=seed)
 
@@ -187,7 +187,7 @@ def test_a_wrong_seed_is_refused_by_name(seed):
 @pytest.mark.parametrize("failure_value", ["1", math.nan, math.inf, True])
 def test_a_wrong_failure_value_is_refused_by_name(failure_value):
     with pytest.raises((TypeError, ValueError), match="^failure_value must be"):
-        gb.minimize(lambda c: 1.0, SPACE, "rs", budget=2, seed=0, failure_value=failure_value)
+        gb.minimize(lambda c: 1.0, SPACE, method="rs", budget=2, seed=0, failure_value=failure_value)
 
 
 def _tensor(value):
@@ -229,7 +229,7 @@ MAIN = '''
 import graphbo as gb
 from gbt_worker_objective import objective
 space = gb.Space({"a": gb.Ordinal(list(range(10)))})
-gb.minimize(objective, space, "rs", budget=10, seed=0, n_workers=2, storage="s.db")
+gb.minimize(objective, space, method="rs", budget=10, seed=0, n_workers=2, storage="s.db")
 '''
 
 

@@ -185,14 +185,15 @@ def test_parallel_compare_prints_each_runs_progress(tmp_path):
 def test_a_slow_run_prints_a_progress_line_per_evaluation_past_the_interval(tmp_path, monkeypatch):
     from graphbo.experiments import runner
 
-    spec = runner.RunSpec("branin", "rs", 0, 4, 2)
+    spec = runner.RunSpec(benchmark="branin", method="rs", seed=0, budget=4, n_initial=2)
     lines: list[str] = []
     monkeypatch.setattr(runner, "LOG_SECONDS", 0.0)  # every evaluation ends past the interval
     runner.compare([spec], str(tmp_path), log=lines.append)
     assert [line.split(":")[1].split()[0] for line in lines[:-1]] == ["1/4", "2/4", "3/4", "4/4"]
     lines.clear()
     monkeypatch.setattr(runner, "LOG_SECONDS", 3600.0)
-    runner.compare([runner.RunSpec("branin", "rs", 1, 4, 2)], str(tmp_path), log=lines.append)
+    runner.compare([runner.RunSpec(benchmark="branin", method="rs", seed=1, budget=4, n_initial=2)], str(tmp_path),
+                   log=lines.append)
     assert [line.split(":")[1].split()[0] for line in lines[:-1]] == ["4/4"]
 
 

@@ -54,7 +54,7 @@ def options(method):
 
 def run_job(path, method, budget=BUDGET, fn=slow_objective):
     """The deterministic run that the crash test kills (in a subprocess) and resumes."""
-    return minimize(fn, ordinal6_categorical_binary_ordinal_space(), method, budget=budget, seed=3, storage=path,
+    return minimize(fn, ordinal6_categorical_binary_ordinal_space(), method=method, budget=budget, seed=3, storage=path,
                     **options(method))
 
 
@@ -67,7 +67,8 @@ def trace(result):
 def test_sigkilled_study_resumes_to_the_same_trace(tmp_path, method):
     reference = trace(run_job(str(tmp_path / "full.db"), method))
     assert len(reference) == BUDGET
-    assert trace(minimize(slow_objective, ordinal6_categorical_binary_ordinal_space(), method, budget=BUDGET, seed=3,
+    assert trace(minimize(slow_objective, ordinal6_categorical_binary_ordinal_space(), method=method, budget=BUDGET,
+                          seed=3,
                           **options(method))) == reference
     rng = np.random.default_rng(1 if method == "combo" else 2)
     for attempt in range(3):
@@ -180,7 +181,7 @@ def flaky(c):
 def test_failures_are_recorded_and_the_budget_completes(tmp_path, n_workers):
     path = str(tmp_path / "f.db")
     t0 = time.perf_counter()
-    result = minimize(flaky, ordinal6_categorical_binary_ordinal_space(), "rs", budget=10, seed=0, storage=path,
+    result = minimize(flaky, ordinal6_categorical_binary_ordinal_space(), method="rs", budget=10, seed=0, storage=path,
                       n_workers=n_workers, timeout=0.5, n_initial=5, initial_configs=list(BAD.values()))
     elapsed = time.perf_counter() - t0
     assert elapsed < 4.5  # the 5-second evaluation was cut at 0.5 s
@@ -209,15 +210,15 @@ def test_failed_configs_are_never_suggested_again():
         return sum(c.values())
 
     # half the space fails with one error: the run must not stop for it (stop_after_failures is tested apart)
-    result = minimize(half_fail, space, "rs", budget=16, seed=0, n_initial=2, stop_after_failures=None)
+    result = minimize(half_fail, space, method="rs", budget=16, seed=0, n_initial=2, stop_after_failures=None)
     configs = [tuple(t.config.values()) for t in result.trials]
     assert len(set(configs)) == 16 and result.n_failed == 8 and result.n_complete == 8
     assert result.best.value == 0
     assert result.optimizer.n_told == 8 + sum(t.penalty is not None for t in result.failed_trials)
-    combo = minimize(half_fail, space, "combo", budget=12, seed=1, n_initial=3, **FAST)
+    combo = minimize(half_fail, space, method="combo", budget=12, seed=1, n_initial=3, **FAST)
     assert len({tuple(t.config.values()) for t in combo.trials}) == 12
     assert combo.optimizer.n_told == combo.n_complete + sum(t.penalty is not None for t in combo.failed_trials)
-    penalised = minimize(half_fail, space, "combo", budget=12, seed=1, failure_value=10.0, n_initial=3, **FAST)
+    penalised = minimize(half_fail, space, method="combo", budget=12, seed=1, failure_value=10.0, n_initial=3, **FAST)
     assert penalised.optimizer.n_told == 12 and len({tuple(t.config.values()) for t in penalised.trials}) == 12
     assert all(t.penalty == 10.0 for t in penalised.failed_trials) and penalised.n_failed > 0
     assert penalised.best.value < 10  # penalties are not results
@@ -292,7 +293,8 @@ def test_foreign_corrupt_newer_or_mismatched_files_raise_and_stay_identical(tmp_
                         "d": gb.Ordinal([0.1, 0.2, 0.5, 1.0])})
     refused(good, "another space", space=renamed)
     with pytest.raises(StorageError, match="newer graphbo"):
-        minimize(objective, ordinal6_categorical_binary_ordinal_space(), "rs", budget=6, seed=3, storage=str(newer),
+        minimize(objective, ordinal6_categorical_binary_ordinal_space(), method="rs", budget=6, seed=3,
+                 storage=str(newer),
                  n_initial=3)
     assert good.read_bytes() == good_bytes
     assert len(Study(ordinal6_categorical_binary_ordinal_space(), "rs", storage=str(good), seed=3,
@@ -302,7 +304,8 @@ def test_foreign_corrupt_newer_or_mismatched_files_raise_and_stay_identical(tmp_
 # -- parallel ---------------------------------------------------------------------------------------------
 def test_process_workers_overlap_and_suggest_distinct_configs(tmp_path):
     t0 = time.perf_counter()
-    result = minimize(sleepy, ordinal6_categorical_binary_ordinal_space(), "combo", budget=16, seed=0, n_workers=2,
+    result = minimize(sleepy, ordinal6_categorical_binary_ordinal_space(), method="combo", budget=16, seed=0,
+                      n_workers=2,
                       storage=str(tmp_path / "p.db"), n_initial=3, **FAST)
     wall = time.perf_counter() - t0
     serial = sum(t.evaluate_seconds for t in result.trials)
@@ -318,7 +321,7 @@ def test_process_workers_overlap_and_suggest_distinct_configs(tmp_path):
         peak = max(peak, level)
     assert peak == 2
     with pytest.raises(TypeError, match="picklable"):
-        minimize(lambda c: 0.0, ordinal6_categorical_binary_ordinal_space(), "rs", budget=2, n_workers=2)
+        minimize(lambda c: 0.0, ordinal6_categorical_binary_ordinal_space(), method="rs", budget=2, n_workers=2)
 
 
 def quick(c):
@@ -336,13 +339,14 @@ def test_interrupted_parallel_run_leaves_running_trials_and_resumes(tmp_path):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        minimize(quick, ordinal6_categorical_binary_ordinal_space(), "rs", budget=10, seed=0, n_workers=2, storage=path,
+        minimize(quick, ordinal6_categorical_binary_ordinal_space(), method="rs", budget=10, seed=0, n_workers=2,
+                 storage=path,
                  callback=stop, n_initial=3)
     info = read_study_info(path)
     assert info["n_complete"] in (4, 5) and info["n_running"] == 1 and info["n_failed"] == 0
     with Study(ordinal6_categorical_binary_ordinal_space(), "rs", storage=path, seed=0, n_initial=3) as study:
         running = study.running_trials[0]
-    result = minimize(quick, ordinal6_categorical_binary_ordinal_space(), "rs", budget=10, seed=0, n_workers=2,
+    result = minimize(quick, ordinal6_categorical_binary_ordinal_space(), method="rs", budget=10, seed=0, n_workers=2,
                       storage=path, n_initial=3)
     assert result.n_complete == 10 and [t.number for t in result.trials] == list(range(10))
     assert result.trials[running.number].config == running.config
@@ -358,7 +362,8 @@ def test_dask_local_cluster_executor_runs_to_completion(tmp_path):
         # Warm the workers up (imports of this module, graphbo and torch), so that a loaded
         # machine's first-call latency is not mistaken for the objective running past its timeout.
         client.run(flaky, BAD["nan"])
-        result = minimize(flaky, ordinal6_categorical_binary_ordinal_space(), "rs", budget=8, seed=0, n_workers=2,
+        result = minimize(flaky, ordinal6_categorical_binary_ordinal_space(), method="rs", budget=8, seed=0,
+                          n_workers=2,
                           timeout=1.0, storage=str(tmp_path / "d.db"), executor=client.get_executor(),
                           n_initial=3, initial_configs=[BAD["raise"], BAD["sleep"]])
     assert len(result.trials) == 8 and result.n_complete == 6 and result.n_failed == 2
@@ -465,7 +470,7 @@ def test_a_run_where_everything_failed_says_so():
     def always_fails(c):
         raise RuntimeError("broken objective")
 
-    result = minimize(always_fails, space, "rs", budget=4, seed=0)
+    result = minimize(always_fails, space, method="rs", budget=4, seed=0)
     assert result.best is None and result.n_failed == 4
     for attribute in ("best_params", "best_value"):
         with pytest.raises(ValueError, match="all 4 trials failed"):

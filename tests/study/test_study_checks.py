@@ -202,9 +202,10 @@ def test_minimize_takes_max_retries_and_checks_it_by_name(tmp_path):
     assert inspect.signature(gb.minimize).parameters["max_retries"].default == 1
     path = tmp_path / "s.db"
     with pytest.raises(ValueError, match="^max_retries must be >= 0"):
-        gb.minimize(f, ordinal3_categorical_ordinal3_space(), "rs", budget=3, seed=0, storage=str(path), max_retries=-1)
+        gb.minimize(f, ordinal3_categorical_ordinal3_space(), method="rs", budget=3, seed=0, storage=str(path),
+                    max_retries=-1)
     with pytest.raises(TypeError, match="^max_retries must be an integer"):
-        gb.minimize(f, ordinal3_categorical_ordinal3_space(), "rs", budget=3, seed=0, storage=str(path),
+        gb.minimize(f, ordinal3_categorical_ordinal3_space(), method="rs", budget=3, seed=0, storage=str(path),
                     max_retries="1")
     assert not path.exists()
 
@@ -225,13 +226,14 @@ def test_minimize_max_retries_decides_how_often_a_crashed_trial_runs_again(tmp_p
             if os.path.exists({str(poison)!r}) and c == json.load(open({str(poison)!r})):
                 os._exit(7)
             return float(c["a"])
-        gb.minimize(dies_on_the_poison, space, "rs", budget=6, seed=0, storage={path!r}, n_initial=2, max_retries=2)
+        gb.minimize(dies_on_the_poison, space, method="rs", budget=6, seed=0, storage={path!r}, n_initial=2, max_retries=2)
     """
     for _ in range(3):  # the first evaluation and 2 retries (the default, 1, would fail it at the third run)
         dead = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=ENV, capture_output=True,
                               text=True, timeout=120)
         assert dead.returncode == 7, dead.stderr
-    result = gb.minimize(f, ordinal3_categorical_ordinal3_space(), "rs", budget=6, seed=0, storage=path, n_initial=2,
+    result = gb.minimize(f, ordinal3_categorical_ordinal3_space(), method="rs", budget=6, seed=0, storage=path,
+                         n_initial=2,
                          max_retries=2)
     failed = [t for t in result.trials if t.status == "failed"]
     assert len(failed) == 1 and failed[0].crashes == 3 and "max_retries=2" in failed[0].error

@@ -56,7 +56,7 @@ class LogConstrainedExpectedImprovement(AcquisitionFunction):
         ``None``: every constraint scores its probability.
     """
 
-    def __init__(self, model: Surrogate, constraint_models: Sequence[Surrogate], best_f: float | None,
+    def __init__(self, model: Surrogate, constraint_models: Sequence[Surrogate], *, best_f: float | None,
                  constraint_best: Sequence[float] | None = None):
         super().__init__(model)
         self.constraint_models = list(constraint_models)
@@ -83,7 +83,7 @@ class LogConstrainedExpectedImprovement(AcquisitionFunction):
             return self.log_progress(X)
         feas = self.log_feasibility(X)
         post = self.model.posterior(X)
-        lei = log_mean_expected_improvement(post.mean, post.variance, self.best_f)
+        lei = log_mean_expected_improvement(post.mean, post.variance, best=self.best_f)
         return lei.to(torch.float64) + feas
 
     def log_progress(self, X: Any) -> torch.Tensor:
@@ -95,7 +95,7 @@ class LogConstrainedExpectedImprovement(AcquisitionFunction):
                 term = log_probability_of_feasibility(cm, X)
             else:
                 post = cm.posterior(X)
-                term = log_mean_expected_improvement(post.mean, post.variance, unmet).to(torch.float64)
+                term = log_mean_expected_improvement(post.mean, post.variance, best=unmet).to(torch.float64)
             out = term if out is None else out + term
         assert out is not None, "LogConstrainedExpectedImprovement needs at least one constraint model"
         return out
@@ -112,4 +112,4 @@ class LogConstrainedExpectedImprovement(AcquisitionFunction):
         if self.best_f is None:
             return self(X)
         mean, var = mean_and_variance_bound(self.model, X)
-        return log_mean_expected_improvement(mean, var, self.best_f).to(torch.float64)
+        return log_mean_expected_improvement(mean, var, best=self.best_f).to(torch.float64)

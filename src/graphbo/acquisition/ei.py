@@ -49,7 +49,7 @@ def log_h(z: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def log_expected_improvement(mean: torch.Tensor, var: torch.Tensor, best: float) -> torch.Tensor:
+def log_expected_improvement(mean: torch.Tensor, var: torch.Tensor, *, best: float) -> torch.Tensor:
     """Elementwise ``log EI`` for minimisation below ``best`` (in float64, returned in ``mean``'s dtype)."""
     dtype = mean.dtype
     mean, var = mean.to(torch.float64), var.to(torch.float64)
@@ -57,9 +57,9 @@ def log_expected_improvement(mean: torch.Tensor, var: torch.Tensor, best: float)
     return (torch.log(sd) + log_h((best - mean) / sd)).to(dtype)
 
 
-def log_mean_expected_improvement(mean: torch.Tensor, var: torch.Tensor, best: float) -> torch.Tensor:
+def log_mean_expected_improvement(mean: torch.Tensor, var: torch.Tensor, *, best: float) -> torch.Tensor:
     """``log`` of EI averaged over posterior samples (the leading dimension)."""
-    lei = log_expected_improvement(mean, var, best)
+    lei = log_expected_improvement(mean, var, best=best)
     return torch.logsumexp(lei, dim=0) - math.log(lei.shape[0])
 
 
@@ -82,10 +82,10 @@ class LogExpectedImprovement(AcquisitionFunction):
 
     def __call__(self, X: Any) -> torch.Tensor:
         post = self.model.posterior(X)
-        return log_mean_expected_improvement(post.mean, post.variance, self.best_f)
+        return log_mean_expected_improvement(post.mean, post.variance, best=self.best_f)
 
     def upper_bound(self, X: Any) -> torch.Tensor:
         """log mean EI at the model's mean and variance bounds: EI falls with the mean (``dEI/dmu = -Phi(z) < 0``)
         and grows with the standard deviation (``dEI/ds = phi(z) > 0``), so this bounds :meth:`__call__` from above."""
         mean, var = mean_and_variance_bound(self.model, X)
-        return log_mean_expected_improvement(mean, var, self.best_f)
+        return log_mean_expected_improvement(mean, var, best=self.best_f)

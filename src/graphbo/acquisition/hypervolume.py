@@ -36,7 +36,7 @@ __all__ = ["expected_improvement_below", "expected_hypervolume_improvement_2d", 
 _SQRT_2PI = math.sqrt(2 * math.pi)
 
 
-def expected_improvement_below(c: torch.Tensor, mean: torch.Tensor, sd: torch.Tensor) -> torch.Tensor:
+def expected_improvement_below(c: torch.Tensor, mean: torch.Tensor, *, sd: torch.Tensor) -> torch.Tensor:
     """``E[(c - Y)^+]`` for ``Y ~ N(mean, sd^2)``, broadcast; ``c = -inf`` gives 0."""
     finite = torch.isfinite(c)
     c_safe = torch.where(finite, c, torch.zeros_like(c))
@@ -57,7 +57,7 @@ def _cells(front: np.ndarray, ref: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     return lower, upper, height
 
 
-def expected_hypervolume_improvement_2d(mean1: torch.Tensor, var1: torch.Tensor, mean2: torch.Tensor,
+def expected_hypervolume_improvement_2d(mean1: torch.Tensor, var1: torch.Tensor, *, mean2: torch.Tensor,
                                         var2: torch.Tensor, front: np.ndarray, ref: np.ndarray) -> torch.Tensor:
     """EHVI at ``m`` inputs from each objective's posterior samples (``(S1, m)`` and ``(S2, m)``), against
     ``front`` (``(n, 2)``, minimised) and ``ref`` (``(2,)``), shape ``(m,)``."""
@@ -66,8 +66,8 @@ def expected_hypervolume_improvement_2d(mean1: torch.Tensor, var1: torch.Tensor,
                                                                                    np.asarray(ref, dtype=float)))
     m1, s1 = mean1.to(torch.float64)[..., None], var1.to(torch.float64).clamp_min(1e-300).sqrt()[..., None]
     m2, s2 = mean2.to(torch.float64)[..., None], var2.to(torch.float64).clamp_min(1e-300).sqrt()[..., None]
-    width = (expected_improvement_below(upper, m1, s1) - expected_improvement_below(lower, m1, s1)).mean(0)
-    depth = expected_improvement_below(height, m2, s2).mean(0)
+    width = (expected_improvement_below(upper, m1, sd=s1) - expected_improvement_below(lower, m1, sd=s1)).mean(0)
+    depth = expected_improvement_below(height, m2, sd=s2).mean(0)
     return (width * depth).sum(-1)
 
 
@@ -85,8 +85,7 @@ class LogExpectedHypervolumeImprovement(AcquisitionFunction):
     constraint_models : sequence of Surrogate, optional
     """
 
-    def __init__(self, models: Sequence[Surrogate], front: np.ndarray, ref: np.ndarray,
-                 *,
+    def __init__(self, models: Sequence[Surrogate], front: np.ndarray, *, ref: np.ndarray,
                  constraint_models: Sequence[Surrogate] = ()):
         if len(models) != 2:
             raise ValueError(f"LogExpectedHypervolumeImprovement takes two objective models, got {len(models)}")
@@ -97,7 +96,8 @@ class LogExpectedHypervolumeImprovement(AcquisitionFunction):
 
     def __call__(self, X: Any) -> torch.Tensor:
         p1, p2 = self.models[0].posterior(X), self.models[1].posterior(X)
-        ehvi = expected_hypervolume_improvement_2d(p1.mean, p1.variance, p2.mean, p2.variance, self.front, self.ref)
+        ehvi = expected_hypervolume_improvement_2d(p1.mean, p1.variance, mean2=p2.mean, var2=p2.variance,
+                                                   front=self.front, ref=self.ref)
         out = torch.log(ehvi.clamp_min(1e-300))
         if self.constraint_models:
             from .constrained import log_probability_of_feasibility

@@ -34,7 +34,7 @@ class MixInt(Benchmark):
     default_budget = 100
     default_n_initial = 10
 
-    def __init__(self, function: int = 1, dimension: int = 10, instance: int = 1) -> None:
+    def __init__(self, function: int = 1, dimension: int = 10, *, instance: int = 1) -> None:
         self.function = check_int("function", function, minimum=1)
         if self.function > 24:
             raise ValueError(f"function must be in 1..24, got {function}")

@@ -29,7 +29,7 @@ CONTAM_BETA = (1.0, 17.0 / 3.0)  # contamination (spread) rate alpha_i
 RESTORE_BETA = (1.0, 3.0 / 7.0)  # restoration rate Gamma_i of a prevention effort
 
 
-def contamination_dynamics(x, init_z, alphas, gammas) -> np.ndarray:
+def contamination_dynamics(x, init_z, *, alphas, gammas) -> np.ndarray:
     """Contaminated fractions of all stages for all Monte-Carlo samples.
 
     Parameters
@@ -107,7 +107,7 @@ class Contamination(Benchmark):
     epsilon = 0.05
     rho = 1.0
 
-    def __init__(self, lamda: float = 0.0, seed: int = 0, n_stages: int = 25):
+    def __init__(self, lamda: float = 0.0, seed: int = 0, *, n_stages: int = 25):
         lamda = float(lamda)
         if not (math.isfinite(lamda) and lamda >= 0):
             raise ValueError(f"Contamination: lamda must be a finite number >= 0, got {lamda!r}")
@@ -126,7 +126,7 @@ class Contamination(Benchmark):
 
     def contamination(self, row) -> np.ndarray:
         """Contaminated fractions ``z_1 .. z_d`` of every sample, shape ``(d, T)``."""
-        return contamination_dynamics(row, self.init_z, self.alphas, self.gammas)
+        return contamination_dynamics(row, self.init_z, alphas=self.alphas, gammas=self.gammas)
 
     def evaluate_index(self, row) -> float:
         x = np.asarray(row, dtype=float)

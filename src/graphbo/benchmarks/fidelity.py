@@ -41,7 +41,7 @@ def supports_fidelity(bench: Any) -> bool:
     return max_fidelity(bench) is not None
 
 
-def evaluate_at_fidelity(bench: Any, config: Mapping[str, Any], fidelity: int) -> float:
+def evaluate_at_fidelity(bench: Any, config: Mapping[str, Any], *, fidelity: int) -> float:
     """The objective of ``bench`` at ``config`` and ``fidelity``: ``bench.evaluate(config, epochs=fidelity)``."""
     top = max_fidelity(bench)
     if top is None:

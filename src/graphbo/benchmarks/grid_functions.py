@@ -117,7 +117,7 @@ class GridOrdinal(_GridFunction):
 
     name = "grid-ordinal"
 
-    def __init__(self, function: str = "ackley", dims: int = 6, levels: int = 50) -> None:
+    def __init__(self, function: str = "ackley", dims: int = 6, *, levels: int = 50) -> None:
         super().__init__(function, dims, levels)
         self.space = Space({f"x{i}": Ordinal(list(range(self.levels))) for i in range(self.dims)})
 
@@ -131,7 +131,8 @@ class GridCategorical(_GridFunction):
 
     name = "grid-categorical"
 
-    def __init__(self, function: str = "ackley", dims: int = 10, levels: int = 10, permutation_seed: int = 0) -> None:
+    def __init__(self, function: str = "ackley", dims: int = 10, *, levels: int = 10,
+                 permutation_seed: int = 0) -> None:
         super().__init__(function, dims, levels)
         self.permutation_seed = check_int("permutation_seed", permutation_seed, minimum=0)
         rng = np.random.default_rng(self.permutation_seed)

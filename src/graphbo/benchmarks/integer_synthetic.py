@@ -54,7 +54,7 @@ class IntegerSynthetic(Benchmark):
     function: Callable[[np.ndarray], np.ndarray]
     domain: tuple[float, float]
 
-    def __init__(self, dims: int = 3, levels: int = 200, edge_weight: float | None = None) -> None:
+    def __init__(self, dims: int = 3, levels: int = 200, *, edge_weight: float | None = None) -> None:
         self.dims = check_int("dims", dims, minimum=2)
         self.levels = check_int("levels", levels, minimum=2)
         self.space = Space({f"x{i}": Ordinal(list(range(self.levels)), edge_weight=edge_weight)

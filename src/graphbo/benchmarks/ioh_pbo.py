@@ -70,7 +70,7 @@ class PBO(Benchmark):
     default_budget = 200
     default_n_initial = 20
 
-    def __init__(self, problem: int, dimension: int = DEFAULT_DIMENSION, instance: int = 1) -> None:
+    def __init__(self, problem: int, dimension: int = DEFAULT_DIMENSION, *, instance: int = 1) -> None:
         self.problem_id = check_int("problem", problem, minimum=1, maximum=len(PBO_PROBLEMS))
         self.dimension = check_int("dimension", dimension, minimum=1)
         self.instance = check_int("instance", instance, minimum=1)

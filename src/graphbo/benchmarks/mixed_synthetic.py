@@ -77,7 +77,7 @@ def beale(z1, z2):
             + (2.625 - z1 + z1 * z2 ** 3) ** 2)
 
 
-def ackley(z, a: float = 20.0, b: float = 0.2, c: float = 2.0 * math.pi):
+def ackley(z, *, a: float = 20.0, b: float = 0.2, c: float = 2.0 * math.pi):
     """Ackley function over the last axis of ``z``; minimum 0 at the origin."""
     z = np.asarray(z, dtype=float)
     rms = np.sqrt(np.mean(z * z, axis=-1))

@@ -176,7 +176,7 @@ def _active(adj: np.ndarray) -> list[int]:
 # ---------------------------------------------------------------------------
 
 
-def network_flops(ops: Sequence[str], adj: np.ndarray, shape=(1, 8, 8), n_ch_base: int = 8,
+def network_flops(ops: Sequence[str], adj: np.ndarray, *, shape=(1, 8, 8), n_ch_base: int = 8,
                   n_cells: int = 2, n_classes: int = 10) -> int:
     """FLOPs of one forward pass of one image through the stacked network.
 
@@ -406,7 +406,7 @@ class NASBinary(Benchmark):
     default_n_initial = 10
     optimum = None
 
-    def __init__(self, data: str = "digits", data_dir: str | os.PathLike | None = None, seed: int = 0,
+    def __init__(self, data: str = "digits", *, data_dir: str | os.PathLike | None = None, seed: int = 0,
                  epochs: int | None = None, n_repeats: int | None = None, paper_settings: bool = False,
                  n_threads: int = 1, device: str = "cpu"):
         if data not in _DATA:
@@ -439,7 +439,8 @@ class NASBinary(Benchmark):
         self.space = Space({n: Binary() for n in names})
 
         full = np.triu(np.ones((N_STATES, N_STATES), dtype=np.int64), 1)
-        self.max_flops = network_flops(["conv5"] * N_HIDDEN, full, self.shape, self.n_ch_base, self.n_cells)
+        self.max_flops = network_flops(["conv5"] * N_HIDDEN, full, shape=self.shape, n_ch_base=self.n_ch_base,
+                                       n_cells=self.n_cells)
         self._data = None  # loaded lazily
         self._cache: dict[tuple, dict[str, Any]] = {}
 
@@ -462,7 +463,7 @@ class NASBinary(Benchmark):
         ops, adj = self.cell(row)
         if adj is None:
             return None
-        return network_flops(ops, adj, self.shape, self.n_ch_base, self.n_cells)
+        return network_flops(ops, adj, shape=self.shape, n_ch_base=self.n_ch_base, n_cells=self.n_cells)
 
     def flops_penalty(self, row) -> float:
         """``0.02 * FLOPs / max FLOPs`` (``0.02`` for an invalid cell, as the reference)."""
@@ -509,7 +510,7 @@ class NASBinary(Benchmark):
         key = (key_ops, tuple(int(adj[i, j]) for i, j in EDGES))
         if key in self._cache:
             return dict(self._cache[key])
-        flops = network_flops(ops, adj, self.shape, self.n_ch_base, self.n_cells)
+        flops = network_flops(ops, adj, shape=self.shape, n_ch_base=self.n_ch_base, n_cells=self.n_cells)
         arch_code = 0
         for bit in [int(adj[i, j]) for i, j in EDGES] + [int(o in CONV_SIZE) * 2 + int(o in ("maxpool3", "conv5"))
                                                           for o in key_ops]:

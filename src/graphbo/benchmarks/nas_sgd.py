@@ -240,7 +240,7 @@ def _build_space() -> Space:
     return Space(variables)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Block:
     """A decoded block.
 
@@ -284,7 +284,7 @@ def _heaviest_block() -> Block:
 # ---------------------------------------------------------------------------
 
 
-def scheduled_lr(epoch: int, lr: float, gamma: float, ratio1: float, ratio2: float, total_epochs: int) -> float:
+def scheduled_lr(epoch: int, lr: float, *, gamma: float, ratio1: float, ratio2: float, total_epochs: int) -> float:
     """Learning rate of the 0-based ``epoch`` (supp. Table 5).
 
     With ``t = epoch + 1`` and ``E = total_epochs``: ``lr`` for ``t <= E r1``,
@@ -313,7 +313,7 @@ def _op_flops(op: str, c: int, hw: int) -> int:
     return 0
 
 
-def network_flops(block: Block, shape: Sequence[int] = (1, 8, 8), pool_padding: int = 0,
+def network_flops(block: Block, *, shape: Sequence[int] = (1, 8, 8), pool_padding: int = 0,
                   n_classes: int = N_CLASSES) -> int:
     """FLOPs of one forward pass of one image through the stacked network.
 
@@ -345,9 +345,9 @@ def network_flops(block: Block, shape: Sequence[int] = (1, 8, 8), pool_padding: 
     return int(total)
 
 
-def max_flops(shape: Sequence[int] = (1, 8, 8), pool_padding: int = 0, n_classes: int = N_CLASSES) -> int:
+def max_flops(shape: Sequence[int] = (1, 8, 8), *, pool_padding: int = 0, n_classes: int = N_CLASSES) -> int:
     """FLOPs of the heaviest network of the space: every operation ``conv5x5``."""
-    return network_flops(_heaviest_block(), shape, pool_padding, n_classes)
+    return network_flops(_heaviest_block(), shape=shape, pool_padding=pool_padding, n_classes=n_classes)
 
 
 # ---------------------------------------------------------------------------
@@ -553,7 +553,7 @@ class NASSGD(Benchmark):
     default_n_initial = 10
     optimum = None
 
-    def __init__(self, data_path: str | os.PathLike | None = None, seed: int = 0, epochs: int | None = None,
+    def __init__(self, data_path: str | os.PathLike | None = None, *, seed: int = 0, epochs: int | None = None,
                  n_repeats: int | None = None, paper_settings: bool = False, augment: bool | None = None,
                  n_threads: int = 1, device: str = "cpu"):
         self.data = "digits" if data_path is None else "fashion-mnist"
@@ -576,7 +576,7 @@ class NASSGD(Benchmark):
         self.shape = cfg["shape"]
         self.pool_padding = cfg["pool_padding"]
         self.space = _build_space()
-        self.max_flops = max_flops(self.shape, self.pool_padding)
+        self.max_flops = max_flops(self.shape, pool_padding=self.pool_padding)
         self._data = None  # loaded lazily
         self._fill = 0.0
         self._cache: dict[tuple, dict[str, Any]] = {}
@@ -589,7 +589,7 @@ class NASSGD(Benchmark):
 
     def flops(self, config: Mapping[str, Any]) -> int:
         """FLOPs of the network a configuration builds (see :func:`network_flops`)."""
-        return network_flops(self.block(config), self.shape, self.pool_padding)
+        return network_flops(self.block(config), shape=self.shape, pool_padding=self.pool_padding)
 
     def flops_penalty(self, config: Mapping[str, Any]) -> float:
         """``0.02 * FLOPs / max FLOPs``."""
@@ -635,7 +635,7 @@ class NASSGD(Benchmark):
         key = (tuple(config[n] if n not in HYPERPARAMETERS else float(config[n]) for n in self.space.names), epochs)
         if key in self._cache:
             return dict(self._cache[key])
-        flops = network_flops(block, self.shape, self.pool_padding)
+        flops = network_flops(block, shape=self.shape, pool_padding=self.pool_padding)
         ratio = flops / self.max_flops
         t0 = time.perf_counter()
 
@@ -688,8 +688,8 @@ class NASSGD(Benchmark):
                                                        finite_only=True) / x_va.shape[0],
             loss_fn=nn.CrossEntropyLoss(), epochs=epochs, batch_size=BATCH_SIZE, seed=run_seed,
             optimizer="sgd", lr=hp["lr"], momentum=hp["momentum"], weight_decay=hp["weight_decay"],
-            lr_at_epoch=lambda epoch: scheduled_lr(epoch, hp["lr"], hp["lr_gamma"], hp["milestone1_ratio"],
-                                                   hp["milestone2_ratio"], self.epochs),
+            lr_at_epoch=lambda epoch: scheduled_lr(epoch, hp["lr"], gamma=hp["lr_gamma"], ratio1=hp["milestone1_ratio"],
+                                                   ratio2=hp["milestone2_ratio"], total_epochs=self.epochs),
             transform=(lambda xb, gen: _augment(xb, gen, 4, self._fill)) if self.augment else None,
             last_batch="skip",  # batch norm needs two samples in training mode
             validate_every_epoch=curve is not None, stop=None if curve is None else lambda h: curve(h[-1], len(h)),

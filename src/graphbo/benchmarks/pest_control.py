@@ -98,7 +98,7 @@ class PestControl(Benchmark):
     n_simulations = 100
     n_choices = 5
 
-    def __init__(self, seed: int = 0, n_stages: int = 25, graph: str = "complete", noisy: bool = False):
+    def __init__(self, seed: int = 0, n_stages: int = 25, *, graph: str = "complete", noisy: bool = False):
         if int(n_stages) != n_stages or n_stages < 1:
             raise ValueError(f"PestControl: n_stages must be a positive integer, got {n_stages!r}")
         if graph not in GRAPHS:

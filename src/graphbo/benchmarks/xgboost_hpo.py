@@ -77,7 +77,7 @@ def _import_xgboost():
 
 
 def stratified_split(labels: np.ndarray, train_fraction: float = TRAIN_FRACTION,
-                     seed: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+                     *, seed: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per class, the first ``int(train_fraction * n_class)`` samples train, the rest test.
 
     With ``seed`` (an int), each class's samples are first shuffled with
@@ -119,7 +119,7 @@ class XGBoostHPO(Benchmark):
     GROW_POLICIES = ("depthwise", "lossguide")
     OBJECTIVES = ("multi:softmax", "multi:softprob")
 
-    def __init__(self, seed: int = 0, shuffle: bool = True, n_threads: int = 1):
+    def __init__(self, seed: int = 0, *, shuffle: bool = True, n_threads: int = 1):
         if int(seed) != seed or seed < 0:
             raise ValueError(f"XGBoostHPO: seed must be a non-negative integer, got {seed!r}")
         if int(n_threads) != n_threads or n_threads < 1:

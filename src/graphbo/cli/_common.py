@@ -322,7 +322,7 @@ def minimize_study(prog: str, objective: Callable[[dict], Any], space: Any, path
             return 2
         best = info.get("best_value")
         with limit_threads(args.threads):
-            result = minimize(objective, space, method, budget=budget, seed=seed,
+            result = minimize(objective, space, method=method, budget=budget, seed=seed,
                               callback=progress(args.quiet, best, info.get("direction", "minimize")),
                               storage=path, n_workers=args.workers, timeout=args.timeout,
                               show_progress=False,  # the lines of `progress` are the command's progress

@@ -105,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"graphbo compare: {exc}", file=sys.stderr)
         return 2
-    specs = [RunSpec(args.benchmark, m, s, budget, n_initial, benchmark_options(args, s), dict(method_options))
+    specs = [RunSpec(benchmark=args.benchmark, method=m, seed=s, budget=budget, n_initial=n_initial,
+                     benchmark_options=benchmark_options(args, s), method_options=dict(method_options))
              for m in methods for s in seeds]
     if method_options:
         for spec in specs[:: len(seeds)]:  # one construction per method: a wrong option fails now, not in a worker
@@ -144,6 +145,6 @@ def unfinished_runs(specs: list, out_dir: str) -> list[str]:
     for spec in specs:
         found = find_run(run_path(out_dir, spec))
         data = read_run(found) if found is not None else None
-        if data is None or not trace_finished(data.head, data.evals, spec.budget):
+        if data is None or not trace_finished(data.head, data.evals, budget=spec.budget):
             missing.append(f"{spec.method} seed {spec.seed}")
     return missing

@@ -85,7 +85,7 @@ EXPORT_DONE = "graphbo_export_complete"
 IF_EXISTS = ("fail", "replace", "skip")
 
 
-def export_to_optuna(path: str | os.PathLike, optuna_storage: str, study_name: str | None = None, *,
+def export_to_optuna(path: str | os.PathLike, optuna_storage: str, *, study_name: str | None = None,
                      if_exists: str = "fail") -> Any:
     """Write the graphbo study at ``path`` as a new Optuna study in ``optuna_storage`` (an Optuna storage URL,
     e.g. ``"sqlite:///optuna.db"``) named ``study_name`` (default: the file's stem); returns the Optuna study.

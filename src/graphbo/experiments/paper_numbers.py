@@ -72,7 +72,7 @@ PAPER_BUDGET = {"contamination": 270, "ising": 170, "branin": 100, "pestcontrol"
                 "func2c": 200, "func3c": 200, "ackley5c": 200}
 
 
-def paper_number(benchmark_id: str, method: str, budget: int | None = None) -> tuple[float, float] | None:
+def paper_number(benchmark_id: str, method: str, *, budget: int | None = None) -> tuple[float, float] | None:
     """The paper's (mean, standard error), or ``None`` if it reported none (at this budget)."""
     if budget is not None and PAPER_BUDGET.get(benchmark_id.split("(")[0]) != budget:
         return None

@@ -76,18 +76,18 @@ def collect(root: str | Sequence[str], show: bool | None = None) -> dict[str, di
     roots = [root] if isinstance(root, str) else list(root)
     out: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     paths = [p for r in roots for p in run_files_under(r)]
-    for data in _runs(progress_over(paths, "reading runs", show)):
+    for data in _runs(progress_over(paths, "reading runs", show=show)):
         head, evals, spec = data.head, data.evals, data.head["spec"]
         values = np.array([e["value"] for e in evals], dtype=float)
         last_state = data.state or {}
         if head.get("max_fidelity") is None:
             best_so_far = np.minimum.accumulate(values) if values.size else values
         else:  # multi-fidelity (BOHB): full-fidelity values against full-fidelity-equivalent evaluations
-            best_so_far = np.array(fidelity_best_so_far(evals, int(head["max_fidelity"]), spec["budget"]))
+            best_so_far = np.array(fidelity_best_so_far(evals, int(head["max_fidelity"]), budget=spec["budget"]))
         out[benchmark_id(spec, head.get("benchmark_label"))][spec["method"]].append({
             "seed": spec["seed"],
             "budget": spec["budget"],
-            "finished": trace_finished(head, evals, spec["budget"]),
+            "finished": trace_finished(head, evals, budget=spec["budget"]),
             "best_so_far": best_so_far,
             "seconds": float(sum(e["suggest_seconds"] + e["evaluate_seconds"] for e in evals)),
             # posterior mean beta_i of COMBO
@@ -202,7 +202,7 @@ def value_scale(values: Any, log: str = "auto") -> str:
     return "log" if positive else "symlog"
 
 
-def apply_scale(ax: Any, scale: str, values: Any) -> str:
+def apply_scale(ax: Any, scale: str, *, values: Any) -> str:
     """Set ``ax``'s y scale to ``scale`` (a :func:`value_scale` result, or ``"regret"``: log) and return
     matplotlib's name of it. ``symlog``'s linear band reaches the smallest non-zero ``|value|`` (at least a
     millionth of the largest), so that every value but 0 sits in the logarithmic part."""
@@ -264,7 +264,7 @@ def _plot_convergence(bench: str, runs: dict[str, list[dict]], path: str, log: s
             shown.append(np.array([paper[method]]))
         drawn += 1
     values = np.concatenate(shown) if shown else np.array([])
-    apply_scale(ax, value_scale(values, log), values)
+    apply_scale(ax, value_scale(values, log), values=values)
     ax.set_xlabel("evaluations")
     ax.set_ylabel("best value so far")
     ax.set_title(bench)
@@ -320,7 +320,7 @@ def _best_network(bench: str, runs: dict[str, list[dict]], img_dir: str, out_dir
             f"![best network on {bench}]({os.path.relpath(path, out_dir)})", ""]
 
 
-def write_report(root: str | Sequence[str], out: str | None = None, title: str = "Results",
+def write_report(root: str | Sequence[str], out: str | None = None, *, title: str = "Results",
                  notes: str | None = None, log: str = "auto") -> str:
     """Write the markdown report of the runs under ``root`` (one folder or several), and
     its PNGs next to it; return its path. ``notes``: markdown put under the header (the
@@ -549,7 +549,7 @@ def _plot_suite_curves(bench: str, runs: dict[str, list[dict]], path: str, log: 
         ax.plot(x, med, color=palette[colour_index], linestyle=style, label=f"{method} ({len(done)})")
         ax.fill_between(x, q1, q3, color=palette[colour_index], alpha=0.2)
         drawn.append(curves)
-    apply_scale(ax, scale, np.concatenate([c.ravel() for c in drawn]) if drawn else np.array([]))
+    apply_scale(ax, scale, values=np.concatenate([c.ravel() for c in drawn]) if drawn else np.array([]))
     ax.set_xlabel("evaluations")
     ax.set_ylabel("regret (best so far - optimum)" if scale == "regret" else "best value so far")
     ax.set_title(bench)
@@ -560,7 +560,7 @@ def _plot_suite_curves(bench: str, runs: dict[str, list[dict]], path: str, log: 
     return scale
 
 
-def write_suite_report(root: str | Sequence[str], out: str | None = None, title: str = "Suite",
+def write_suite_report(root: str | Sequence[str], out: str | None = None, *, title: str = "Suite",
                        notes: str | None = None, log: str = "auto", auto: bool = False,
                        at: Sequence[int] = ()) -> str:
     """Write the suite report of the runs under ``root`` (one folder or several; default file

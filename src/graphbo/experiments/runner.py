@@ -51,7 +51,7 @@ __all__ = ["RunSpec", "run", "compare", "read_run", "TraceError", "RunLockedErro
            "trace_finished", "fidelity_best_so_far", "make_run", "run_path"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunSpec:
     """What identifies a run; its stored run must match it to be resumed."""
 
@@ -122,7 +122,7 @@ def _multi_fidelity_method(method: str) -> bool:
     return bool(getattr(METHODS.get(method.lower()), "multi_fidelity", False))
 
 
-def trace_finished(head: dict[str, Any], evals: list[dict[str, Any]], budget: int) -> bool:
+def trace_finished(head: dict[str, Any], evals: list[dict[str, Any]], *, budget: int) -> bool:
     """Whether a trace has used its budget: ``budget`` evaluations, or for a multi-fidelity run
     (a ``max_fidelity`` on its run line) ``budget`` full-fidelity-equivalent evaluations."""
     top = head.get("max_fidelity")
@@ -131,7 +131,7 @@ def trace_finished(head: dict[str, Any], evals: list[dict[str, Any]], budget: in
     return sum(int(r["fidelity"]) for r in evals) >= budget * int(top)
 
 
-def fidelity_best_so_far(evals: list[dict[str, Any]], max_fidelity: int, budget: int) -> list[float]:
+def fidelity_best_so_far(evals: list[dict[str, Any]], max_fidelity: int, *, budget: int) -> list[float]:
     """Best-so-far curve of a multi-fidelity trace against full-fidelity-equivalent evaluations.
 
     Entry ``x - 1`` (``x = 1 .. budget``) is the lowest value evaluated at
@@ -155,7 +155,7 @@ class RunLockedError(RuntimeError):
     """Another process is running this run."""
 
 
-def run(spec: RunSpec, path: str, log: Callable[[str], None] | None = None) -> dict[str, Any]:
+def run(spec: RunSpec, path: str, *, log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run (or resume, or skip) one benchmark run in the study file ``path``; returns a summary
     (``path``, ``n`` evaluations, ``resumed_from``, ``best``; ``full_evaluations`` for a multi-fidelity run).
 
@@ -193,12 +193,12 @@ def _run_locked(spec: RunSpec, path: str, log: Callable[[str], None] | None) -> 
     db = os.fspath(path)
     bench = load_benchmark(spec.benchmark, **spec.benchmark_options)
     data = _existing_run(spec, path)
-    if data is not None and trace_finished(data.head, data.evals, spec.budget):  # finished: only read
+    if data is not None and trace_finished(data.head, data.evals, budget=spec.budget):  # finished: only read
         return _summary(spec, data, resumed_from=len(data.evals))
     with _open_run(spec, bench, db) as study:
         resumed_from = study.n_finished
         _evaluate_to_budget(spec, bench, study, log)
-        data = RunData(db, study.user_attrs[RUN_ATTR], evaluations(study.trials), None)
+        data = RunData(path=db, head=study.user_attrs[RUN_ATTR], evals=evaluations(study.trials), state=None)
     return _summary(spec, data, resumed_from)
 
 
@@ -260,7 +260,7 @@ def _evaluate_to_budget(spec: RunSpec, bench, study: Study, log: Callable[[str],
         trial = study.ask()
         t0 = time.perf_counter()
         k = trial.attrs.get("fidelity")
-        value = float(bench(trial.config)) if k is None else evaluate_at_fidelity(bench, trial.config, k)
+        value = float(bench(trial.config)) if k is None else evaluate_at_fidelity(bench, trial.config, fidelity=k)
         study.tell(trial, value, seconds=time.perf_counter() - t0)
         used += _cost(trial)
         n = study.n_finished
@@ -279,7 +279,7 @@ def _summary(spec: RunSpec, data: RunData, resumed_from: int) -> dict[str, Any]:
     if top is None:
         out["best"] = min((float(e["value"]) for e in data.evals), default=math.nan)
     else:
-        curve = fidelity_best_so_far(data.evals, int(top), spec.budget)
+        curve = fidelity_best_so_far(data.evals, int(top), budget=spec.budget)
         out["best"] = curve[-1] if curve else math.nan
         out["full_evaluations"] = sum(int(e["fidelity"]) for e in data.evals) / int(top)
     return out
@@ -304,6 +304,7 @@ def run_path(out_dir: str, spec: RunSpec) -> str:
 def compare(
     specs: Iterable[RunSpec],
     out_dir: str,
+    *,
     n_workers: int = 1,
     threads_per_worker: int = 1,
     log: Callable[[str], None] = print,
@@ -324,7 +325,7 @@ def compare(
         path = run_path(out_dir, spec)
         data = _existing_run(spec, path)
         if data is not None:
-            finished[path] = trace_finished(data.head, data.evals, spec.budget)
+            finished[path] = trace_finished(data.head, data.evals, budget=spec.budget)
     todo = []
     for spec in specs:
         path = run_path(out_dir, spec)

@@ -95,7 +95,7 @@ def _pyplot() -> Any:
     return plt
 
 
-def plot_best_so_far(best_so_far: Any, direction: str, path: str, log: str = "auto", title: str = "") -> str:
+def plot_best_so_far(best_so_far: Any, direction: str, *, path: str, log: str = "auto", title: str = "") -> str:
     """Best value so far against complete evaluations (in the order told), the y scale chosen by
     :func:`~graphbo.experiments.report.value_scale` from ``log``; returns matplotlib's name of it."""
     check_log(log)
@@ -104,7 +104,7 @@ def plot_best_so_far(best_so_far: Any, direction: str, path: str, log: str = "au
     fig, ax = plt.subplots(figsize=(6.5, 3.5))
     ax.step(np.arange(1, y.size + 1), y, where="post", color="tab:blue")
     ax.plot(np.arange(1, y.size + 1), y, ".", color="tab:blue", markersize=3)
-    yscale = apply_scale(ax, value_scale(y, log), y)
+    yscale = apply_scale(ax, value_scale(y, log), values=y)
     ax.set_xlabel("complete evaluations")
     ax.set_ylabel(f"best value so far ({'highest' if direction == 'maximize' else 'lowest'})")
     ax.set_title(title, fontsize=9)
@@ -114,7 +114,7 @@ def plot_best_so_far(best_so_far: Any, direction: str, path: str, log: str = "au
     return yscale
 
 
-def plot_relevance(relevance: dict[str, float], path: str, title: str = "") -> None:
+def plot_relevance(relevance: dict[str, float], path: str, *, title: str = "") -> None:
     """Bars of each variable's relevance (0 to 1; :func:`variable_effects`), in the space's order."""
     plt = _pyplot()
     names = list(relevance)
@@ -157,7 +157,7 @@ def _fmt_value(v: float) -> str:
     return format(float(v), ".10g")
 
 
-def write_study_report(path: str | os.PathLike, out: str | None = None, log: str = "auto",
+def write_study_report(path: str | os.PathLike, out: str | None = None, *, log: str = "auto",
                        title: str | None = None, notes: str | None = None) -> str:
     """Write the markdown report of the study file ``path`` (default: ``STUDY.md`` beside it) and its PNGs
     (``img/<report stem>_best_so_far.png``, ``..._relevance.png`` or ``..._beta.png`` for COMBO) beside the
@@ -206,7 +206,7 @@ def write_study_report(path: str | os.PathLike, out: str | None = None, log: str
         lines += [f"| {_cell(k)} | {_cell(v, 200)} |" for k, v in config.items()]
         lines += _top_table(s["top"], _variable_names(info, s["complete"]))
         curve = os.path.join(img_dir, f"{stem}_best_so_far.png")
-        yscale = plot_best_so_far(s["best_so_far"], info["direction"], curve, log=log, title=name)
+        yscale = plot_best_so_far(s["best_so_far"], info["direction"], path=curve, log=log, title=name)
         lines += ["## Best so far", "",
                   f"The best value after each complete evaluation, in the order they were told ({yscale} y axis; "
                   "`--log auto` draws positive values spanning more than two decades on a log axis, `--log on` "
@@ -237,7 +237,7 @@ def _pareto_section(s: dict[str, Any], info: dict[str, Any], img_dir: str, out_d
     ref = reference_point(Ymin[ok])
     front_mask = np.zeros(len(every), dtype=bool)
     front_mask[np.flatnonzero(ok)[pareto_mask(Ymin[ok])]] = True
-    trace = hypervolume_trace(Ymin, ok, ref)
+    trace = hypervolume_trace(Ymin, ok, ref=ref)
     front = [t for t, m in zip(every, front_mask) if m]
     names = _variable_names(info, every)
     heads = names if names is not None else ["configuration"]

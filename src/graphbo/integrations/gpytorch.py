@@ -85,7 +85,7 @@ __all__ = ["DiffusionKernel", "FrequencyModulatedKernel", "FM_KERNELS", "encode"
 
 
 # -- encoding helpers ---------------------------------------------------------------------------------
-def encode(space: Space, configs: Iterable[Mapping[str, Any]], dtype: torch.dtype = torch.float64,
+def encode(space: Space, configs: Iterable[Mapping[str, Any]], *, dtype: torch.dtype = torch.float64,
            device: torch.device | str | None = None) -> torch.Tensor:
     """Rows ``(n, len(space))`` of configurations, as the kernels of this module take them.
 
@@ -108,7 +108,7 @@ def decode(space: Space, X: torch.Tensor | np.ndarray) -> list[dict[str, Any]]:
     return [space.from_index(r) for r in rows]
 
 
-def mixed_alternating_spec(space: Space, dtype: torch.dtype = torch.float64,
+def mixed_alternating_spec(space: Space, *, dtype: torch.dtype = torch.float64,
                            device: torch.device | str | None = None) -> dict[str, Any]:
     """Keyword arguments describing ``space`` to ``botorch.optim.optimize_acqf_mixed_alternating``.
 
@@ -356,7 +356,7 @@ class DiffusionKernel(_SpaceKernel):
         graphbo's COMBO does); ``False`` gives supplement Eq. 8 as written for every variable.
     """
 
-    def __init__(self, space: Space, beta_prior: Prior | None = None, beta_constraint: Interval | None = None,
+    def __init__(self, space: Space, *, beta_prior: Prior | None = None, beta_constraint: Interval | None = None,
                  batch_shape: torch.Size | None = None, active_dims: tuple[int, ...] | None = None,
                  unit_diagonal: bool | None = None, **kwargs):
         space = _check_space(space, "DiffusionKernel")
@@ -489,7 +489,7 @@ class FrequencyModulatedKernel(_SpaceKernel):
     computed in one call; other batches loop over their members.
     """
 
-    def __init__(self, space: Space, modulation: str = "modlap", n_terms: int = 3,
+    def __init__(self, space: Space, *, modulation: str = "modlap", n_terms: int = 3,
                  constraints: Mapping[str, Interval] | None = None, priors: Mapping[str, Prior] | None = None,
                  batch_shape: torch.Size | None = None, active_dims: tuple[int, ...] | None = None, **kwargs):
         space = _check_space(space, "FrequencyModulatedKernel")
@@ -542,7 +542,7 @@ class FrequencyModulatedKernel(_SpaceKernel):
         """The :class:`graphbo.kernels.frequency_modulated.FMKernel` that computes the values (CPU)."""
         key = ("fm", dtype)
         if key not in self._cache:
-            self._cache[key] = FMKernel(self.modulation, self._spectra, len(self.space.continuous_indices),
+            self._cache[key] = FMKernel(self.modulation, self._spectra, n_continuous=len(self.space.continuous_indices),
                                         n_terms=self.n_terms, dtype=dtype)
         return self._cache[key]
 

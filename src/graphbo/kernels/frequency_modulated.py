@@ -162,7 +162,7 @@ class FMKernel:
         priors after Hvarfner, Hellsten and Nardi (ICML 2024), :meth:`scaled_centre`.
     """
 
-    def __init__(self, name: str, spectra: Sequence[GraphSpectrum], n_continuous: int, *, n_terms: int = 3,
+    def __init__(self, name: str, spectra: Sequence[GraphSpectrum], *, n_continuous: int, n_terms: int = 3,
                  dtype: torch.dtype = torch.float64, device: torch.device | str | None = None,
                  prior: str = "weak") -> None:
         if not isinstance(name, str):

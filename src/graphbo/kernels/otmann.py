@@ -24,7 +24,7 @@ from ..nas.domain.architecture import Architecture
 __all__ = ["otmann_kernel", "project_psd", "OTMANNKernel"]
 
 
-def otmann_kernel(D, D_bar, alpha, alpha_bar, beta, beta_bar,
+def otmann_kernel(D, D_bar, *, alpha, alpha_bar, beta, beta_bar,
                   p: float = 1.0, p_bar: float = 2.0) -> torch.Tensor:
     """Eq. 4 from precomputed distances, as a float64 tensor.
 
@@ -45,7 +45,8 @@ def otmann_kernel(D, D_bar, alpha, alpha_bar, beta, beta_bar,
     """
     D = torch.as_tensor(D, dtype=torch.float64)
     D_bar = torch.as_tensor(D_bar, dtype=torch.float64, device=D.device)
-    return _eq4.otmann_kernel(D, D_bar, alpha, alpha_bar, beta, beta_bar, p, p_bar)
+    return _eq4.otmann_kernel(D, D_bar, alpha=alpha, alpha_bar=alpha_bar, beta=beta, beta_bar=beta_bar, p=p,
+                              p_bar=p_bar)
 
 
 class OTMANNKernel:
@@ -85,7 +86,8 @@ class OTMANNKernel:
     def gram(self, D, D_bar, alpha, alpha_bar, beta, beta_bar, psd: bool = False) -> torch.Tensor:
         """Eq. 4; with ``psd=True`` (square, symmetric inputs only) the result is
         projected to the PSD cone by :func:`project_psd`."""
-        K = otmann_kernel(D, D_bar, alpha, alpha_bar, beta, beta_bar, self.p, self.p_bar)
+        K = otmann_kernel(D, D_bar, alpha=alpha, alpha_bar=alpha_bar, beta=beta, beta_bar=beta_bar, p=self.p,
+                          p_bar=self.p_bar)
         return project_psd(K) if psd else K
 
     def __call__(self, archs1, archs2=None, *, alpha=1.0, alpha_bar=1.0, beta, beta_bar,

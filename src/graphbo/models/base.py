@@ -45,7 +45,7 @@ class Posterior:
     """
 
     def __init__(self, mean: torch.Tensor, variance: torch.Tensor,
-                 covariance_fn: Callable[[], torch.Tensor] | None = None):
+                 *, covariance_fn: Callable[[], torch.Tensor] | None = None):
         if mean.shape != variance.shape or mean.dim() != 2:
             raise ValueError(f"mean and variance must both have shape (S, m), got {tuple(mean.shape)} "
                              f"and {tuple(variance.shape)}")

@@ -74,7 +74,7 @@ def _logsumexp(a: np.ndarray) -> float:
     return top if not math.isfinite(top) else top + math.log(float(np.exp(a - top).sum()))
 
 
-@dataclass
+@dataclass(kw_only=True)
 class HyperSample:
     """One posterior sample of the GP hyper-parameters."""
 
@@ -84,7 +84,8 @@ class HyperSample:
     log_beta: np.ndarray  # (d,)
 
     def copy(self) -> "HyperSample":
-        return HyperSample(self.mean, self.log_amp, self.log_noise, self.log_beta.copy())
+        return HyperSample(mean=self.mean, log_amp=self.log_amp, log_noise=self.log_noise,
+                           log_beta=self.log_beta.copy())
 
 
 class DiffusionGP(Surrogate):
@@ -264,7 +265,7 @@ class DiffusionGP(Surrogate):
                         log_rest += sweeper._log_factor(i, st.log_beta[i])
                 lik = sweeper._beta_likelihood_of_log(pos, log_rest, st.mean, math.exp(st.log_amp),
                                                       math.exp(st.log_noise))
-                grids.append(np.array([density(float(b), self.tau_beta, LOG_BETA_UPPER) + lik(float(b))
+                grids.append(np.array([density(float(b), tau=self.tau_beta, upper=LOG_BETA_UPPER) + lik(float(b))
                                        for b in _WARP_GRID]))
             marginals = np.array([_logsumexp(g) + math.log(step) for g in grids])
             if not np.isfinite(marginals).any():  # neither graph gives a positive-definite Gram: keep the choice
@@ -384,7 +385,8 @@ class DiffusionGP(Surrogate):
             variances.append(var)
         if not means:
             empty = torch.zeros(len(self.samples), 0, **self._t)
-            return Posterior(empty, empty.clone(), lambda: torch.zeros(len(self.samples), 0, 0, **self._t))
+            return Posterior(empty, empty.clone(),
+                             covariance_fn=lambda: torch.zeros(len(self.samples), 0, 0, **self._t))
 
         def covariance() -> torch.Tensor:
             O = self.kernel.one_hot(Xt)
@@ -392,7 +394,7 @@ class DiffusionGP(Surrogate):
             V = self._cross(O) @ self._Linv_T
             return prior - V @ V.transpose(1, 2)
 
-        return Posterior(torch.cat(means, dim=1), torch.cat(variances, dim=1), covariance)
+        return Posterior(torch.cat(means, dim=1), torch.cat(variances, dim=1), covariance_fn=covariance)
 
     def screening(self) -> DiffusionGPScreening | None:
         """The conditioned model's screening (:class:`~graphbo.models.diffusion_gp_screening.DiffusionGPScreening`:
@@ -651,7 +653,7 @@ class _Sweeper:
         start = None if self._lik is None else logp_prior(x0) + self._lik
         if start is not None:
             liks[x0] = self._lik  # type: ignore[assignment]
-        x1, _ = slice_sample(logp, x0, self.rng, width=float(self.widths[coord]),
+        x1, _ = slice_sample(logp, x0, rng=self.rng, width=float(self.widths[coord]),
                              logp_x0=start if start is not None and math.isfinite(start) else None)
         self._lik = liks.get(x1, self._lik)
         self._moves[coord].append(abs(x1 - x0))
@@ -686,31 +688,35 @@ class _Sweeper:
                 return -0.5 * float(z @ z) / scale + const
 
             self._lik = lik_mean(st.mean)
-            st.mean = self._update(0, lambda m: log_prior_mean(m, self.y_mean, self.y_min, self.y_max),
+            st.mean = self._update(0,
+                                   lambda m: log_prior_mean(m, y_mean=self.y_mean, y_min=self.y_min, y_max=self.y_max),
                                    lik_mean, st.mean)
         else:  # the current state's C is not positive definite even with jitter: the plain density
             self._lik = None
-            st.mean = self._update(0, lambda m: log_prior_mean(m, self.y_mean, self.y_min, self.y_max),
+            st.mean = self._update(0,
+                                   lambda m: log_prior_mean(m, y_mean=self.y_mean, y_min=self.y_min, y_max=self.y_max),
                                    lambda m: self._loglik(m, math.exp(st.log_amp), math.exp(st.log_noise), K),
                                    st.mean)
 
         # 2. signal variance, supplement Eq. (10)
         k_min, k_max = float(K.min()), float(K.max())
-        if log_prior_log_signal_variance(st.log_amp, self.y_var, k_min, k_max) == -math.inf:
+        if log_prior_log_signal_variance(st.log_amp, y_var=self.y_var, k_min=k_min, k_max=k_max) == -math.inf:
             # The support moved past the chain (the betas changed K): restart at the data's scale,
             # sigma_f^2 * mean(diag K) = var(y), clipped into the support. The support's middle is
             # no restart point: with K_min near its 1e-100 floor it lies ~115 nats above the data.
-            lo, hi = log_signal_variance_support(self.y_var, k_min, k_max)
+            lo, hi = log_signal_variance_support(self.y_var, k_min=k_min, k_max=k_max)
             data_scale = math.log(max(self.y_var, 1e-12)) - math.log(float(np.mean(np.diagonal(K))))
             st.log_amp = min(max(data_scale, lo), hi)
             self._lik = None
-        st.log_amp = self._update(1, lambda a: log_prior_log_signal_variance(a, self.y_var, k_min, k_max),
+        st.log_amp = self._update(1,
+                                  lambda a: log_prior_log_signal_variance(a, y_var=self.y_var, k_min=k_min,
+                                                                          k_max=k_max),
                                   lambda a: self._loglik(st.mean, math.exp(a), math.exp(st.log_noise), K),
                                   st.log_amp)
         amp = math.exp(st.log_amp)
 
         # 3. noise variance, Horseshoe proxy (Eq. 11) with tau = sqrt(0.05)
-        st.log_noise = self._update(2, lambda v: log_horseshoe_upper(v, gp.tau_noise, LOG_NOISE_UPPER),
+        st.log_noise = self._update(2, lambda v: log_horseshoe_upper(v, tau=gp.tau_noise, upper=LOG_NOISE_UPPER),
                                     lambda v: self._loglik(st.mean, amp, math.exp(v), K), st.log_noise)
         noise = math.exp(st.log_noise)
 
@@ -718,7 +724,7 @@ class _Sweeper:
         # shuffled order. K is updated by dividing out and multiplying in one factor while its entries are normal
         # floats; once one is not (an underflow would lose K_rest), the other factors' logs are summed instead
         beta_density = log_horseshoe_upper_of_log if gp.beta_prior == "horseshoe" else log_horseshoe_upper
-        prior_of_beta = lambda b: beta_density(b, gp.tau_beta, LOG_BETA_UPPER)  # noqa: E731
+        prior_of_beta = lambda b: beta_density(b, tau=gp.tau_beta, upper=LOG_BETA_UPPER)  # noqa: E731
         # (the Matern form is not a product of factors: always in logs)
         in_logs = False
         for i in self.rng.permutation(self.kernel.d):

@@ -399,7 +399,7 @@ class MixedGP(Surrogate):
             w = torch.linalg.solve_triangular(self._L, Kx.T, upper=False)
             return (self._amp * self.kernel(self._kp, V, C, V, C) - w.T @ w)[None]
 
-        return Posterior(mean[None], var[None], covariance)
+        return Posterior(mean[None], var[None], covariance_fn=covariance)
 
     # -- the conditioned model (for its screening, :mod:`graphbo.models.mixed_gp_screening`); the properties
     # -- return the model's own tensors, not copies: read them, never modify them ----------------------------

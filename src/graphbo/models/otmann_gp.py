@@ -82,7 +82,7 @@ _LOG_2PI = math.log(2 * math.pi)
 PSD_CHECK_TOL = 1e-10
 
 
-@dataclass
+@dataclass(kw_only=True)
 class OTMANNHyperSample:
     """One posterior sample of the hyper-parameters, in the units of the observations."""
 
@@ -94,8 +94,9 @@ class OTMANNHyperSample:
     log_beta_bar: np.ndarray  # (m,)
 
     def copy(self) -> "OTMANNHyperSample":
-        return OTMANNHyperSample(self.mean, self.log_alpha, self.log_alpha_bar, self.log_noise,
-                                 self.log_beta.copy(), self.log_beta_bar.copy())
+        return OTMANNHyperSample(mean=self.mean, log_alpha=self.log_alpha, log_alpha_bar=self.log_alpha_bar,
+                                 log_noise=self.log_noise,
+                                 log_beta=self.log_beta.copy(), log_beta_bar=self.log_beta_bar.copy())
 
     def to_dict(self) -> dict[str, Any]:
         return {"mean": float(self.mean), "log_alpha": float(self.log_alpha),
@@ -105,8 +106,9 @@ class OTMANNHyperSample:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "OTMANNHyperSample":
-        return cls(float(d["mean"]), float(d["log_alpha"]), float(d["log_alpha_bar"]), float(d["log_noise"]),
-                   np.asarray(d["log_beta"], dtype=float), np.asarray(d["log_beta_bar"], dtype=float))
+        return cls(mean=float(d["mean"]), log_alpha=float(d["log_alpha"]), log_alpha_bar=float(d["log_alpha_bar"]),
+                   log_noise=float(d["log_noise"]), log_beta=np.asarray(d["log_beta"], dtype=float),
+                   log_beta_bar=np.asarray(d["log_beta_bar"], dtype=float))
 
     @property
     def alpha(self) -> float:
@@ -235,7 +237,7 @@ class OTMANNGP(Surrogate):
         self.m = len(self.nu_strs)
         self.p, self.p_bar = p, p_bar
         self.n_burn, self.n_samples = n_burn, n_samples
-        self.batch = BatchOTMANN(self.otmann, self.nu_strs)
+        self.batch = BatchOTMANN(self.otmann, nu_strs=self.nu_strs)
         self.cache = DistanceCache(self.batch)
         m = self.m
         la, ln, lb, lbb = (np.log(alpha_bounds), np.log(noise_bounds), np.log(beta_bounds),
@@ -379,9 +381,10 @@ class OTMANNGP(Surrogate):
     def _kernel(self, D: np.ndarray, Db: np.ndarray, samples: Sequence[OTMANNHyperSample]) -> np.ndarray:
         """Eq. 4 (:func:`~graphbo.nas.distance.kernel.otmann_kernel`) for every sample:
         ``(S, n1, n2)`` (units of ``y``)."""
-        return otmann_kernel(D, Db, np.array([s.alpha for s in samples]), np.array([s.alpha_bar for s in samples]),
-                             np.stack([s.beta for s in samples]), np.stack([s.beta_bar for s in samples]),
-                             self.p, self.p_bar)
+        return otmann_kernel(D, Db, alpha=np.array([s.alpha for s in samples]),
+                             alpha_bar=np.array([s.alpha_bar for s in samples]),
+                             beta=np.stack([s.beta for s in samples]), beta_bar=np.stack([s.beta_bar for s in samples]),
+                             p=self.p, p_bar=self.p_bar)
 
     def _condition_on(self, extra: Sequence[Architecture] = (), y_extra: np.ndarray | None = None) -> None:
         """Condition on the data plus ``extra`` networks with values ``y_extra`` (``(S, p)``, one
@@ -466,7 +469,7 @@ class OTMANNGP(Surrogate):
             return _covariance_with_variances(prior - V.transpose(1, 2) @ V, var_t)
 
         var_t = torch.from_numpy(var)
-        return Posterior(torch.from_numpy(mean), var_t, covariance)
+        return Posterior(torch.from_numpy(mean), var_t, covariance_fn=covariance)
 
     def _predict(self, archs: list[Architecture]) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and variance (of the latent function, no noise) at ``archs`` for
@@ -549,11 +552,13 @@ class _Sweeper:
         lo, hi = self.lo, self.hi
         # Eq. 4's exponents (the distances are already powered); the exponentials are kept for the
         # coordinate updates below, which change one term at a time
-        S1, S2 = kernel_exponents(self.Dp, self.Dbp, np.exp(th[2:2 + m]), np.exp(th[2 + m:2 + 2 * m]), 1.0, 1.0)
+        S1, S2 = kernel_exponents(self.Dp, self.Dbp, beta=np.exp(th[2:2 + m]), beta_bar=np.exp(th[2 + m:2 + 2 * m]),
+                                  p=1.0, p_bar=1.0)
         E1, E2 = np.exp(-S1), np.exp(-S2)
         noise, mean = math.exp(th[-2]), th[-1]
         state = {"E1": E1, "E2": E2, "S1": S1, "S2": S2}
-        last = self._loglik(kernel_from_exponents(S1, S2, math.exp(th[0]), math.exp(th[1])), noise, mean)
+        last = self._loglik(kernel_from_exponents(S1, S2, alpha=math.exp(th[0]), alpha_bar=math.exp(th[1])), noise,
+                            mean)
         if not math.isfinite(last):  # pragma: no cover
             raise RuntimeError("the GP likelihood is not finite at the current hyper-parameters")
 
@@ -589,7 +594,7 @@ class _Sweeper:
                     return self._loglik(a * E1 + ab * np.exp(-(rest + math.exp(x) * self.Dbp[i])), noise, mean)
 
             # the density at the current point is the last coordinate's accepted value
-            new, last = slice_sample(logp, float(th[j]), self.rng, logp_x0=last)
+            new, last = slice_sample(logp, float(th[j]), rng=self.rng, logp_x0=last)
             th[j] = new
             if 2 <= j < 2 + m:
                 i = j - 2
@@ -601,7 +606,8 @@ class _Sweeper:
                 state["E2"] = np.exp(-state["S2"])
 
         # noise and mean: K fixed, one eigendecomposition
-        K = _psd_repair(kernel_from_exponents(state["S1"], state["S2"], math.exp(th[0]), math.exp(th[1])))
+        K = _psd_repair(kernel_from_exponents(state["S1"], state["S2"], alpha=math.exp(th[0]),
+                                              alpha_bar=math.exp(th[1])))
         ll = self.loglik_given_gram(K)
 
         def logp_noise(x):
@@ -609,12 +615,12 @@ class _Sweeper:
                 return -math.inf
             return ll(math.exp(x), th[-1])
 
-        th[-2], _ = slice_sample(logp_noise, float(th[-2]), self.rng)
+        th[-2], _ = slice_sample(logp_noise, float(th[-2]), rng=self.rng)
 
         def logp_mean(x):
             if not lo[-1] <= x <= hi[-1]:
                 return -math.inf
             return ll(math.exp(th[-2]), x)
 
-        th[-1], _ = slice_sample(logp_mean, float(th[-1]), self.rng)
+        th[-1], _ = slice_sample(logp_mean, float(th[-1]), rng=self.rng)
         return th

@@ -27,7 +27,7 @@ LOG_BETA_UPPER = math.log(100.0)
 LOG_NOISE_UPPER = math.log(10000.0)
 
 
-def log_prior_mean(m: float, y_mean: float, y_min: float, y_max: float) -> float:
+def log_prior_mean(m: float, *, y_mean: float, y_min: float, y_max: float) -> float:
     """Truncated normal on the constant mean, supplement Eq. (9).
 
     ``N(mean(y), ((y_max - y_min) / 4)^2)`` restricted to ``[y_min, y_max]``.
@@ -38,7 +38,7 @@ def log_prior_mean(m: float, y_mean: float, y_min: float, y_max: float) -> float
     return -0.5 * ((m - y_mean) / sd) ** 2
 
 
-def log_signal_variance_support(y_var: float, k_min: float, k_max: float) -> tuple[float, float]:
+def log_signal_variance_support(y_var: float, *, k_min: float, k_max: float) -> tuple[float, float]:
     """The support ``[log(sigma_y^2 / K_max), log(sigma_y^2 / K_min)]`` of Eq. (10) on ``log sigma_f^2``.
 
     A (numerically) constant Gram matrix gives an empty interval; it is widened by one unit
@@ -52,7 +52,7 @@ def log_signal_variance_support(y_var: float, k_min: float, k_max: float) -> tup
     return lo, hi
 
 
-def log_prior_log_signal_variance(log_amp: float, y_var: float, k_min: float, k_max: float) -> float:
+def log_prior_log_signal_variance(log_amp: float, *, y_var: float, k_min: float, k_max: float) -> float:
     """Truncated log-normal on the signal variance, supplement Eq. (10).
 
     The support is ``sigma_y^2 / K_max <= sigma_f^2 <= sigma_y^2 / K_min``
@@ -60,14 +60,14 @@ def log_prior_log_signal_variance(log_amp: float, y_var: float, k_min: float, k_
     on ``log sigma_f^2`` is centred in that interval with a standard deviation
     of a quarter of its width, so that ~95 % of the untruncated mass lies inside.
     """
-    lo, hi = log_signal_variance_support(y_var, k_min, k_max)
+    lo, hi = log_signal_variance_support(y_var, k_min=k_min, k_max=k_max)
     if log_amp < lo or log_amp > hi:
         return -math.inf
     mid, sd = 0.5 * (lo + hi), 0.25 * (hi - lo)
     return -0.5 * ((log_amp - mid) / sd) ** 2
 
 
-def log_horseshoe_upper(log_x: float, tau: float, upper: float) -> float:
+def log_horseshoe_upper(log_x: float, *, tau: float, upper: float) -> float:
     """Log of the Horseshoe density's closed-form upper bound, supplement Eq. (11).
 
     ``p(x) ~ log(1 + 2 tau^2 / x^2)`` (constant ``K`` dropped), on
@@ -78,7 +78,7 @@ def log_horseshoe_upper(log_x: float, tau: float, upper: float) -> float:
     return math.log(math.log1p(2.0 * tau * tau * math.exp(-2.0 * log_x)))
 
 
-def log_horseshoe_upper_of_log(log_x: float, tau: float, upper: float) -> float:
+def log_horseshoe_upper_of_log(log_x: float, *, tau: float, upper: float) -> float:
     """The log density of ``log x`` when ``x`` has the Horseshoe proxy density of Eq. (11).
 
     A density ``p(x)`` on ``x > 0`` is, on ``u = log x``, ``p(e^u) e^u`` (the Jacobian
@@ -88,5 +88,5 @@ def log_horseshoe_upper_of_log(log_x: float, tau: float, upper: float) -> float:
     density of ``u`` falls off on both sides of ``x ~ tau`` (as ``x log(1/x)`` below it and as
     ``2 tau^2 / x`` above it). Same support as :func:`log_horseshoe_upper`.
     """
-    value = log_horseshoe_upper(log_x, tau, upper)
+    value = log_horseshoe_upper(log_x, tau=tau, upper=upper)
     return value + log_x if math.isfinite(value) else value

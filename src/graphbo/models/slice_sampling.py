@@ -17,6 +17,7 @@ __all__ = ["slice_sample"]
 def slice_sample(
     logp: Callable[[float], float],
     x0: float,
+    *,
     rng: np.random.Generator,
     width: float = 1.0,
     max_doublings: int = 10,

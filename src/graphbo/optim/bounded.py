@@ -57,7 +57,7 @@ class BoundedScores:
         Rows scored exactly per batch while pruning.
     """
 
-    def __init__(self, acquisition: Callable[[np.ndarray], Any], rows: np.ndarray, prune: bool = True,
+    def __init__(self, acquisition: Callable[[np.ndarray], Any], rows: np.ndarray, *, prune: bool = True,
                  block: int = 256) -> None:
         self.acquisition = acquisition
         self.rows = rows
@@ -212,7 +212,7 @@ def not_in(rows: np.ndarray, keys: set[bytes] | frozenset[bytes]) -> np.ndarray:
 
 
 def fresh_masks(parts: list[BoundedScores], exclude: set[bytes],
-                fresh: Callable[[np.ndarray, set[bytes]], np.ndarray] = not_in) -> list[np.ndarray]:
+                *, fresh: Callable[[np.ndarray, set[bytes]], np.ndarray] = not_in) -> list[np.ndarray]:
     """The ``fresh`` masks of :func:`best_fresh` for ``parts``, looked up
     only where a row could be chosen.
 

@@ -63,7 +63,7 @@ SIGMA_SCALE = 2.0
 Acquisition = Callable[[list[Architecture]], Sequence[float] | np.ndarray]
 
 
-def n_ea_evaluations(t: int, lead_const: float = EA_LEAD_CONST,
+def n_ea_evaluations(t: int, *, lead_const: float = EA_LEAD_CONST,
                      lo: int = EA_MIN_EVALS, hi: int = EA_MAX_EVALS) -> int:
     """Number of acquisition evaluations of the EA at BO step ``t`` (>= 1):
     ``clip(lead_const * sqrt(t), lo, hi)``, rounded down."""
@@ -119,7 +119,7 @@ def selection_probabilities(values: Sequence[float] | np.ndarray, sigma_scale: f
     return p / p.sum()
 
 
-@dataclass
+@dataclass(kw_only=True)
 class EAResult:
     """Outcome of :func:`optimize_acquisition_ea`.
 
@@ -147,8 +147,8 @@ class EAResult:
 def optimize_acquisition_ea(
     phi: Acquisition,
     start: Sequence[Architecture],
-    rng: np.random.Generator,
     *,
+    rng: np.random.Generator,
     n_evaluations: int | None = None,
     t: int | None = None,
     n_mutations: int | None = None,
@@ -272,7 +272,7 @@ def optimize_acquisition_ea(
         child_keys: list[str] = []
         for i in parents:
             for _ in range(max_mutation_tries):
-                child = mutate(pop[int(i)], rng, valid, step_probs, modifier_weights)
+                child = mutate(pop[int(i)], rng, is_valid=valid, step_probs=step_probs, weights=modifier_weights)
                 if child is None or not accept(child):
                     continue
                 k = architecture_key(child)

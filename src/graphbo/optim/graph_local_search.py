@@ -49,8 +49,8 @@ def _distinct(rows: np.ndarray, space: Space) -> np.ndarray:
 def optimize_acquisition_on_graph(
     acquisition: Callable[[np.ndarray], Any],
     space: Space,
-    rng: np.random.Generator,
     *,
+    rng: np.random.Generator,
     incumbent: np.ndarray,
     exclude: set[bytes],
     n_random: int = 20000,

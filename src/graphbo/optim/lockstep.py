@@ -188,7 +188,7 @@ class Lockstep:
     """
 
     def __init__(self, acquisition: Callable[[torch.Tensor], torch.Tensor], cont: np.ndarray,
-                 region: "Region | None" = None, threads: bool | None = None) -> None:
+                 *, region: "Region | None" = None, threads: bool | None = None) -> None:
         self.acquisition, self.cont = acquisition, torch.as_tensor(cont, dtype=torch.long)
         self.region = region
         self.threads = not reverse_communication_works() if threads is None else threads

@@ -67,8 +67,8 @@ logger = logging.getLogger(__name__)
 def optimize_acquisition_mixed(
     acquisition: Callable[[torch.Tensor], torch.Tensor],
     space: Space,
-    rng: np.random.Generator,
     *,
+    rng: np.random.Generator,
     incumbent: np.ndarray,
     exclude: set[bytes],
     n_random: int = 100_000,
@@ -157,13 +157,13 @@ class _BoundedEI:
 
     def upper_bound(self, rows: np.ndarray) -> torch.Tensor:
         mean, var = self.screening.mean_lower_bound(rows)
-        return log_mean_expected_improvement(mean[None], var[None], self.acquisition.best_f)
+        return log_mean_expected_improvement(mean[None], var[None], best=self.acquisition.best_f)
 
     def refined_bound(self, rows: np.ndarray) -> torch.Tensor:
         """The same bound with the tight variance bound (``mean_lower_bound(tight_variance=True)``), for the
         rows that the cheap one could not rule out (:meth:`BoundedScores.top`)."""
         mean, var = self.screening.mean_lower_bound(rows, tight_variance=True)
-        return log_mean_expected_improvement(mean[None], var[None], self.acquisition.best_f)
+        return log_mean_expected_improvement(mean[None], var[None], best=self.acquisition.best_f)
 
 
 class _ScreenedEI:
@@ -187,7 +187,7 @@ class _ScreenedEI:
         out = []
         for s in range(0, rows.shape[0], self.chunk):
             mean, var = self.screening.screen_moments(rows[s:s + self.chunk])
-            out.append(as_scores(log_mean_expected_improvement(mean[None], var[None], self.acquisition.best_f)))
+            out.append(as_scores(log_mean_expected_improvement(mean[None], var[None], best=self.acquisition.best_f)))
         return np.concatenate(out) if out else np.empty(0)
 
     def upper_bound(self, rows: np.ndarray) -> np.ndarray:
@@ -287,7 +287,7 @@ def _neighbour_scores(acquisition: Callable[[torch.Tensor], torch.Tensor], space
                 var = changed.argmax(1)
                 value = nbrs[np.arange(nbrs.shape[0]), disc[var]].astype(np.int64)
                 mean, variance = screening.neighbour_moments(starts, owner, var, value)
-                return as_scores(log_mean_expected_improvement(mean[None], variance[None], acquisition.best_f))
+                return as_scores(log_mean_expected_improvement(mean[None], variance[None], best=acquisition.best_f))
     return score_rows(nbrs.astype(float))
 
 
@@ -310,7 +310,7 @@ def _alternate_per_start(acquisition: Callable[[torch.Tensor], torch.Tensor], sp
     docstring)."""
     cont = space.continuous_indices
     cur, cur_val = cur.copy(), cur_val.copy()
-    lockstep = Lockstep(acquisition, cont, region) if cont.size else None
+    lockstep = Lockstep(acquisition, cont, region=region) if cont.size else None
 
     def score_neighbours(starts: np.ndarray, nbrs: np.ndarray, owner: np.ndarray) -> np.ndarray:
         return _neighbour_scores(acquisition, space, starts, nbrs, owner, score_rows)

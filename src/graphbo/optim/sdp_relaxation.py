@@ -63,7 +63,7 @@ def _check_problem(b: np.ndarray, Q: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return b, Q
 
 
-def binary_quadratic_values(c: float, b: np.ndarray, Q: np.ndarray, X: np.ndarray) -> np.ndarray:
+def binary_quadratic_values(c: float, b: np.ndarray, Q: np.ndarray, *, X: np.ndarray) -> np.ndarray:
     """``E(x) = c + b.x + x'Qx / 2`` for each row of ``X`` (shape ``(n, d)``)."""
     X = np.asarray(X, dtype=float)
     return np.asarray(c + X @ b + 0.5 * np.einsum("ni,ij,nj->n", X, Q, X), dtype=float)
@@ -81,7 +81,7 @@ def ising_form(c: float, b: np.ndarray, Q: np.ndarray) -> tuple[np.ndarray, floa
     return C, c0
 
 
-@dataclass
+@dataclass(kw_only=True)
 class SDPRelaxation:
     """A solved relaxation of ``min E(x)``.
 
@@ -107,7 +107,7 @@ class SDPRelaxation:
 
 
 def solve_sdp_relaxation(c: float, b: np.ndarray, Q: np.ndarray,
-                         solvers: tuple[str, ...] = ("CLARABEL", "SCS")) -> SDPRelaxation:
+                         *, solvers: tuple[str, ...] = ("CLARABEL", "SCS")) -> SDPRelaxation:
     """Solve ``min tr(CZ)`` s.t. ``diag(Z) = 1``, ``Z`` PSD (step 2) for ``E = c + b.x + x'Qx/2``.
 
     The solvers are tried in order until one reports an optimal (or optimal-inaccurate) solution.
@@ -149,7 +149,7 @@ def solve_sdp_relaxation(c: float, b: np.ndarray, Q: np.ndarray,
                          solver=str(solver))
 
 
-def round_relaxation(relaxation: SDPRelaxation, rng: np.random.Generator, n_roundings: int) -> np.ndarray:
+def round_relaxation(relaxation: SDPRelaxation, rng: np.random.Generator, *, n_roundings: int) -> np.ndarray:
     """``n_roundings`` random-hyperplane roundings (step 4): int64 rows in ``{0, 1}^d``."""
     if n_roundings < 1:
         raise ValueError(f"n_roundings must be >= 1, got {n_roundings!r}")
@@ -160,7 +160,7 @@ def round_relaxation(relaxation: SDPRelaxation, rng: np.random.Generator, n_roun
     return ((1 + spins) // 2).astype(np.int64)
 
 
-def minimize_binary_quadratic_sdp(c: float, b: np.ndarray, Q: np.ndarray, rng: np.random.Generator,
+def minimize_binary_quadratic_sdp(c: float, b: np.ndarray, Q: np.ndarray, *, rng: np.random.Generator,
                                   n_roundings: int = 100) -> tuple[np.ndarray, np.ndarray, SDPRelaxation]:
     """Minimise ``E(x) = c + b.x + x'Qx/2`` over ``{0,1}^d`` by SDP relaxation and rounding (steps 1-4).
 
@@ -175,5 +175,5 @@ def minimize_binary_quadratic_sdp(c: float, b: np.ndarray, Q: np.ndarray, rng: n
     """
     b, Q = _check_problem(b, Q)
     relaxation = solve_sdp_relaxation(c, b, Q)
-    states = round_relaxation(relaxation, rng, n_roundings)
-    return states, binary_quadratic_values(c, b, Q, states), relaxation
+    states = round_relaxation(relaxation, rng, n_roundings=n_roundings)
+    return states, binary_quadratic_values(c, b, Q, X=states), relaxation

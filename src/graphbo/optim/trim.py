@@ -23,7 +23,7 @@ import numpy as np
 __all__ = ["trim_to_paid_changes"]
 
 
-def trim_to_paid_changes(row: np.ndarray, incumbent: np.ndarray, mean: Callable[[np.ndarray], np.ndarray], *,
+def trim_to_paid_changes(row: np.ndarray, incumbent: np.ndarray, *, mean: Callable[[np.ndarray], np.ndarray],
                          exclude: set[bytes] | frozenset[bytes], allowed: Callable[[np.ndarray], np.ndarray],
                          tol: float = 0.0) -> np.ndarray:
     """``row`` with the changes from ``incumbent`` that ``mean`` does not pay for set back (module docstring).

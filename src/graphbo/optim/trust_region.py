@@ -116,7 +116,7 @@ class Region:
         Whether ordinals of three or more values are in the box (default) or the ball.
     """
 
-    def __init__(self, space: Space, centre: np.ndarray, radius: int, length: float = 1.0,
+    def __init__(self, space: Space, centre: np.ndarray, *, radius: int, length: float = 1.0,
                  ordinals: str = "box") -> None:
         self.space = space
         self.centre = np.asarray(centre, dtype=space.row_dtype).reshape(-1)
@@ -335,7 +335,7 @@ class TrustRegion:
         """The current region, or ``None`` while it has no centre (before its first observation)."""
         if self.centre is None:
             return None
-        return Region(self.space, self.centre, self.radius, self.length, self.ordinals)
+        return Region(self.space, self.centre, radius=self.radius, length=self.length, ordinals=self.ordinals)
 
     # -- resumable state ------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:

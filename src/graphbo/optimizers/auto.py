@@ -82,7 +82,7 @@ def choose_method(space: Any, budget: int | None = None, *, single_objective: bo
     return f"{family}-tr" if large and enough_budget and bigger_than_budget and single_objective else family
 
 
-def resolve_method(method: str, space: Any, budget: int | None = None) -> str:
+def resolve_method(method: str, space: Any, *, budget: int | None = None) -> str:
     """``method`` itself, or :func:`choose_method`'s choice if it is ``"auto"`` (any case).
 
     Raises ``ValueError`` naming ``method`` if it is neither ``"auto"`` nor a key of

@@ -206,7 +206,7 @@ class Optimizer:
         best = model.transform_outcome(float(np.min(np.asarray(fit_y)[ok]))) if ok.any() else None
         lowest = None if ok.any() else [cm.transform_outcome(float(np.min(C[:, j])))
                                          for j, cm in enumerate(self._constraint_models)]
-        return LogConstrainedExpectedImprovement(model, self._constraint_models, best, constraint_best=lowest)
+        return LogConstrainedExpectedImprovement(model, self._constraint_models, best_f=best, constraint_best=lowest)
 
     @property
     def _outcome_mode(self) -> bool:
@@ -263,7 +263,7 @@ class Optimizer:
                                   [second.transform_outcome(float(v)) for v in y2]])
         rows = scaled[ok] if ok.any() else scaled
         front = rows[pareto_mask(rows)] if ok.any() else np.zeros((0, 2))
-        return LogExpectedHypervolumeImprovement([model, second], front, reference_point(rows),
+        return LogExpectedHypervolumeImprovement([model, second], front, ref=reference_point(rows),
                                                  constraint_models=self._constraint_models)
 
     def _incumbent_index(self) -> int:
@@ -604,7 +604,7 @@ class Optimizer:
     def _training_indices(self, y: np.ndarray) -> np.ndarray:
         """The observations (indices into ``y``) the model is fitted on: :func:`training_subset` under
         ``max_train``, seeded by the optimizer's seed; kept in :attr:`last_training_indices`."""
-        idx = training_subset(y, self.max_train, self._subset_key)
+        idx = training_subset(y, self.max_train, key=self._subset_key)
         self.last_training_indices = idx
         return idx
 
@@ -650,7 +650,7 @@ def check_max_train(value: Any) -> int | None:
     return check_optional_int("max_train", value, minimum=MIN_MAX_TRAIN)
 
 
-def training_subset(y: Sequence[float] | np.ndarray, max_train: int | None, key: int) -> np.ndarray:
+def training_subset(y: Sequence[float] | np.ndarray, max_train: int | None, *, key: int) -> np.ndarray:
     """Indices, ascending, of the observations a GP is fitted on when at most ``max_train`` may be.
 
     Exact GP inference costs ``O(n^3)`` time and ``O(n^2)`` memory in the number ``n`` of training points

@@ -72,7 +72,8 @@ class BOCSSDP(BOCS):
 
     def _ranked_candidates(self, c: float, b: np.ndarray, Q: np.ndarray) -> np.ndarray:
         """The distinct roundings by model value, then their one-bit-flip neighbours by model value."""
-        states, energies, self.relaxation = minimize_binary_quadratic_sdp(c, b, Q, self.rng, self.n_roundings)
+        states, energies, self.relaxation = minimize_binary_quadratic_sdp(c, b, Q, rng=self.rng,
+                                                                          n_roundings=self.n_roundings)
         rounded, first = np.unique(states, axis=0, return_index=True)
         rounded = rounded[np.argsort(energies[first], kind="stable")]
         d = rounded.shape[1]

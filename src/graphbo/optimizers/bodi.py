@@ -99,7 +99,7 @@ def levels_of(space: Space) -> np.ndarray:
     return np.array([int(v.n_values) for v in space.declared_variables], dtype=np.int64)
 
 
-def diverse_dictionary(levels: Sequence[int] | np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
+def diverse_dictionary(levels: Sequence[int] | np.ndarray, m: int, *, rng: np.random.Generator) -> np.ndarray:
     """``m`` dictionary elements (index rows, ``(m, d)`` int64) with diverse sparsities (module docstring, 1).
 
     ``levels[j]`` is the number of levels of variable ``j``. When every variable has two levels, element ``i``
@@ -240,7 +240,7 @@ class BODi(Optimizer):
         y_all = self.y
         train = self._training_indices(y_all)
         X, y = self.X[train], y_all[train]
-        dictionary = self._canonical(diverse_dictionary(self.levels, self.n_dictionary, self.rng))
+        dictionary = self._canonical(diverse_dictionary(self.levels, self.n_dictionary, rng=self.rng))
         self.dictionary = dictionary
         torch_seed = int(self.rng.integers(2**63))
         pool = self.space.sample_index(self.n_candidates, self.rng)

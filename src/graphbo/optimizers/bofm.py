@@ -124,7 +124,7 @@ class BOFM(Optimizer):
         #: the priors of the fit (``"auto"`` resolved)
         self.prior: str = prior
         spectra = [space.variables[j].spectrum for j in space.discrete_indices]
-        self.kernel = FMKernel(kernel, spectra, len(space.continuous_indices), device=device,
+        self.kernel = FMKernel(kernel, spectra, n_continuous=len(space.continuous_indices), device=device,
                                prior="scaled" if prior == "scaled" else "weak")
         self.model = MixedGP(self.kernel, space, n_restarts=n_restarts, log_y=log_y,
                              prior="none" if prior == "none" else "weak", restart_every=restart_every, device=device)
@@ -155,7 +155,7 @@ class BOFM(Optimizer):
             # incumbent: the best real (feasible) value, on the model's scale, of all observations
             # (training_subset keeps it); known constraints: refused rows score below every allowed one
             acquisition,
-            self.space, self.rng, incumbent=X[self._incumbent_index()] if region is None else region.centre,
+            self.space, rng=self.rng, incumbent=X[self._incumbent_index()] if region is None else region.centre,
             exclude=self._exclude, n_random=self.n_random, n_spray=self.n_spray, n_starts=self.n_starts,
             region=region,
         )

@@ -68,7 +68,7 @@ def _hyperband_budgets(min_fidelity: int, max_fidelity: int, eta: int) -> tuple[
     return low, high, budget_of
 
 
-def hyperband_fidelities(max_fidelity: int, min_fidelity: int = 1, eta: int = 3) -> tuple[int, ...]:
+def hyperband_fidelities(max_fidelity: int, *, min_fidelity: int = 1, eta: int = 3) -> tuple[int, ...]:
     """The fidelities (epochs) BOHB evaluates at, ascending: ``hyperband_fidelities(25) == (1, 3, 8, 25)``.
 
     Hyperband's budgets ``B eta^-i`` (``B = max_fidelity + 0.5``, ``i = 0 .. s_max``,

@@ -113,7 +113,7 @@ class CoCaBOKernel:
         Halve the sum term as the reference code.
     """
 
-    def __init__(self, n_categorical: int, n_continuous: int, mix: float | str = 0.5, ard: bool = False,
+    def __init__(self, n_categorical: int, n_continuous: int, *, mix: float | str = 0.5, ard: bool = False,
                  cont_kernel: str = "matern52", normalize_sum: bool = False, dtype: torch.dtype = torch.float64):
         self.P, self.Dc = int(n_categorical), int(n_continuous)
         self.mix: float | None = check_mix(mix)

@@ -174,7 +174,7 @@ class COMBO(Optimizer):
                 row, value = optimize_acquisition_on_graph(
                     acquisition,
                     self.space,
-                    self.rng,
+                    rng=self.rng,
                     incumbent=incumbent,
                     exclude=self._exclude,
                     n_random=self.n_random,
@@ -190,7 +190,7 @@ class COMBO(Optimizer):
                 return self._distinct_random_rows(1, self._exclude)[0] if first is None else first
             if self.trim_proposals and not self._outcome_mode:
                 model = self.model
-                row = trim_to_paid_changes(row, incumbent, lambda R: model.posterior(R).mean.mean(0).cpu().numpy(),
+                row = trim_to_paid_changes(row, incumbent, mean=lambda R: model.posterior(R).mean.mean(0).cpu().numpy(),
                                            exclude=self._exclude, allowed=self.space.allowed_rows)
                 value = float(as_scores(acquisition(row[None]))[0])
         self.last_timing = {"fit": t1 - t0, "acquisition": time.perf_counter() - t1}
@@ -246,8 +246,9 @@ class COMBO(Optimizer):
 
     def _load_surrogate_state(self, model: Any, state: Mapping[str, Any]) -> None:
         if "log_beta" in state:
-            model.state = HyperSample(float(state["mean"]), float(state["log_amp"]), float(state["log_noise"]),
-                                      np.asarray(state["log_beta"], dtype=float))
+            model.state = HyperSample(mean=float(state["mean"]), log_amp=float(state["log_amp"]),
+                                      log_noise=float(state["log_noise"]),
+                                      log_beta=np.asarray(state["log_beta"], dtype=float))
         else:
             model.state = None
         model.widths = np.asarray(state["widths"], dtype=float) if "widths" in state else None

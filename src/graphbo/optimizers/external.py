@@ -42,7 +42,7 @@ __all__ = ["ExternalOptimizer", "import_extra"]
 T = TypeVar("T")
 
 
-def import_extra(method: str, library: str, extra: str, load: Callable[[], T]) -> T:
+def import_extra(method: str, library: str, *, extra: str, load: Callable[[], T]) -> T:
     """``load()`` (which imports ``library``), or a one-line :class:`~graphbo._lazy.MissingExtraError`
     naming the extra that installs it."""
     try:

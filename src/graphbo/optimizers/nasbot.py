@@ -222,7 +222,7 @@ class NASOptimizer(Optimizer):
                 n_mutations: int | None = None, top_k: int = 5, log_acquisition: bool = False) -> np.ndarray:
         excluded = self._excluded_keys()
         try:
-            res = optimize_acquisition_ea(phi, self._ea_start(), self.rng, n_evaluations=n_evaluations,
+            res = optimize_acquisition_ea(phi, self._ea_start(), rng=self.rng, n_evaluations=n_evaluations,
                                           n_mutations=n_mutations, excluded_keys=excluded,
                                           is_valid=self.space.constraints, top_k=top_k,
                                           log_acquisition=log_acquisition)
@@ -436,7 +436,7 @@ class NASEvolution(NASOptimizer):
         children: list[np.ndarray] = []
         for i in parents:
             for _ in range(self.max_mutation_tries):
-                child = mutate(self._archs[int(i)], self.rng, self.space.constraints)
+                child = mutate(self._archs[int(i)], self.rng, is_valid=self.space.constraints)
                 if child is None:
                     continue
                 key = self.space.key(child)

@@ -117,7 +117,7 @@ class SMACAdapter(ExternalOptimizer):
     """
 
     def __init__(self, space: Space, **common: Any):
-        lib = import_extra(type(self).__name__, "SMAC3", "smac", _load_smac)
+        lib = import_extra(type(self).__name__, "SMAC3", extra="smac", load=_load_smac)
         super().__init__(space, **common)
         self._lib = lib
         self._TrialInfo, self._TrialValue, self._Exhausted = lib.TrialInfo, lib.TrialValue, lib.Exhausted

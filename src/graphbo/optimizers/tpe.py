@@ -76,7 +76,7 @@ class OptunaOptimizer(ExternalOptimizer):
     def __init__(self, space: Space, *, seed: int | None = None, n_initial: int = 10,
                  initial_configs: Configs | None = None, max_retries: int = 20):
         self.max_retries = check_int("max_retries", max_retries, minimum=0)
-        optuna = self._optuna = import_extra(self.library_method, "optuna", "tpe", _load_optuna)
+        optuna = self._optuna = import_extra(self.library_method, "optuna", extra="tpe", load=_load_optuna)
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
         self._distributions = {name: _distribution(optuna, var) for name, var in zip(space.names, space.variables)}
         with _quiet_optuna(optuna), warnings.catch_warnings():

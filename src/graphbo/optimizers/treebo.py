@@ -85,7 +85,7 @@ from .nasbot import NASOptimizer
 __all__ = ["Chain", "FeedForwardTree", "TreeGP", "TreeBO", "chain_of"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Chain:
     """The hidden layers of a feed-forward network, input to output.
 
@@ -120,7 +120,8 @@ def chain_of(arch: Architecture) -> Chain | None:
     # pooling layers always halve: their stride (None or 2) is not a variable
     strides = None if arch.strides is None else tuple(
         None if arch.labels[u] in CNN_POOL_LABELS else arch.strides[u] for u in hidden)
-    return Chain(tuple(arch.labels[u] for u in hidden), tuple(arch.units[u] for u in hidden), strides)
+    return Chain(labels=tuple(arch.labels[u] for u in hidden), units=tuple(arch.units[u] for u in hidden),
+                 strides=strides)
 
 
 def _default_units_grid(low: int, high: int) -> list[int]:
@@ -143,7 +144,7 @@ class FeedForwardTree:
         ``[min_units, max_units]``).
     """
 
-    def __init__(self, space: ArchitectureSpace, max_depth: int | None = None,
+    def __init__(self, space: ArchitectureSpace, *, max_depth: int | None = None,
                  units_grid: Sequence[int] | None = None):
         c = space.constraints
         low = c.min_units if c.min_units is not None else 1
@@ -185,7 +186,7 @@ class FeedForwardTree:
         units: list[int | None] = [None, *chain.units, None, None]
         edges = [(i, i + 1) for i in range(len(labels) - 1)]
         strides = None if self.kind == "mlp" else [None, *(chain.strides or ()), None, None]
-        return Architecture(self.kind, labels, units, edges, strides)
+        return Architecture(kind=self.kind, labels=labels, units=units, edges=edges, strides=strides)
 
     def valid(self, chain: Chain) -> bool:
         """Whether the network of ``chain`` is in the space (structure and constraints)."""
@@ -228,7 +229,7 @@ class FeedForwardTree:
         return units, stride
 
     def _make(self, labels: list[str], units: list[int | None], strides: list[int | None]) -> Chain:
-        return Chain(tuple(labels), tuple(units), tuple(strides) if self.kind == "cnn" else None)
+        return Chain(labels=tuple(labels), units=tuple(units), strides=tuple(strides) if self.kind == "cnn" else None)
 
     def sample(self, rng: np.random.Generator) -> Chain:
         """A random chain down the tree: depth uniform, then each layer's label, units and stride uniform

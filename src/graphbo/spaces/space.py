@@ -68,7 +68,7 @@ class Space:
     """
 
     def __init__(self, variables: Mapping[str, AnyVariable] | Iterable[tuple[str, AnyVariable]],
-                 constraints: Sequence[str | Callable[[Mapping[str, Any]], Any]] | None = None,
+                 *, constraints: Sequence[str | Callable[[Mapping[str, Any]], Any]] | None = None,
                  conditions: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         if isinstance(variables, Mapping):
             items = list(variables.items())

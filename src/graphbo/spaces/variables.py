@@ -98,7 +98,7 @@ class Variable:
 
     kind = "discrete"
 
-    def __init__(self, values: Sequence[Any], adjacency: np.ndarray, name: str | None = None):
+    def __init__(self, values: Sequence[Any], adjacency: np.ndarray, *, name: str | None = None):
         self.name = name
         self.values = values
         self.adjacency = adjacency
@@ -293,7 +293,7 @@ class Continuous:
     kind = "continuous"
     n_values = 0  # not a finite graph
 
-    def __init__(self, low: float, high: float, log: bool = False) -> None:
+    def __init__(self, low: float, high: float, *, log: bool = False) -> None:
         kind = "Integer" if isinstance(self, IntegerRange) else type(self).__name__
         low, high = _bound(kind, "low", low), _bound(kind, "high", high)
         if not low < high:
@@ -336,7 +336,7 @@ class IntegerRange(Continuous):
 
     kind = "integer"
 
-    def __init__(self, low: int, high: int, log: bool = False) -> None:
+    def __init__(self, low: int, high: int, *, log: bool = False) -> None:
         low, high = _integer_bound("low", low, high), _integer_bound("high", high, low)
         super().__init__(low, high, log=log)
 
@@ -362,7 +362,7 @@ class IntegerRange(Continuous):
         return f"Integer({int(self.low)}, {int(self.high)}{', log=True' if self.log else ''})"
 
 
-def Integer(low: int, high: int, log: bool = False, max_ordinal: int = 64) -> "Ordinal | IntegerRange":
+def Integer(low: int, high: int, *, log: bool = False, max_ordinal: int = 64) -> "Ordinal | IntegerRange":
     """An integer variable on ``low .. high``.
 
     Narrow linear ranges (at most ``max_ordinal`` values) become an

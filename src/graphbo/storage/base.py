@@ -98,7 +98,7 @@ class TraceError(StorageError, ValueError):
     to a different run. The file is left untouched."""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Trial:
     """One evaluation of a study.
 

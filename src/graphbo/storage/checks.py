@@ -142,16 +142,16 @@ def _variables(space: Any) -> list[tuple[Any, list | None]] | None:
     return [(d.get("name"), d["values"] if isinstance(d.get("values"), list) else None) for d in space]
 
 
-def study_problem(trials: Sequence[Trial], space: Any = None, verified: AbstractSet[int] = frozenset()
+def study_problem(trials: Sequence[Trial], *, space: Any = None, verified: AbstractSet[int] = frozenset()
                   ) -> str | None:
     """What is wrong across the trials (numbers, tell orders, index rows against the stored space
     description ``space``), or ``None``; each trial checked too, but for those of the sealed blocks in
     ``verified`` (block ``k``: trials ``k * BLOCK_SIZE`` onwards), checked when their block was sealed and
     read back unchanged."""
-    return block_problem(trials, 0, space, verified)
+    return block_problem(trials, 0, space=space, verified=verified)
 
 
-def block_problem(trials: Sequence[Trial], first: int, space: Any = None, verified: AbstractSet[int] = frozenset()
+def block_problem(trials: Sequence[Trial], first: int, *, space: Any = None, verified: AbstractSet[int] = frozenset()
                   ) -> str | None:
     """:func:`study_problem` for the trials numbered from ``first`` on (a block of a study)."""
     variables = _variables(space)

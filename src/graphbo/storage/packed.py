@@ -84,7 +84,7 @@ def unpack_run(line: dict[str, Any], path: str) -> RunData:
             e["fidelity"] = row[4]
         evals.append(e)
     state = None if line.get("beta") is None else {"method": {"beta": line["beta"]}}
-    return RunData(f"{path}#{line['run']}", line["head"], evals, state)
+    return RunData(path=f"{path}#{line['run']}", head=line["head"], evals=evals, state=state)
 
 
 def read_packed(path: str | os.PathLike) -> list[RunData]:

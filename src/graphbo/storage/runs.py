@@ -27,7 +27,7 @@ RUN_ATTR = "run"
 RUN_SUFFIX = ".db"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RunData:
     """A run as stored.
 
@@ -68,7 +68,7 @@ def read_run(path: str | os.PathLike) -> RunData:
     run_head = None if stored is None else stored.meta.get("user_attrs", {}).get(RUN_ATTR)
     if stored is None or not isinstance(run_head, dict) or "spec" not in run_head:
         raise TraceError(f"{path}: not a graphbo benchmark run (a study without a run description)")
-    return RunData(path, run_head, evaluations(stored.trials), stored.meta.get("optimizer_state"))
+    return RunData(path=path, head=run_head, evals=evaluations(stored.trials), state=stored.meta.get("optimizer_state"))
 
 
 def evaluations(trials: Iterable[Trial]) -> list[dict[str, Any]]:

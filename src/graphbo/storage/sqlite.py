@@ -185,7 +185,8 @@ class SQLiteStorage(Storage):
             raise self._error(exc, "cannot be read") from None
         finally:
             conn.close()
-        problem = study_problem(trials, meta.get("space"), verified)  # its messages say more than a checksum's
+        problem = study_problem(trials, space=meta.get("space"),
+                                verified=verified)  # its messages say more than a checksum's
         if problem:
             raise CorruptStudyError(f"{path}: corrupt graphbo study ({problem}); restore it from a copy "
                                     "(graphbo wrote nothing to it)")
@@ -377,7 +378,8 @@ class SQLiteStorage(Storage):
                     configs = json.loads("[" + ",".join(r[1] for r in block) + "]")
                     index_rows = json.loads("[" + ",".join(r[2] for r in block) + "]")
                     for r, config, index_row in zip(block, configs, index_rows):
-                        out.append(Trial(r[0], config, r[3], r[4], r[6], r[5], r[7], r[8], r[9], r[10],
+                        out.append(Trial(number=r[0], config=config, status=r[3], value=r[4], error=r[6], penalty=r[5],
+                                         started=r[7], finished=r[8], suggest_seconds=r[9], evaluate_seconds=r[10],
                                          row=index_row, tell_order=r[11], attrs=attrs.get(r[0], {}), crashes=r[12]))
                     continue
                 for number, key, value, stored in block_attrs:
@@ -391,8 +393,10 @@ class SQLiteStorage(Storage):
                         bad_row = f"trial {number}"
                     if status not in STATUSES:
                         raise ValueError(f"status {status!r}")
-                    out.append(Trial(number, json.loads(config), status, value, error, penalty, started, finished,
-                                     s_sec, e_sec, row=json.loads(row), tell_order=order, attrs=attrs.get(number, {}),
+                    out.append(Trial(number=number, config=json.loads(config), status=status, value=value, error=error,
+                                     penalty=penalty, started=started, finished=finished,
+                                     suggest_seconds=s_sec, evaluate_seconds=e_sec, row=json.loads(row),
+                                     tell_order=order, attrs=attrs.get(number, {}),
                                      crashes=n_crashes))
             for number, key, value, stored in attr_rows[a:]:  # attributes of no trial: checked, then left out
                 if stored is not None and bad_row is None and stored != row_checksum("attr", number, key, value):
@@ -983,12 +987,13 @@ def _block_is_sound(rows: Sequence[tuple], attr_rows: Sequence[tuple], space: An
         for r in rows:
             if r[-1] is None or r[-1] != row_checksum("trial", *r[:-1]) or r[3] not in STATUSES:
                 return False
-            trials.append(Trial(r[0], json.loads(r[1]), r[3], r[4], r[6], r[5], r[7], r[8], r[9], r[10],
+            trials.append(Trial(number=r[0], config=json.loads(r[1]), status=r[3], value=r[4], error=r[6], penalty=r[5],
+                                started=r[7], finished=r[8], suggest_seconds=r[9], evaluate_seconds=r[10],
                                 row=json.loads(r[2]), tell_order=r[11], attrs=attrs.get(r[0], {}), crashes=r[12]))
     except (TypeError, ValueError, RecursionError):
         return False
     first = rows[0][0] if rows else 0
-    return block_problem(trials, first, space) is None
+    return block_problem(trials, first, space=space) is None
 
 
 def _seal_trials(conn: sqlite3.Connection, numbers: Sequence[int]) -> None:

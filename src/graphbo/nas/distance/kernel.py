@@ -64,7 +64,7 @@ def powered(D: Any, p: float) -> Any:
     return np.maximum(D, 0.0) ** p
 
 
-def kernel_exponents(D: Any, D_bar: Any, beta: Any, beta_bar: Any, p: float = 1.0, p_bar: float = 2.0
+def kernel_exponents(D: Any, D_bar: Any, *, beta: Any, beta_bar: Any, p: float = 1.0, p_bar: float = 2.0
                      ) -> tuple[Any, Any]:
     """The exponents of Eq. 4: ``(sum_i beta_i d_i^p, sum_i beta_bar_i d_bar_i^p_bar)``.
 
@@ -98,7 +98,7 @@ def _scaled(E: Any, a: Any) -> Any:
     return E * a
 
 
-def kernel_from_exponents(S: Any, S_bar: Any, alpha: Any, alpha_bar: Any) -> Any:
+def kernel_from_exponents(S: Any, S_bar: Any, *, alpha: Any, alpha_bar: Any) -> Any:
     """``alpha exp(-S) + alpha_bar exp(-S_bar)``: Eq. 4 from its exponents (see :func:`kernel_exponents`).
 
     ``alpha, alpha_bar`` are scalars or ``(S,)`` (then the result is ``(S, n1, n2)``).
@@ -128,7 +128,7 @@ def kernel_from_exponents(S: Any, S_bar: Any, alpha: Any, alpha_bar: Any) -> Any
     return K + Kb
 
 
-def otmann_kernel(D: Any, D_bar: Any, alpha: Any, alpha_bar: Any, beta: Any, beta_bar: Any,
+def otmann_kernel(D: Any, D_bar: Any, *, alpha: Any, alpha_bar: Any, beta: Any, beta_bar: Any,
                   p: float = 1.0, p_bar: float = 2.0) -> Any:
     """Eq. 4 from precomputed distances.
 
@@ -145,8 +145,8 @@ def otmann_kernel(D: Any, D_bar: Any, alpha: Any, alpha_bar: Any, beta: Any, bet
     ``(n1, n2)``, or ``(S, n1, n2)`` when any hyper-parameter is batched: a float64
     tensor on the distances' device when they are tensors, else a NumPy array.
     """
-    S, S_bar = kernel_exponents(D, D_bar, beta, beta_bar, p, p_bar)
-    return kernel_from_exponents(S, S_bar, alpha, alpha_bar)
+    S, S_bar = kernel_exponents(D, D_bar, beta=beta, beta_bar=beta_bar, p=p, p_bar=p_bar)
+    return kernel_from_exponents(S, S_bar, alpha=alpha, alpha_bar=alpha_bar)
 
 
 def project_psd(K: Any, tol: float = 1e-10) -> Any:

@@ -104,7 +104,7 @@ class LabelMismatch:
 _PAPER_CONV_COSTS = {(3, 5): 0.2, (3, 7): 0.3, (5, 7): 0.2}
 
 
-def cnn_label_mismatch(conv_costs: dict[tuple[int, int], float] | None = None,
+def cnn_label_mismatch(*, conv_costs: dict[tuple[int, int], float] | None = None,
                        pool_cost: float = 0.25, res_conv_fraction: float = 0.9) -> LabelMismatch:
     """The CNN label-mismatch matrix of Table 4 with the res rule of App. A.3.
 
@@ -136,7 +136,7 @@ def cnn_label_mismatch(conv_costs: dict[tuple[int, int], float] | None = None,
     return _mismatch_of(CNN_LABELS, cost)
 
 
-def mlp_label_mismatch(rectifier_cost: float = 0.1, sigmoid_cost: float = 0.1,
+def mlp_label_mismatch(*, rectifier_cost: float = 0.1, sigmoid_cost: float = 0.1,
                        cross_cost: float = 0.25) -> LabelMismatch:
     """The MLP label-mismatch matrix of Table 5.
 
@@ -162,7 +162,7 @@ def _mismatch_of(labels: Sequence[str], cost: Callable[[str, str], float]) -> La
     return LabelMismatch(tuple(labels), m)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class OTMANNResult:
     """One OTMANN evaluation: ``d``, ``d_bar`` and, if asked, the transport plan ``Z``
     (``(n1 + 1) x (n2 + 1)``; the last row / column is the null layer)."""
@@ -357,14 +357,14 @@ def _default(kind: str) -> OTMANN:
     return _DEFAULT[kind]
 
 
-def otmann_distance(a1: Architecture, a2: Architecture, nu_str: float = 0.5) -> tuple[float, float]:
+def otmann_distance(a1: Architecture, a2: Architecture, *, nu_str: float = 0.5) -> tuple[float, float]:
     """``(d, d_bar)`` between two networks of the same kind with the paper's label costs."""
     r = _default(a1.kind).distance(a1, a2, nu_str)
     return r.d, r.d_bar
 
 
 def otmann_distances(archs1: Sequence[Architecture], archs2: Sequence[Architecture] | None = None,
-                     nu_strs: Sequence[float] = DEFAULT_NU_STRS) -> tuple[np.ndarray, np.ndarray]:
+                     *, nu_strs: Sequence[float] = DEFAULT_NU_STRS) -> tuple[np.ndarray, np.ndarray]:
     """``(D, D_bar)`` of shape ``(len(nu_strs), n1, n2)`` (see :meth:`OTMANN.pairwise`)."""
     kinds = {a.kind for a in archs1} | ({a.kind for a in archs2} if archs2 is not None else set())
     if len(kinds) > 1:

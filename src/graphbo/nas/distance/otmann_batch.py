@@ -179,7 +179,7 @@ class BatchOTMANN:
     gave up on (iteration cap), which were solved with POT instead.
     """
 
-    def __init__(self, otmann: OTMANN, nu_strs: Sequence[float] = DEFAULT_NU_STRS,
+    def __init__(self, otmann: OTMANN, *, nu_strs: Sequence[float] = DEFAULT_NU_STRS,
                  n_jobs: int | None = None, solver: str = "auto"):
         if n_jobs is None:
             n_jobs = min(2, os.cpu_count() or 1)

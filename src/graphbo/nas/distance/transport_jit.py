@@ -605,11 +605,11 @@ class Basis:
 
     __slots__ = ("rows", "cols", "bi", "bj", "flow")
 
-    def __init__(self, rows, cols, bi, bj, flow):
+    def __init__(self, rows, cols, *, bi, bj, flow):
         self.rows, self.cols, self.bi, self.bj, self.flow = rows, cols, bi, bj, flow
 
 
-def transport(a, b, C, basis: Basis | None = None, max_iter: int | None = None):
+def transport(a, b, C, *, basis: Basis | None = None, max_iter: int | None = None):
     """Exact solution of ``min <G, C> s.t. G 1 = a, G^T 1 = b, G >= 0`` (transportation simplex).
 
     ``a`` (``n1``), ``b`` (``n2``): nonnegative masses with equal sums (``b`` is rescaled to
@@ -649,4 +649,4 @@ def transport(a, b, C, basis: Basis | None = None, max_iter: int | None = None):
         max_iter = _CAP * (n1 + n2) ** 2
     cost, status, it = _transport_one(ac, bc, Cc, bi, bj, fl, int(warm), int(max_iter))
     np.add.at(G, (rows[bi], cols[bj]), fl)
-    return G, float(cost), int(status), int(it), Basis(rows, cols, bi, bj, fl)
+    return G, float(cost), int(status), int(it), Basis(rows, cols, bi=bi, bj=bj, flow=fl)

@@ -132,7 +132,7 @@ def _has_units(kind: str, label: str) -> bool:
     return label in MLP_PROCESSING_LABELS
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Architecture:
     kind: str  # "mlp" or "cnn"
     labels: list[str]

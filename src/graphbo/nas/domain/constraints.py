@@ -15,7 +15,7 @@ from .architecture import Architecture
 __all__ = ["Constraints"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Constraints:
     """Limits on an architecture (App. B.1 defaults).
 

@@ -58,7 +58,7 @@ class _Builder:
                 and self.indeg(v) < self.max_degree)
 
     def build(self) -> Architecture:
-        arch = Architecture(self.kind, self.labels, self.units, sorted(self.edges),
+        arch = Architecture(kind=self.kind, labels=self.labels, units=self.units, edges=sorted(self.edges),
                             strides=self.strides if self.kind == "cnn" else None)
         arch.validate()
         return arch
@@ -128,7 +128,7 @@ def _grow(b: _Builder, main: list[int], n_layers: int, relabel, decision_label: 
             b.edges.add((u, v))
 
 
-def random_cnn(rng: np.random.Generator | int | None = None, n_layers: int = 12,
+def random_cnn(rng: np.random.Generator | int | None = None, *, n_layers: int = 12,
                max_halvings: int = 5, max_degree: int = 5) -> Architecture:
     """A random valid CNN with exactly ``n_layers`` layers (at least 5)."""
     rng = np.random.default_rng(rng)
@@ -188,7 +188,7 @@ def random_cnn(rng: np.random.Generator | int | None = None, n_layers: int = 12,
     return b.build()
 
 
-def random_mlp(rng: np.random.Generator | int | None = None, n_layers: int = 10,
+def random_mlp(rng: np.random.Generator | int | None = None, *, n_layers: int = 10,
                task: str = "regression", max_degree: int = 5) -> Architecture:
     """A random valid MLP with exactly ``n_layers`` layers (at least 4); ``task`` picks the
     decision layers: ``linear`` (regression) or ``softmax`` (classification)."""
@@ -219,10 +219,10 @@ def random_mlp(rng: np.random.Generator | int | None = None, n_layers: int = 10,
 
 
 def random_architecture(kind: str, rng: np.random.Generator | int | None = None,
-                        n_layers: int = 12, **kwargs) -> Architecture:
+                        *, n_layers: int = 12, **kwargs) -> Architecture:
     """:func:`random_cnn` or :func:`random_mlp` by ``kind``."""
     if kind == "cnn":
-        return random_cnn(rng, n_layers, **kwargs)
+        return random_cnn(rng, n_layers=n_layers, **kwargs)
     if kind == "mlp":
-        return random_mlp(rng, n_layers, **kwargs)
+        return random_mlp(rng, n_layers=n_layers, **kwargs)
     raise ValueError(f"unknown kind {kind!r}; expected 'mlp' or 'cnn'")

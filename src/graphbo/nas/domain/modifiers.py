@@ -314,13 +314,13 @@ def _change_single(arch: Architecture, rng: np.random.Generator, up: bool,
 
 
 def inc_single(arch: Architecture, rng: np.random.Generator,
-               is_valid: Validity | None = None) -> Architecture | None:
+               *, is_valid: Validity | None = None) -> Architecture | None:
     """Pick a layer at random and increase its number of units by 1/8 (at least 1)."""
     return _change_single(arch, rng, True, is_valid)
 
 
 def dec_single(arch: Architecture, rng: np.random.Generator,
-               is_valid: Validity | None = None) -> Architecture | None:
+               *, is_valid: Validity | None = None) -> Architecture | None:
     """Pick a layer at random and decrease its number of units by 1/8 (at least 1)."""
     return _change_single(arch, rng, False, is_valid)
 
@@ -355,14 +355,14 @@ def _change_en_masse(arch: Architecture, rng: np.random.Generator, up: bool,
 
 
 def inc_en_masse(arch: Architecture, rng: np.random.Generator,
-                 is_valid: Validity | None = None) -> Architecture | None:
+                 *, is_valid: Validity | None = None) -> Architecture | None:
     """Increase the units of a random contiguous (topological order) group of
     1/8 of the layers (1/4 for <= 8, 1/2 for <= 4 modifiable layers) by 1/8."""
     return _change_en_masse(arch, rng, True, is_valid)
 
 
 def dec_en_masse(arch: Architecture, rng: np.random.Generator,
-                 is_valid: Validity | None = None) -> Architecture | None:
+                 *, is_valid: Validity | None = None) -> Architecture | None:
     """Decrease the units of a random contiguous group of layers by 1/8 (see inc_en_masse)."""
     return _change_en_masse(arch, rng, False, is_valid)
 
@@ -383,7 +383,7 @@ def _remove_index(arch: Architecture, d: int, edges: set[tuple[int, int]],
 
 
 def remove_layer(arch: Architecture, rng: np.random.Generator,
-                 is_valid: Validity | None = None) -> Architecture | None:
+                 *, is_valid: Validity | None = None) -> Architecture | None:
     """Remove a random layer (Table 6).
 
     A parent (child) ``u`` whose only child (parent) was the removed layer gets
@@ -435,7 +435,7 @@ def remove_layer(arch: Architecture, rng: np.random.Generator,
 
 
 def wedge_layer(arch: Architecture, rng: np.random.Generator,
-                is_valid: Validity | None = None) -> Architecture | None:
+                *, is_valid: Validity | None = None) -> Architecture | None:
     """Pick an edge ``(u, v)``, remove it, and add a new layer ``w`` with edges
     ``(u, w), (w, v)`` (Table 6).
 
@@ -497,7 +497,7 @@ def _swap_choice(arch: Architecture, i: int, rng: np.random.Generator) -> str | 
 
 
 def swap_label(arch: Architecture, rng: np.random.Generator,
-               is_valid: Validity | None = None) -> Architecture | None:
+               *, is_valid: Validity | None = None) -> Architecture | None:
     """Pick a layer at random and change its label (Table 6).
 
     As in the authors' code: ip, op, decision, ``fc`` and ``softmax`` layers are
@@ -553,7 +553,7 @@ def _start_layer_weights(arch: Architecture, exclude_ip: bool) -> np.ndarray:
 
 
 def dup_path(arch: Architecture, rng: np.random.Generator,
-             is_valid: Validity | None = None) -> Architecture | None:
+             *, is_valid: Validity | None = None) -> Architecture | None:
     """Duplicate a random path ``u_1, ..., u_k`` (Table 6): new copies of (some of)
     the inner layers ``u_2..u_{k-1}`` form a chain from ``u_1`` to ``u_k``.
 
@@ -615,7 +615,7 @@ def dup_path(arch: Architecture, rng: np.random.Generator,
 
 
 def skip(arch: Architecture, rng: np.random.Generator,
-         is_valid: Validity | None = None) -> Architecture | None:
+         *, is_valid: Validity | None = None) -> Architecture | None:
     """Add an edge ``(u, v)`` with ``u`` topologically before ``v`` and ``(u, v)``
     not already an edge (Table 6).
 
@@ -698,7 +698,7 @@ MODIFIERS: dict[str, Callable[..., Architecture | None]] = {
 # ================================================================================
 # mutation operators (App. B.2)
 # ================================================================================
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Mutation:
     """A mutated network, the number of steps drawn, and the modifiers applied."""
 
@@ -718,7 +718,7 @@ def _normalised(weights: Mapping[str, float]) -> tuple[list[str], np.ndarray]:
     return names, p / p.sum()
 
 
-def one_step(arch: Architecture, rng: np.random.Generator, is_valid: Validity | None = None,
+def one_step(arch: Architecture, rng: np.random.Generator, *, is_valid: Validity | None = None,
              weights: Mapping[str, float] = MODIFIER_WEIGHTS,
              max_tries: int = 10) -> tuple[Architecture, str] | None:
     """One-step mutation operator: apply a modifier picked at random (with
@@ -728,7 +728,7 @@ def one_step(arch: Architecture, rng: np.random.Generator, is_valid: Validity | 
     valid = resolve_validity(is_valid)
     for _ in range(max_tries):
         name = names[int(rng.choice(len(names), p=p))]
-        child = MODIFIERS[name](arch, rng, valid)
+        child = MODIFIERS[name](arch, rng, is_valid=valid)
         if child is not None:
             return child, name
     return None
@@ -742,7 +742,7 @@ def sample_num_steps(rng: np.random.Generator, step_probs: Sequence[float] = STE
     return int(rng.choice(p.size, p=p / p.sum())) + 1
 
 
-def mutate_with_info(arch: Architecture, rng: np.random.Generator, is_valid: Validity | None = None,
+def mutate_with_info(arch: Architecture, rng: np.random.Generator, *, is_valid: Validity | None = None,
                      step_probs: Sequence[float] = STEP_PROBS,
                      weights: Mapping[str, float] = MODIFIER_WEIGHTS,
                      max_tries: int = 10) -> Mutation | None:
@@ -755,7 +755,7 @@ def mutate_with_info(arch: Architecture, rng: np.random.Generator, is_valid: Val
     cur = arch
     applied: list[str] = []
     for _ in range(k):
-        res = one_step(cur, rng, valid, weights, max_tries)
+        res = one_step(cur, rng, is_valid=valid, weights=weights, max_tries=max_tries)
         if res is None:
             break
         cur, name = res
@@ -765,10 +765,10 @@ def mutate_with_info(arch: Architecture, rng: np.random.Generator, is_valid: Val
     return Mutation(child=cur, n_steps=k, applied=tuple(applied))
 
 
-def mutate(arch: Architecture, rng: np.random.Generator, is_valid: Validity | None = None,
+def mutate(arch: Architecture, rng: np.random.Generator, *, is_valid: Validity | None = None,
            step_probs: Sequence[float] = STEP_PROBS,
            weights: Mapping[str, float] = MODIFIER_WEIGHTS,
            max_tries: int = 10) -> Architecture | None:
     """:func:`mutate_with_info` returning only the mutated network (or ``None``)."""
-    res = mutate_with_info(arch, rng, is_valid, step_probs, weights, max_tries)
+    res = mutate_with_info(arch, rng, is_valid=is_valid, step_probs=step_probs, weights=weights, max_tries=max_tries)
     return None if res is None else res.child

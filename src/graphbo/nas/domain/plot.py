@@ -33,7 +33,7 @@ def layer_rows(arch: Architecture) -> list[int]:
     return row
 
 
-def draw_architecture(arch: Architecture | Mapping[str, Any], path: str | None = None, title: str | None = None,
+def draw_architecture(arch: Architecture | Mapping[str, Any], path: str | None = None, *, title: str | None = None,
                       ax: Any = None) -> Any:
     """Draw ``arch`` (an :class:`Architecture` or its dict form); save it to ``path`` if given.
 

@@ -94,10 +94,10 @@ def vgg_net(convs_per_block: int) -> Architecture:
     labels += ["fc", "fc", "fc", "softmax", "op"]
     units += [128, 256, 512, None, None]
     strides = [1 if lab.startswith("conv") else None for lab in labels]
-    return Architecture("cnn", labels, units, _feed_forward_edges(len(labels)), strides)
+    return Architecture(kind="cnn", labels=labels, units=units, edges=_feed_forward_edges(len(labels)), strides=strides)
 
 
-def blocked_cnn(n_blocks: int, layers_per_block: int, n_fc: int, layer_label: str = "conv3") -> Architecture:
+def blocked_cnn(n_blocks: int, layers_per_block: int, *, n_fc: int, layer_label: str = "conv3") -> Architecture:
     """A blocked feed-forward CNN as in He et al. (authors' code,
     ``_get_blocked_cnn_params``): conv7 (64 filters, stride 1), max-pool, then
     ``n_blocks`` blocks of ``layers_per_block`` ``layer_label`` layers (64, 128,
@@ -117,7 +117,7 @@ def blocked_cnn(n_blocks: int, layers_per_block: int, n_fc: int, layer_label: st
     labels += ["fc"] * n_fc + ["softmax", "op"]
     units += [2 * filters[-1]] * n_fc + [None, None]
     strides += [None] * (n_fc + 2)
-    return Architecture("cnn", labels, units, _feed_forward_edges(len(labels)), strides)
+    return Architecture(kind="cnn", labels=labels, units=units, edges=_feed_forward_edges(len(labels)), strides=strides)
 
 
 def cnn_pool() -> list[Architecture]:
@@ -128,12 +128,12 @@ def cnn_pool() -> list[Architecture]:
             out.append(vgg_net(spec[1]))
         else:
             _, nb, lpb, nfc = spec
-            out.append(blocked_cnn(nb, lpb, nfc, "res3" if spec[0] == "resnet" else "conv3"))
+            out.append(blocked_cnn(nb, lpb, n_fc=nfc, layer_label="res3" if spec[0] == "resnet" else "conv3"))
     return out
 
 
 # -- MLPs -------------------------------------------------------------------------
-def blocked_mlp(domain: str, n_blocks: int, layers_per_block: int,
+def blocked_mlp(domain: str, n_blocks: int, *, layers_per_block: int,
                 rng: np.random.Generator | None = None, unit_layout: str = "authors") -> Architecture:
     """A blocked feed-forward MLP (authors' code, ``get_blocked_mlp``).
 
@@ -178,15 +178,16 @@ def blocked_mlp(domain: str, n_blocks: int, layers_per_block: int,
         hidden_units = per_layer
     labels = ["ip"] + hidden_labels + [decision_label(domain), "op"]
     units: list[int | None] = [None] + list(hidden_units) + [None, None]
-    return Architecture("mlp", labels, units, _feed_forward_edges(len(labels)))
+    return Architecture(kind="mlp", labels=labels, units=units, edges=_feed_forward_edges(len(labels)))
 
 
-def mlp_pool(domain: str = "mlp-reg", seed: int = 0, unit_layout: str = "authors") -> list[Architecture]:
+def mlp_pool(domain: str = "mlp-reg", seed: int = 0, *, unit_layout: str = "authors") -> list[Architecture]:
     """The ten initial MLPs (Fig. 17) for ``"mlp-reg"`` or ``"mlp-class"``; labels
     are drawn with ``numpy.random.default_rng(seed)`` (the same seed gives the
     same labels in both domains)."""
     rng = np.random.default_rng(seed)
-    return [blocked_mlp(domain, nb, lpb, rng, unit_layout) for nb, lpb in MLP_POOL_SPECS]
+    return [blocked_mlp(domain, nb, layers_per_block=lpb, rng=rng, unit_layout=unit_layout) for nb,
+            lpb in MLP_POOL_SPECS]
 
 
 def initial_pool(domain: str, seed: int = 0) -> list[Architecture]:

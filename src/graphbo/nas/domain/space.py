@@ -71,7 +71,7 @@ class ArchitectureSpace:
     True
     """
 
-    def __init__(self, domain: str = "mlp-class", constraints: Constraints | None = None,
+    def __init__(self, domain: str = "mlp-class", *, constraints: Constraints | None = None,
                  n_outputs: int | None = None, pool_seed: int = 0):
         if domain not in DOMAINS:
             raise ValueError(f"unknown NAS domain {domain!r}; expected one of {DOMAINS}")
@@ -133,8 +133,9 @@ class ArchitectureSpace:
         or task, a structurally invalid network, or one that breaks the constraints.
         """
         if isinstance(config, Architecture):
-            arch = Architecture(config.kind, list(config.labels), list(config.units), list(config.edges),
-                                None if config.strides is None else list(config.strides))
+            arch = Architecture(kind=config.kind, labels=list(config.labels), units=list(config.units),
+                                edges=list(config.edges),
+                                strides=None if config.strides is None else list(config.strides))
         else:
             arch = self._parse(config)
         self._check(arch)
@@ -171,7 +172,8 @@ class ArchitectureSpace:
             pairs.append((int(e[0]), int(e[1])))
         if self.kind == "mlp" and strides is not None and all(s is None for s in strides):
             strides = None  # an MLP's strides are all None: normalise to None
-        return Architecture(kind, list(labels), list(units), pairs, None if strides is None else list(strides))
+        return Architecture(kind=kind, labels=list(labels), units=list(units), edges=pairs,
+                            strides=None if strides is None else list(strides))
 
     def _check(self, arch: Architecture) -> None:
         if arch.kind != self.kind:
@@ -258,7 +260,8 @@ class ArchitectureSpace:
         units = [None if u < 0 else int(u) for u in r[4 + n:4 + 2 * n]]
         strides = [None if s < 0 else int(s) for s in r[4 + 2 * n:4 + 3 * n]]
         edges = [(int(a), int(b)) for a, b in r[4 + 3 * n:].reshape(-1, 2)]
-        return Architecture(self.kind, labels, units, edges, strides if self.kind == "cnn" else None)
+        return Architecture(kind=self.kind, labels=labels, units=units, edges=edges,
+                            strides=strides if self.kind == "cnn" else None)
 
     # -- keys ------------------------------------------------------------------------------------------
     @staticmethod
@@ -290,7 +293,7 @@ class ArchitectureSpace:
         while len(out) < n:
             arch = pool[int(rng.integers(len(pool)))]
             for _ in range(int(rng.integers(1, max_steps + 1))):
-                child = mutate(arch, rng, self.constraints)
+                child = mutate(arch, rng, is_valid=self.constraints)
                 if child is not None:
                     arch = child
             if self.constraints.violation(arch) is None and arch.validity_error() is None:

@@ -115,7 +115,7 @@ class NASObjective:
     default_n_initial = 10
     optimum: float | None = None
 
-    def __init__(self, domain: str = "mlp-class", data: TrainValData | None = None, epochs: int | None = None,
+    def __init__(self, domain: str = "mlp-class", *, data: TrainValData | None = None, epochs: int | None = None,
                  seed: int = 0, batch_size: int = DEFAULT_BATCH_SIZE, lr: float = DEFAULT_LR,
                  optimizer: str = "adam", weight_decay: float = 0.0, patience: int | None = None,
                  max_seconds: float | None = None, n_threads: int | None = 1, device: str = "cpu",
@@ -298,7 +298,7 @@ class SyntheticArchitectureObjective:
     def __call__(self, arch: Architecture | Mapping[str, Any]) -> float:
         arch = _as_arch(arch)
         _check_fits(arch, self.kind, self.task, self.domain)
-        layer_output_shapes(arch, self.input_shape, self.n_outputs)  # validity, as for training
+        layer_output_shapes(arch, self.input_shape, n_outputs=self.n_outputs)  # validity, as for training
         feats = architecture_features(arch)
         z = sum(((feats[k] - t) / s) ** 2 for k, (t, s) in self.TARGETS[self.kind].items())
         return float(z / (1.0 + z))
@@ -317,7 +317,7 @@ class SyntheticArchitectureObjective:
             labels = ["ip"] + ["relu"] * 10 + [dec, dec, "op"]
             units: list[int | None] = [None] + [128] * 10 + [None, None, None]
             edges = [(i, i + 1) for i in range(10)] + [(10, 11), (10, 12), (11, 13), (12, 13), (2, 6), (5, 11)]
-            return Architecture("mlp", labels, units, edges)
+            return Architecture(kind="mlp", labels=labels, units=units, edges=edges)
         proc = ["conv3", "conv3", "max-pool", "res3", "res3", "max-pool", "res3", "res3",
                 "conv3", "conv3", "conv3", "conv3"]
         labels = ["ip"] + proc + [dec, dec, "op"]
@@ -325,4 +325,4 @@ class SyntheticArchitectureObjective:
         strides: list[int | None] = [None] + [None if p == "max-pool" else 1 for p in proc] + [None, None, None]
         strides[8] = 2
         edges = [(i, i + 1) for i in range(12)] + [(12, 13), (12, 14), (13, 15), (14, 15), (1, 3), (9, 14)]
-        return Architecture("cnn", labels, units, edges, strides=strides)
+        return Architecture(kind="cnn", labels=labels, units=units, edges=edges, strides=strides)

@@ -217,7 +217,7 @@ def _half(h: int) -> int:
 
 
 def layer_output_shapes(arch: Architecture | Mapping[str, Any],
-                        input_shape: int | Sequence[int], n_outputs: int) -> list[tuple[int, ...]]:
+                        input_shape: int | Sequence[int], *, n_outputs: int) -> list[tuple[int, ...]]:
     """Per-sample output shape of every layer: ``(features,)`` or ``(channels, height, width)``.
 
     Checks everything :func:`build_module` needs (structure, labels, units,
@@ -357,10 +357,10 @@ class ArchitectureModule(nn.Module):
     outputs for classification, the averaged outputs for regression.
     """
 
-    def __init__(self, arch: Architecture, input_shape: int | Sequence[int], n_outputs: int):
+    def __init__(self, arch: Architecture, input_shape: int | Sequence[int], *, n_outputs: int):
         super().__init__()
         self.arch = arch
-        self.shapes = layer_output_shapes(arch, input_shape, n_outputs)
+        self.shapes = layer_output_shapes(arch, input_shape, n_outputs=n_outputs)
         self.input_shape = tuple(self.shapes[[i for i, l in enumerate(arch.labels) if l == "ip"][0]])
         self.n_outputs = int(n_outputs)
         self.task = task_of(arch)
@@ -418,7 +418,7 @@ class ArchitectureModule(nn.Module):
         return torch.logsumexp(logp, dim=0) - math.log(len(dec))
 
 
-def build_module(arch: Architecture | Mapping[str, Any], input_shape: int | Sequence[int], n_outputs: int,
+def build_module(arch: Architecture | Mapping[str, Any], input_shape: int | Sequence[int], *, n_outputs: int,
                  seed: int | None = None) -> ArchitectureModule:
     """Build the PyTorch network an architecture describes.
 
@@ -446,7 +446,7 @@ def build_module(arch: Architecture | Mapping[str, Any], input_shape: int | Sequ
     """
     arch = _as_arch(arch)
     if seed is None:
-        return ArchitectureModule(arch, input_shape, n_outputs)
+        return ArchitectureModule(arch, input_shape, n_outputs=n_outputs)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(seed))
-        return ArchitectureModule(arch, input_shape, n_outputs)
+        return ArchitectureModule(arch, input_shape, n_outputs=n_outputs)

@@ -91,7 +91,7 @@ _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".w
 # ---------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(kw_only=True)
 class TrainValData:
     """A fixed train/validation split.
 
@@ -195,10 +195,11 @@ def _make(x: np.ndarray, y: np.ndarray, task: str, seed: int, valid_fraction: fl
         y_va = np.asarray(y_va, dtype=np.float64)
         y_tr, y_va, ystats = _standardise(y_tr, y_va, (0,))
         info["y_stats"] = ystats
-    return TrainValData(x_tr, y_tr, x_va, y_va, task, name=name, classes=classes, info=info)
+    return TrainValData(x_train=x_tr, y_train=y_tr, x_valid=x_va, y_valid=y_va, task=task, name=name, classes=classes,
+                        info=info)
 
 
-def load_digits_data(seed: int = 0, images: bool = False,
+def load_digits_data(seed: int = 0, *, images: bool = False,
                      valid_fraction: float = DEFAULT_VALID_FRACTION) -> TrainValData:
     """scikit-learn's bundled 8x8 digits, 10 classes (no download).
 
@@ -232,7 +233,7 @@ def _class_indices(y: Sequence[Any] | np.ndarray) -> tuple[np.ndarray, list[Any]
     return idx.astype(np.int64).reshape(-1), [c.item() if hasattr(c, "item") else c for c in classes]
 
 
-def load_csv_data(path: str | os.PathLike, target_column: str | int, task: str = "regression",
+def load_csv_data(path: str | os.PathLike, target_column: str | int, *, task: str = "regression",
                   seed: int = 0, valid_fraction: float = DEFAULT_VALID_FRACTION,
                   delimiter: str = ",") -> TrainValData:
     """A CSV file with a header row; every column but the target is a numeric feature.
@@ -297,7 +298,7 @@ def load_csv_data(path: str | os.PathLike, target_column: str | int, task: str =
     return _make(x, y, task, seed, valid_fraction, path.stem, classes=classes)
 
 
-def load_image_folder_or_npz(path: str | os.PathLike, seed: int = 0,
+def load_image_folder_or_npz(path: str | os.PathLike, *, seed: int = 0,
                              valid_fraction: float = DEFAULT_VALID_FRACTION) -> TrainValData:
     """Images for CNN classification, from an ``.npz`` file or a folder.
 
@@ -397,7 +398,7 @@ def _read_image_folder(root: Path) -> tuple[np.ndarray, list[str]]:
 # ---------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(kw_only=True)
 class TrainingResult:
     """Outcome of :func:`train`.
 
@@ -430,7 +431,7 @@ class TrainingResult:
 LAST_BATCH = ("fold", "skip", "keep")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class LoopResult:
     """Outcome of :func:`train_module`.
 
@@ -473,7 +474,7 @@ def window_rule(window: int, higher_is_better: bool = False) -> Callable[[Sequen
     return stop
 
 
-def count_correct(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int = _EVAL_BATCH,
+def count_correct(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, batch_size: int = _EVAL_BATCH,
                   device: str | torch.device | None = None, finite_only: bool = False) -> int:
     """Inputs ``x`` whose arg-max output is the label ``y``, in chunks of ``batch_size`` (moved to
     ``device``); with ``finite_only``, a row of outputs that is not finite counts as wrong.
@@ -489,7 +490,7 @@ def count_correct(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size
     return correct
 
 
-def sum_squared_error(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int = _EVAL_BATCH) -> float:
+def sum_squared_error(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, batch_size: int = _EVAL_BATCH) -> float:
     """Sum over ``x`` of the squared errors of the outputs (in float64), in chunks of ``batch_size``."""
     sse = 0.0
     for s in range(0, x.shape[0], batch_size):
@@ -626,7 +627,7 @@ def _validation_error(model: nn.Module, x: torch.Tensor, y: torch.Tensor, task: 
     return err if math.isfinite(err) else math.inf
 
 
-def train(arch: Architecture | Mapping[str, Any], data: TrainValData, epochs: int | None = None,
+def train(arch: Architecture | Mapping[str, Any], data: TrainValData, *, epochs: int | None = None,
           batch_size: int = DEFAULT_BATCH_SIZE, lr: float = DEFAULT_LR, seed: int = 0,
           optimizer: str = "adam", weight_decay: float = 0.0, patience: int | None = None,
           max_seconds: float | None = None, n_threads: int | None = 1,
@@ -661,7 +662,7 @@ def train(arch: Architecture | Mapping[str, Any], data: TrainValData, epochs: in
     if data.task == "regression" and y_tr.dim() == 1:
         y_tr, y_va = y_tr[:, None], y_va[:, None]
     run = train_module(
-        lambda: build_module(arch, data.input_shape, data.n_outputs), x_tr, y_tr,
+        lambda: build_module(arch, data.input_shape, n_outputs=data.n_outputs), x_tr, y_tr,
         validate=lambda model: _validation_error(model, x_va, y_va, data.task),
         loss_fn=nn.CrossEntropyLoss() if data.task == "classification" else nn.MSELoss(),
         epochs=int(epochs), batch_size=int(batch_size), seed=int(seed), shuffle_seed=int(seed) + 1,
@@ -678,7 +679,7 @@ def train(arch: Architecture | Mapping[str, Any], data: TrainValData, epochs: in
                           n_parameters=sum(p.numel() for p in model.parameters()), stopped=run.stopped)
 
 
-def train_and_evaluate(arch: Architecture | Mapping[str, Any], data: TrainValData, epochs: int | None = None,
+def train_and_evaluate(arch: Architecture | Mapping[str, Any], data: TrainValData, *, epochs: int | None = None,
                        batch_size: int = DEFAULT_BATCH_SIZE, lr: float = DEFAULT_LR, seed: int = 0,
                        optimizer: str = "adam", weight_decay: float = 0.0, patience: int | None = None,
                        max_seconds: float | None = None, n_threads: int | None = 1,
