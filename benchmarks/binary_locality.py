@@ -47,7 +47,7 @@ def _seed_number(path: str) -> int:
 
 def distances(benchmark: str, dirs: list[str], skip: int) -> None:
     from graphbo.benchmarks import load_benchmark
-    from graphbo.study import load_study_file
+    from graphbo.storage.info import load_study_file
 
     space = load_benchmark(benchmark).space
     for d in dirs:
@@ -73,7 +73,7 @@ def model(benchmark: str, paths: list[str], n: int, per_distance: int, beta_prio
     import graphbo as gb
     from graphbo.acquisition import LogExpectedImprovement
     from graphbo.benchmarks import load_benchmark
-    from graphbo.study import load_study_file
+    from graphbo.storage.info import load_study_file
 
     torch.set_num_threads(1)
     bench = load_benchmark(benchmark, **(options or {}))

@@ -34,7 +34,7 @@ import graphbo as gb
 from graphbo.benchmarks import load_benchmark
 from graphbo.kernels.frequency_modulated import FMKernel
 from graphbo.models.mixed_gp import MixedGP
-from graphbo.study import load_study_file
+from graphbo.storage.info import load_study_file
 
 
 def rank_neighbours(benchmark, rows: np.ndarray, values: np.ndarray, prior: str, kernel: str) -> dict:

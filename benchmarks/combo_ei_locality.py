@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     from graphbo.optimizers.combo import COMBO
     from graphbo.spaces import Ordinal
     from graphbo.storage.base import stored_direction
-    from graphbo.study import load_study_file
+    from graphbo.storage.info import load_study_file
 
     torch.set_num_threads(1)
     bench = load_benchmark(args.benchmark)

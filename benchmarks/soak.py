@@ -343,7 +343,8 @@ def soak_run(work: Path, name: str, kind: str, method: str, budget: int, workers
 STUDY_PRELUDE = f"""
 import json, os, sys, time
 import graphbo as gb
-from graphbo.study import Study, read_study_info
+from graphbo.storage.info import read_study_info
+from graphbo.study import Study
 from graphbo.storage import StorageError, SQLiteStorage, StudyLockedError
 import soak_objective as so
 space = {SPACE_PY}
@@ -743,7 +744,8 @@ def hostile(work: Path) -> list[dict]:
     # edited as someone else could, through graphbo itself, so that the rows' checksums hold and the file
     # reaches the objective check (a raw SQL edit of the meta table is refused earlier, as corrupt)
     from graphbo.spaces import load_space
-    from graphbo.study import Study, read_study_info
+    from graphbo.storage.info import read_study_info
+    from graphbo.study import Study
 
     info = read_study_info(str(study))
     with Study(load_space(folder / "space.yaml"), info["method"], storage=str(study), seed=info["seed"],

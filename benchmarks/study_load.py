@@ -17,7 +17,7 @@ told once, so repeats of the random draw are skipped). The objective is a
 cheap sum, so the times are graphbo's own. For each block it prints the mean
 milliseconds per trial of ask and tell and the file's size after it; then the time
 to re-open the study (``Study(...)``: read, check, replay into the optimizer) and to
-read it with :func:`graphbo.study.read_study_info`, the best of ``--repeats``.
+read it with :func:`graphbo.storage.info.read_study_info`, the best of ``--repeats``.
 Flat columns mean no growth with the number of trials.
 """
 
@@ -35,7 +35,8 @@ import numpy as np
 
 import graphbo as gb
 from graphbo.storage.sqlite import SQLiteStorage
-from graphbo.study import Study, read_study_info
+from graphbo.storage.info import read_study_info
+from graphbo.study import Study
 
 #: the SQLite store's methods that write (each one transaction)
 WRITES = ("add_trials", "finish_trial", "restart_trial", "save_state", "set_user_attr")

@@ -16,7 +16,7 @@ AUTO = "auto"
 #: every key of ``graphbo.optimizers.METHODS``
 METHOD_NAMES = (
     "combo", "bofm", "combo-tr", "bofm-tr", "rs", "sa", "re", "bocs", "bocs-sdp", "bodi", "tpe", "gp-optuna",
-    "smac", "bohb", "cocabo", "cocabo-0", "cocabo-0.5", "cocabo-1", "cocabo-learn",
+    "smac", "bohb", "cocabo", "cocabo-0", "cocabo-1", "cocabo-learn",
     "nasbot", "rand", "ea", "treebo", "bofm-adddif", "bofm-addlap", "bofm-fnn", "bofm-general", "bofm-modlap",
     "bofm-moddif", "bofm-prodlap", "bofm-proddif",
 )

@@ -22,7 +22,7 @@ closes the study (Ctrl-C) does not count.
 One writer at a time: a second study opened for writing on a file that a live
 process (or another study of this process) has open raises
 :class:`~graphbo.storage.StudyLockedError` at once, before anything is
-written; readers (:func:`read_study_info`, ``graphbo report``) work meanwhile. A
+written; readers (:func:`~graphbo.storage.info.read_study_info`, ``graphbo report``) work meanwhile. A
 lock left by a process that died on this host is taken over; one left on
 another host is cleared with ``graphbo unlock STUDY.db``. A configuration is
 evaluated once per study: telling one that is already finished raises
@@ -71,7 +71,6 @@ from .spaces.variables import Variable
 from .storage import Storage, as_storage
 from .storage.base import (DIRECTIONS, FORMAT_VERSION, STATUSES, CorruptStudyError, HotJournalError, StorageError,
                            StoredStudy, Trial, now, stored_direction)
-from .storage.info import load_study_file, read_study_info
 from .storage.jsonio import plain
 from .threads import DEFAULT_THREADS, limit_threads
 from .evaluation import _evaluate
@@ -83,7 +82,7 @@ from .progress import ProgressBar, check_show_progress
 from ._validation import (as_real, check_budget, check_callable, check_int, check_optional_int, check_real,
                           check_seed, check_timeout)
 
-__all__ = ["Study", "Trial", "StorageError", "read_study_info", "load_study_file", "describe_space", "check_direction", "FORMAT_VERSION",
+__all__ = ["Study", "Trial", "StorageError", "describe_space", "check_direction", "FORMAT_VERSION",
            "DIRECTIONS"]
 
 #: the studies' log: created and resumed studies (INFO), each finished trial (DEBUG), failed evaluations, trials

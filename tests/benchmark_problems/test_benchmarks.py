@@ -5,7 +5,7 @@ import sys
 import numpy as np
 import pytest
 
-from graphbo.study import load_study_file
+from graphbo.storage.info import load_study_file
 
 from graphbo.benchmarks import REGISTRY, load_benchmark
 from graphbo.benchmarks.branin import branin

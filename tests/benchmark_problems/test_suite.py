@@ -14,7 +14,7 @@ from graphbo.benchmarks import REGISTRY, load_benchmark
 from graphbo.benchmarks.ackley_mixed import Ackley53
 from graphbo.benchmarks.hpo_surface import ACTIVATIONS, OPTIMIZERS, HPOSurface
 from graphbo.benchmarks.labs import LABS, OPTIMAL_ENERGY, energy, merit_factor
-from graphbo.study import load_study_file
+from graphbo.storage.info import load_study_file
 
 
 def all_bits(n):

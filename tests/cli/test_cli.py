@@ -164,7 +164,7 @@ def test_an_unexpected_error_is_one_line_without_traceback_unless_debug(tmp_path
 @pytest.mark.parametrize("benchmark, method", [("func2c", "bofm"), ("branin", "combo"), ("nas-synthetic", "nasbot")])
 def test_run_without_method_uses_the_benchmarks_natural_method_as_compare_does(tmp_path, benchmark, method):
     from graphbo.benchmarks import load_benchmark
-    from graphbo.study import read_study_info
+    from graphbo.storage.info import read_study_info
 
     space = load_benchmark(benchmark).space
     assert natural_method(space) == method
@@ -226,7 +226,7 @@ def test_parallel_compare_prints_each_runs_best_and_a_consistent_summary(tmp_pat
 
 def test_a_budget_below_the_finished_trials_is_refused(tmp_path):
     """What made "16/12 finished" possible: a study run again with a smaller budget recorded that budget."""
-    from graphbo.study import read_study_info
+    from graphbo.storage.info import read_study_info
 
     assert cli("run", "branin", "--method", "rs", "--budget", "4", "--storage", "s.db", "--quiet",
                cwd=tmp_path).returncode == 0

@@ -407,14 +407,14 @@ def test_compare_passes_method_options_to_every_run_and_refuses_unknown_ones(tmp
     from graphbo.experiments.runner import RunSpec, make_run
 
     out = tmp_path / "ard"
-    assert cli_main(["compare", "func2c", "--methods", "cocabo-0.5", "--seeds", "0", "--budget", "11",
+    assert cli_main(["compare", "func2c", "--methods", "cocabo", "--seeds", "0", "--budget", "11",
                      "--n-initial", "10", "--option", "ard=true", "--option", "kappa=3", "--out", str(out)]) == 0
-    data = read_run(out / "cocabo-0.5" / "seed0.db")
+    data = read_run(out / "cocabo" / "seed0.db")
     head, evals = data.head, data.evals
     assert head["spec"]["method_options"] == {"ard": True, "kappa": 3} and len(evals) == 11
     _, opt = make_run(RunSpec(**head["spec"]))
     assert opt.kernel.ard is True and opt.kappa == 3.0
-    assert cli_main(["compare", "func2c", "--methods", "cocabo-0.5", "--seeds", "0", "--budget", "11",
+    assert cli_main(["compare", "func2c", "--methods", "cocabo", "--seeds", "0", "--budget", "11",
                      "--option", "no_such_option=1", "--out", str(tmp_path / "bad")]) == 2
     assert "does not take {'no_such_option': 1}" in capsys.readouterr().err
     assert not (tmp_path / "bad").exists()

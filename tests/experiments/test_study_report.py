@@ -14,7 +14,7 @@ from graphbo import Binary, Categorical, Space
 from graphbo.cli import main
 from graphbo.experiments.report import _plot_convergence, collect, paper_lines, value_scale, write_report
 from graphbo.experiments.study_report import TOP, plot_best_so_far, study_summary, write_study_report
-from graphbo.study import read_study_info
+from graphbo.storage.info import read_study_info
 
 pytest.importorskip("matplotlib")
 

@@ -127,7 +127,7 @@ def test_a_study_stores_its_rules_and_refuses_a_space_with_other_rules(tmp_path)
     path = tmp_path / "s.db"
     space = constrained_discrete_space()
     gb.minimize(bowl, space, method="rs", budget=5, seed=0, storage=path)
-    from graphbo.study import read_study_info
+    from graphbo.storage.info import read_study_info
     assert read_study_info(path)["space_constraints"] == ["a + b <= 7", "not (c == 'z' and a > 2)"]
     other = gb.Space({"a": gb.Ordinal(list(range(8))), "b": gb.Ordinal(list(range(8))),
                       "c": gb.Categorical(["x", "y", "z"])}, constraints=["a + b <= 6"])

@@ -12,7 +12,8 @@ import pytest
 import graphbo as gb
 from graphbo.benchmarks import load_benchmark
 from graphbo.optimizers import METHODS
-from graphbo.study import Study, read_study_info
+from graphbo.storage.info import read_study_info
+from graphbo.study import Study
 from graphbo.optimizers.auto import (AUTO, TR_MIN_BUDGET, TR_MIN_DIMENSIONS, choose_method, dimensions,
                                      resolve_method)
 from support import binary_space
@@ -138,7 +139,7 @@ def test_compare_default_methods_use_auto_with_the_budget():
 
 def test_compare_accepts_auto_and_stores_the_resolved_method(tmp_path, monkeypatch, capsys):
     from graphbo.cli.parser import main
-    from graphbo.study import read_study_info
+    from graphbo.storage.info import read_study_info
 
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     code = main(["compare", "branin", "--methods", "auto,combo,rs", "--seeds", "0", "--budget", "3",

@@ -1,4 +1,5 @@
-"""Dimension-scaled priors of the FM kernels (Hvarfner et al., ICML 2024) and BO-FM's ``prior="auto"``."""
+"""Dimension-scaled priors of the FM kernels (Hvarfner et al., ICML 2024) and BO-FM's rule that takes them
+from :data:`~graphbo.optimizers.bofm.SCALED_PRIOR_MIN_DIMENSIONS` effective variables."""
 
 import math
 
@@ -10,6 +11,7 @@ from scipy.stats import spearmanr
 import graphbo as gb
 from graphbo.kernels.frequency_modulated import KERNELS, FMKernel
 from graphbo.models.mixed_gp import MixedGP
+from graphbo.optimizers import METHODS
 from graphbo.optimizers.bofm import BOFM, SCALED_PRIOR_MIN_DIMENSIONS
 
 
@@ -79,25 +81,29 @@ def test_unknown_kernel_prior_is_refused_naming_it():
         _kernel("modlap", _binaries_unit_continuous_space(3), prior="strong")
 
 
-def test_bofm_prior_choices_are_the_kernels_and_the_fits_plus_auto():
-    from graphbo.kernels.frequency_modulated import KERNEL_PRIORS
-    from graphbo.models.mixed_gp import PRIORS
-    from graphbo.optimizers.bofm import BOFM_PRIORS
-
-    assert set(BOFM_PRIORS) == {"auto"} | set(KERNEL_PRIORS) | set(PRIORS)
-
-
-def test_bofm_prior_auto_takes_the_scaled_priors_from_the_threshold_on():
+def test_bofm_takes_the_scaled_priors_from_the_threshold_on():
     small = BOFM(_binaries_unit_continuous_space(SCALED_PRIOR_MIN_DIMENSIONS - 2, n_cont=1), seed=0)
     large = BOFM(_binaries_unit_continuous_space(SCALED_PRIOR_MIN_DIMENSIONS - 1, n_cont=1), seed=0)
     assert (small.prior, small.kernel.prior, small.model.prior) == ("weak", "weak", "weak")
     assert (large.prior, large.kernel.prior, large.model.prior) == ("scaled", "scaled", "weak")
-    none = BOFM(_binaries_unit_continuous_space(4, n_cont=1), seed=0, prior="none")
-    assert (none.kernel.prior, none.model.prior) == ("weak", "none")
-    forced = BOFM(_binaries_unit_continuous_space(4, n_cont=1), seed=0, prior="scaled")
-    assert forced.kernel.prior == "scaled"
-    with pytest.raises(ValueError, match="prior"):
-        BOFM(_binaries_unit_continuous_space(4, n_cont=1), seed=0, prior="strong")
+    # the kernels' priors are the rule's whole choice: a fresh kernel with them has the same centre
+    for opt in (small, large):
+        fresh = _kernel("modlap", opt.space, prior=opt.prior)
+        torch.testing.assert_close(opt.kernel.default_params(), fresh.default_params())
+
+
+def test_bofm_has_no_prior_option():
+    """``BOFM(prior=...)`` ("auto", "weak", "scaled", "none") was removed: the rule above is the only one, and a
+    run that still passes the option is told so. The kernel's and the model's own ``prior`` stay."""
+    import inspect
+
+    space = _binaries_unit_continuous_space(4, n_cont=1)
+    assert "prior" not in inspect.signature(BOFM).parameters
+    for value in ("auto", "weak", "scaled", "none"):
+        with pytest.raises(TypeError, match="prior"):
+            BOFM(space, seed=0, prior=value)
+    with pytest.raises(TypeError, match="prior"):
+        METHODS["bofm-tr"](space, seed=0, prior="weak")
 
 
 def _neighbour_ranking(prior: str, seed: int) -> float:

@@ -210,11 +210,12 @@ def test_purely_categorical_and_purely_continuous_spaces():
 def test_registered_variants():
     space = Func2C().space
     assert METHODS["cocabo"] is CoCaBO
-    for name, mix in [("cocabo-0", 0.0), ("cocabo-0.5", 0.5), ("cocabo-1", 1.0), ("cocabo-learn", None)]:
+    for name, mix in [("cocabo", 0.5), ("cocabo-0", 0.0), ("cocabo-1", 1.0), ("cocabo-learn", None)]:
         opt = METHODS[name](space, seed=0)
         assert isinstance(opt, CoCaBO) and opt.kernel.mix == mix
     assert METHODS["cocabo-0"] is not METHODS["cocabo-1"]
-    assert "cocabo-0.0" not in METHODS and "cocabo-1.0" not in METHODS  # one name per method
+    # one name per method: cocabo is CoCaBO-0.5 (its default mixture weight)
+    assert "cocabo-0.0" not in METHODS and "cocabo-1.0" not in METHODS and "cocabo-0.5" not in METHODS
     with pytest.raises(ValueError, match="fixed"):
         METHODS["cocabo-1"](space, mix=0.5)
 

@@ -24,7 +24,8 @@ from graphbo.nas.distance.otmann_batch import BatchOTMANN, DistanceCache
 from graphbo.nas.domain.space import ArchitectureSpace
 from graphbo.optimizers import METHODS
 from graphbo.optimizers.nasbot import NASBOT, NASEvolution, NASRandom
-from graphbo.study import StorageError, Study, load_study_file, read_study_info
+from graphbo.storage.info import load_study_file, read_study_info
+from graphbo.study import StorageError, Study
 
 TESTS = str(Path(__file__).resolve().parent)
 DOMAIN = "mlp-class"  # the synthetic MLP objective separates methods quickly and its distances are cheap

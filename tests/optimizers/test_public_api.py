@@ -190,7 +190,7 @@ CASES = [
     (CoCaBO, {"refit_interval": 0}, ValueError, "refit_interval"),
     (CoCaBO, {"n_random": 0}, ValueError, "n_random"),
     (CoCaBO, {"n_starts": 0}, ValueError, "n_starts"),
-    ("cocabo-0.5", {"mix": 1.0}, ValueError, "fixed"),
+    ("cocabo-1", {"mix": 0.5}, ValueError, "fixed"),
     ("cocabo-learn", {"budget": -5}, ValueError, "budget"),
     (NASBOT, {"nu_strs": [0.1, -1.0]}, ValueError, r"nu_strs\[1\] must be >= 0"),
     (NASBOT, {"nu_strs": 0.1}, TypeError, "nu_strs must be a sequence"),
@@ -237,7 +237,7 @@ def test_variants_validate_what_they_fix():
     with pytest.raises(ValueError, match="mix"):
         cocabo_variant(1.5)
     assert "kernel" not in inspect.signature(METHODS["bofm-moddif"]).parameters
-    assert "mix" not in inspect.signature(METHODS["cocabo-0.5"]).parameters
+    assert "mix" not in inspect.signature(METHODS["cocabo-1"]).parameters
 
 
 def test_checked_values_are_kept_in_their_canonical_types():

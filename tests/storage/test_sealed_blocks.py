@@ -13,7 +13,8 @@ import graphbo as gb
 from graphbo.storage import CorruptStudyError
 from graphbo.storage.checks import BLOCK_SIZE
 from graphbo.storage.sqlite import BLOCKS_KEY, SQLiteStorage, _tables
-from graphbo.study import Study, read_study_info
+from graphbo.storage.info import read_study_info
+from graphbo.study import Study
 
 
 def _six_ordinals_space():

@@ -13,7 +13,8 @@ from graphbo.optimizers import RandomSearch
 from graphbo.storage import (InMemoryStorage, SQLiteStorage, Storage, StorageError, StudyLockedError, Trial,
                              TrialNotRunningError, as_storage)
 from graphbo.storage.base import FORMAT_VERSION
-from graphbo.study import Study, describe_space, read_study_info
+from graphbo.storage.info import read_study_info
+from graphbo.study import Study, describe_space
 
 
 def make_store(kind, tmp_path):

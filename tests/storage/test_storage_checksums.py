@@ -15,7 +15,8 @@ import pytest
 import graphbo as gb
 from graphbo.storage import FORMAT_VERSION, CorruptStudyError, SQLiteStorage
 from graphbo.storage.base import Trial, now
-from graphbo.study import Study, read_study_info
+from graphbo.storage.info import read_study_info
+from graphbo.study import Study
 from support import ordinal6_categorical_binary_space
 
 

@@ -31,7 +31,8 @@ import os, sys, sqlite3, time
 sys.path.insert(0, {SRC!r})
 import graphbo as gb
 from graphbo.storage import SQLiteStorage, StudyLockedError
-from graphbo.study import Study, read_study_info
+from graphbo.storage.info import read_study_info
+from graphbo.study import Study
 def second_study(path):
     try:
         Study(space, "rs", storage=path, seed=0)
@@ -230,7 +231,8 @@ def test_a_study_file_with_sql_graphbo_did_not_make_is_refused_unchanged(tmp_pat
     import hashlib
 
     from graphbo.storage import CorruptStudyError
-    from graphbo.study import Study, read_study_info
+    from graphbo.storage.info import read_study_info
+    from graphbo.study import Study
 
     path = tmp_path / "s.db"
     space = _study(path)
@@ -247,7 +249,7 @@ def test_a_study_file_with_sql_graphbo_did_not_make_is_refused_unchanged(tmp_pat
 
 
 def test_graphbos_own_triggers_are_accepted(tmp_path):
-    from graphbo.study import read_study_info
+    from graphbo.storage.info import read_study_info
 
     path = tmp_path / "s.db"
     _study(path)
@@ -295,7 +297,7 @@ def test_a_hostile_meta_value_with_a_valid_checksum_is_one_storage_error(tmp_pat
 
 def test_a_meta_row_whose_checksum_was_removed_is_refused(tmp_path):
     from graphbo.storage import CorruptStudyError
-    from graphbo.study import read_study_info
+    from graphbo.storage.info import read_study_info
 
     path = tmp_path / "s.db"
     _study(path)

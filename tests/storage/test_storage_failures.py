@@ -24,7 +24,8 @@ import pytest
 import graphbo as gb
 from graphbo.storage import (CorruptStudyError, NewerFormatError, NotAStudyError, SQLiteStorage, StorageError,
                              StudyAccessError, StudyLockedError)
-from graphbo.study import Study, read_study_info
+from graphbo.storage.info import read_study_info
+from graphbo.study import Study
 from support import ordinal6_categorical_binary_space
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -435,7 +436,7 @@ if os.geteuid() == 0:
 
 
 READ_ONLY_PROBE = """
-from graphbo.study import read_study_info
+from graphbo.storage.info import read_study_info
 try:
     Study(space, "rs", storage=PATH, seed=0, n_initial=2)
 except StorageError as exc:

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from graphbo.storage import StorageError
-from graphbo.study import read_study_info
+from graphbo.storage.info import read_study_info
 
 #: a project-wide check: CI's second step (`python -m pytest -m "checks and not slow"`), not the default run
 pytestmark = pytest.mark.checks

@@ -10,7 +10,8 @@ import pytest
 
 import graphbo as gb
 from graphbo.exceptions import ObjectiveFailingError
-from graphbo.study import Study, read_study_info
+from graphbo.storage.info import read_study_info
+from graphbo.study import Study
 
 SPACE = gb.Space({"a": gb.Ordinal(list(range(12))), "b": gb.Categorical(["x", "y"])})
 

@@ -9,7 +9,7 @@ from graphbo.acquisition.constrained import LogConstrainedExpectedImprovement, l
 from graphbo.acquisition.ei import LogExpectedImprovement, log_mean_expected_improvement
 from graphbo.optimizers import METHODS
 from graphbo.outcomes import hypervolume, pareto_mask
-from graphbo.study import read_study_info
+from graphbo.storage.info import read_study_info
 
 SPACE = gb.Space({f"x{i}": gb.Ordinal(list(range(6))) for i in range(3)})
 

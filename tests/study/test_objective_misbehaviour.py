@@ -12,7 +12,8 @@ import pytest
 
 import graphbo as gb
 from graphbo.storage import SQLiteStorage, StorageError
-from graphbo.study import Study, read_study_info
+from graphbo.storage.info import read_study_info
+from graphbo.study import Study
 
 SPACE = gb.Space({"a": gb.Ordinal(list(range(30))), "b": gb.Categorical(["x", "y", "z"])})
 

@@ -19,7 +19,7 @@ import graphbo as gb
 from graphbo import parallel
 from graphbo.evaluation import _evaluate
 from graphbo.optimizers import RandomSearch
-from graphbo.study import read_study_info
+from graphbo.storage.info import read_study_info
 
 SWALLOW_SECONDS = 3.0
 

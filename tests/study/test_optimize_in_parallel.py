@@ -7,7 +7,8 @@ import os
 import pytest
 
 import graphbo as gb
-from graphbo.study import Study, read_study_info
+from graphbo.storage.info import read_study_info
+from graphbo.study import Study
 
 SPACE = gb.Space({"a": gb.Ordinal(list(range(6))), "b": gb.Categorical(["x", "y", "z"])})
 

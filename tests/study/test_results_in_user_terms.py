@@ -14,7 +14,8 @@ import graphbo as gb
 from graphbo.loop import REPR_PARAMS, minimize
 from graphbo.storage import CorruptStudyError
 from graphbo.storage.base import FORMAT_VERSION
-from graphbo.study import StorageError, Study, load_study_file, read_study_info
+from graphbo.storage.info import load_study_file, read_study_info
+from graphbo.study import StorageError, Study
 
 VALUES_B = ["x", "y", "z"]
 VALUES_D = [0.1, 0.2, 0.5, 1.0]

@@ -16,7 +16,8 @@ import graphbo as gb
 from graphbo.cli import main as cli_main
 from graphbo.loop import minimize
 from graphbo.optimizers import RandomSearch
-from graphbo.study import FORMAT_VERSION, StorageError, Study, read_study_info
+from graphbo.storage.info import read_study_info
+from graphbo.study import FORMAT_VERSION, StorageError, Study
 from support import counts
 
 TESTS = str(Path(__file__).resolve().parent)

@@ -24,7 +24,8 @@ import graphbo as gb
 from graphbo.cli import main as cli_main
 from graphbo.exceptions import SpaceExhaustedError
 from graphbo.optimizers import METHODS
-from graphbo.study import Study, read_study_info
+from graphbo.storage.info import read_study_info
+from graphbo.study import Study
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))

@@ -149,7 +149,8 @@ def _open_study(prog: str, space: Any, args: argparse.Namespace, path: str, meth
     """Create the study file ``path`` with ``attrs`` (and ``args.direction``), or check that an existing one
     holds the same problem (``mismatch(stored attrs)`` says why not; another direction than ``args.direction``
     is refused) and record the new ``budget``; an exit code on failure."""
-    from ..study import StorageError, Study, read_study_info
+    from ..storage.info import read_study_info
+    from ..study import StorageError, Study
 
     try:
         if os.path.exists(path) and os.path.getsize(path) > 0:

@@ -60,7 +60,7 @@ def _told_order(trial: Any) -> tuple[bool, int, int]:
 
 
 def study_summary(path: str | os.PathLike) -> dict[str, Any]:
-    """What the report shows, read-only: ``info`` (:func:`graphbo.study.read_study_info`), ``complete``
+    """What the report shows, read-only: ``info`` (:func:`graphbo.storage.info.read_study_info`), ``complete``
     (the complete trials in the order they were told), ``values`` and ``best_so_far`` (in the study's
     direction) over them, ``best`` (the best trial, the first told of equal ones, or ``None``), ``top``
     (the :data:`TOP` best trials), ``failed`` trials and ``effects`` (:func:`variable_effects`).

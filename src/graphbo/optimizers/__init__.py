@@ -13,7 +13,7 @@ from .bocs_sdp import BOCSSDP
 from .bodi import BODi
 from .bohb import BOHB
 from .bofm import BOFM, bofm_variant
-from .cocabo import CoCaBO, CoCaBOLearnedMix, CoCaBOMix0, CoCaBOMix05, CoCaBOMix1
+from .cocabo import CoCaBO, CoCaBOLearnedMix, CoCaBOMix0, CoCaBOMix1
 from .combo import COMBO
 from .nasbot import NASBOT, NASEvolution, NASRandom
 from .optuna_gp import OptunaGP
@@ -64,10 +64,10 @@ METHODS = {
     "smac": SMAC,
     # BOHB through SMAC3's multi-fidelity facade: asks come with a fidelity (epochs), see graphbo.benchmarks.fidelity
     "bohb": BOHB,
-    # CoCaBO (Ru et al. 2020) and its fixed mixture weights as compared by BO-FM (its CoCaBO-0.0/0.5/1.0)
+    # CoCaBO (Ru et al. 2020) and the mixture weights BO-FM compares (its CoCaBO-0.0/0.5/1.0): `cocabo` is
+    # CoCaBO-0.5 (its default mixture weight), `cocabo-0` and `cocabo-1` fix the others
     "cocabo": CoCaBO,
     "cocabo-0": CoCaBOMix0,
-    "cocabo-0.5": CoCaBOMix05,
     "cocabo-1": CoCaBOMix1,
     "cocabo-learn": CoCaBOLearnedMix,
     # NASBOT (Kandasamy et al. 2018) and its baselines RAND and EA (App. C.1), on a graphbo.nas.ArchitectureSpace

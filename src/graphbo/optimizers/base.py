@@ -762,6 +762,6 @@ class _Excluded(Set[Any]):
 
 def signature_without(cls: type, name: str) -> inspect.Signature:
     """The signature of ``cls.__init__`` without the option ``name``: for a subclass whose
-    ``__init__(self, space, **options)`` fixes that option (``bofm-modlap``, ``cocabo-0.5``)."""
+    ``__init__(self, space, **options)`` fixes that option (``bofm-modlap``, ``cocabo-0``)."""
     sig = inspect.signature(getattr(cls, "__init__"))
     return sig.replace(parameters=[p for p in sig.parameters.values() if p.name != name])

@@ -27,20 +27,27 @@ from ..spaces.space import Space
 from .auto import TR_MIN_DIMENSIONS, dimensions
 from .base import DEFAULT_MAX_TRAIN, Configs, Optimizer, check_max_train, signature_without
 
-__all__ = ["BOFM", "BOFM_PRIORS", "SCALED_PRIOR_MIN_DIMENSIONS"]
+__all__ = ["BOFM", "SCALED_PRIOR_MIN_DIMENSIONS"]
 
-#: ``prior`` choices of :class:`BOFM`
-BOFM_PRIORS = ("auto", "weak", "scaled", "none")
-#: ``prior="auto"`` takes the dimension-scaled priors from this many effective variables
-#: (:func:`graphbo.optimizers.auto.dimensions`): measured on the 53-dimensional Ackley, where the weak
-#: priors' fit ranked the neighbours of the incumbent with Spearman 0.20 and the scaled ones 0.79
-#: (docs/bofm_benchmarks.md, "Priors in many dimensions"). Below it the paper's rows were measured with
-#: the weak priors. The same threshold as the trust region's (:data:`~graphbo.optimizers.auto.TR_MIN_DIMENSIONS`).
+#: :class:`BOFM` fits with the dimension-scaled priors from this many effective variables
+#: (:func:`graphbo.optimizers.auto.dimensions`), with the weak priors below: measured on the 53-dimensional
+#: Ackley, where the weak priors' fit ranked the neighbours of the incumbent with Spearman 0.20 and the scaled
+#: ones 0.79 (docs/bofm_benchmarks.md, "Priors in many dimensions"). Below it the paper's rows were measured
+#: with the weak priors, which tie with or beat the marginal likelihood alone (docs/bofm_benchmarks.md, "The
+#: prior's effect on 20 paired seeds"). The same threshold as the trust region's
+#: (:data:`~graphbo.optimizers.auto.TR_MIN_DIMENSIONS`).
 SCALED_PRIOR_MIN_DIMENSIONS = TR_MIN_DIMENSIONS
 
 
 class BOFM(Optimizer):
     """Bayesian optimisation on mixed spaces with a frequency-modulated kernel.
+
+    The hyper-parameters maximise the marginal likelihood plus priors on the kernel's log-scales
+    (:class:`~graphbo.models.mixed_gp.MixedGP` with ``prior="weak"``): the weak priors ``N(0, 3^2)``
+    below :data:`SCALED_PRIOR_MIN_DIMENSIONS` effective variables, priors scaled with the number of
+    variables (Hvarfner et al. 2024, :meth:`~graphbo.kernels.FMKernel.scaled_centre`) from there on;
+    :attr:`prior` says which. BO-FM Sec. 5 states the marginal likelihood alone; the weak priors
+    tie with it or do better (docs/bofm_benchmarks.md, "Fit priors").
 
     Parameters
     ----------
@@ -66,13 +73,6 @@ class BOFM(Optimizer):
         reached the same acquisition value in 93 of 96 fitted models (2 lower by at most 2e-8 in
         log-EI, 1 higher by 6e-4; docs/bofm_benchmarks.md, "The pool's size"): the start that wins
         is nearly always a spray point near the incumbent.
-    prior : {"auto", "weak", "scaled", "none"}, default "auto"
-        Hyper-parameter fit: marginal likelihood plus priors (``"weak"``: ``N(0, 3^2)`` on the
-        kernel's log-scales; ``"scaled"``: priors scaled with the number of variables, Hvarfner et
-        al. 2024, :meth:`~graphbo.kernels.FMKernel.scaled_centre`), or marginal likelihood alone as
-        BO-FM Sec. 5 states it (``"none"``; :class:`~graphbo.models.mixed_gp.MixedGP`). ``"auto"``:
-        ``"scaled"`` from :data:`SCALED_PRIOR_MIN_DIMENSIONS` effective variables, else ``"weak"``
-        (docs/bofm_benchmarks.md, "Priors in many dimensions"); :attr:`prior` holds the choice.
     trust_region : bool or dict, default False
         Search only a trust region around the best point of the current region (CASMOPOLITAN,
         Wan et al. 2021; :mod:`graphbo.optim.trust_region`, docs/trust_regions.md): a Hamming
@@ -105,11 +105,10 @@ class BOFM(Optimizer):
     def __init__(self, space: Space, *, seed: int | None = None, n_initial: int = 10,
                  initial_configs: Configs | None = None, kernel: str = "modlap", n_restarts: int = 10,
                  log_y: bool = False, n_random: int = 20_000, n_spray: int = 50, n_starts: int = 40,
-                 prior: str = "auto", trust_region: bool | dict = False,
+                 trust_region: bool | dict = False,
                  restart_every: int = 10, max_train: int | None = DEFAULT_MAX_TRAIN,
                  device: str | torch.device | None = None):
         kernel = check_choice("kernel", kernel, KERNELS)
-        prior = check_choice("prior", prior, BOFM_PRIORS)
         n_restarts = check_int("n_restarts", n_restarts, minimum=1)
         log_y = check_bool("log_y", log_y)
         self.n_random = check_int("n_random", n_random, minimum=1)
@@ -119,15 +118,14 @@ class BOFM(Optimizer):
         self.max_train = check_max_train(max_train)
         device = check_device("device", device)
         super().__init__(space, seed=seed, n_initial=n_initial, initial_configs=initial_configs)
-        if prior == "auto":
-            prior = "scaled" if dimensions(space) >= SCALED_PRIOR_MIN_DIMENSIONS else "weak"
-        #: the priors of the fit (``"auto"`` resolved)
-        self.prior: str = prior
+        #: the kernel's priors of the fit: ``"scaled"`` from :data:`SCALED_PRIOR_MIN_DIMENSIONS` effective
+        #: variables, else ``"weak"`` (:class:`~graphbo.kernels.FMKernel`'s ``prior``)
+        self.prior: str = "scaled" if dimensions(space) >= SCALED_PRIOR_MIN_DIMENSIONS else "weak"
         spectra = [space.variables[j].spectrum for j in space.discrete_indices]
         self.kernel = FMKernel(kernel, spectra, n_continuous=len(space.continuous_indices), device=device,
-                               prior="scaled" if prior == "scaled" else "weak")
-        self.model = MixedGP(self.kernel, space, n_restarts=n_restarts, log_y=log_y,
-                             prior="none" if prior == "none" else "weak", restart_every=restart_every, device=device)
+                               prior=self.prior)
+        self.model = MixedGP(self.kernel, space, n_restarts=n_restarts, log_y=log_y, prior="weak",
+                             restart_every=restart_every, device=device)
         #: the trust region (CASMOPOLITAN), or None
         self.trust_region = None if tr_options is None else TrustRegion(space, n_initial, **tr_options)
         self.last_timing: dict[str, float] = {}

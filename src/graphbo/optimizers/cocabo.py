@@ -74,7 +74,7 @@ from ..models.mixed_gp import MixedGP
 from ..spaces.space import Space
 from .base import DEFAULT_MAX_TRAIN, Configs, Optimizer, check_max_train, signature_without
 
-__all__ = ["CoCaBO", "CoCaBOKernel", "cocabo_variant", "CoCaBOMix0", "CoCaBOMix05", "CoCaBOMix1",
+__all__ = ["CoCaBO", "CoCaBOKernel", "cocabo_variant", "CoCaBOMix0", "CoCaBOMix1",
            "CoCaBOLearnedMix", "exp3_gamma", "exp3_probabilities"]
 
 
@@ -471,6 +471,5 @@ def cocabo_variant(mix: float | str, class_name: str | None = None) -> type[CoCa
 
 
 CoCaBOMix0 = cocabo_variant(0.0, "CoCaBOMix0")
-CoCaBOMix05 = cocabo_variant(0.5, "CoCaBOMix05")
 CoCaBOMix1 = cocabo_variant(1.0, "CoCaBOMix1")
 CoCaBOLearnedMix = cocabo_variant("learn", "CoCaBOLearnedMix")
