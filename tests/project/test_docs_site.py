@@ -57,3 +57,18 @@ def test_every_document_is_in_the_navigation():
     listed = set(pages(nav))
     present = {str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md")}
     assert present == listed, (present - listed, listed - present)
+
+
+def test_the_api_reference_shows_sphinx_roles_as_code(tmp_path):
+    """The docstrings' Sphinx roles (``:class:`~graphbo.Space```) reach the site as code alone, a ``~`` target
+    as its last name, and nothing else of the page changes."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sphinx_roles", ROOT / "docs" / "hooks" / "sphinx_roles.py")
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    html = ("see :class:<code>~graphbo.spaces.Space</code> and :meth:<code>Optimizer.ask</code>; "
+            "a ratio 1:2 and <code>:class:</code> as text")
+    assert hook.strip_roles(html) == ("see <code>Space</code> and <code>Optimizer.ask</code>; "
+                                      "a ratio 1:2 and <code>:class:</code> as text")
