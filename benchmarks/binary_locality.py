@@ -85,7 +85,7 @@ def model(benchmark: str, paths: list[str], n: int, per_distance: int, beta_prio
         for t in trials:
             opt.tell(t.config, t.value)
         X, y = opt.X, opt.y
-        opt.model.fit(X, y, np.random.default_rng(0))
+        opt.model.fit(X, y, rng=np.random.default_rng(0))
         acq = LogExpectedImprovement(opt.model)
         best = X[int(np.argmin(y))]
         rng = np.random.default_rng(1)

@@ -107,7 +107,7 @@ def main() -> None:
         mid, half = (k_lo + k_hi) / 2, (k_hi - k_lo) / 2
         Ak = torch.cholesky_solve(mid.T, model._L)
         explained = ((mid.T * Ak).sum(0) - 2 * (Ak.abs() * half.T).sum(0)).clamp_min(0.0)
-        prior = model._amp * model.kernel.diag(model._kp, V, C)
+        prior = model._amp * model.kernel.diag(model._kp, V, C=C)
         bounds["convex"] = (mean, (prior - explained).clamp_min(1e-12))
     print(f"{args.problem}, n = {args.n}, {args.rows} pool rows; posterior / prior variance, median "
           f"{float((pv / prior).median()):.3f}")

@@ -41,7 +41,7 @@ def rank_neighbours(benchmark, rows: np.ndarray, values: np.ndarray, prior: str,
     space = benchmark.space
     spectra = [space.variables[j].spectrum for j in space.discrete_indices]
     fm = FMKernel(kernel, spectra, n_continuous=len(space.continuous_indices), prior=prior)
-    gp = MixedGP(fm, space, n_restarts=10).fit(rows, values, np.random.default_rng(0))
+    gp = MixedGP(fm, space, n_restarts=10).fit(rows, values, rng=np.random.default_rng(0))
     incumbent = rows[int(np.argmin(values))]
     nbrs, _ = space.neighbor_index_batch(incumbent[None])
     nbrs = nbrs.astype(float)

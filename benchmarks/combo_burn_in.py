@@ -33,9 +33,9 @@ from graphbo.threads import limit_threads
 class _Staged(DiffusionGP):
     """The first fit on nested random subsets: a quarter (80 sweeps), a half (10), then all (20)."""
 
-    def fit(self, X, y, rng):
+    def fit(self, X, y, *, rng):
         if self.state is not None or X.shape[0] < 200:
-            return super().fit(X, y, rng)
+            return super().fit(X, y, rng=rng)
         order = rng.permutation(X.shape[0])
         kept, burn = self.n_samples, self.n_burn
         try:
@@ -43,10 +43,10 @@ class _Staged(DiffusionGP):
                                             (None, 0, 10)):
                 self.n_burn, self.n_samples = n_burn, n_samples
                 if rows is None:
-                    super().fit(X, y, rng)  # a burn-in block on all the data, the kept sweeps after it
+                    super().fit(X, y, rng=rng)  # a burn-in block on all the data, the kept sweeps after it
                     self.n_samples = kept
-                    return super().fit(X, y, rng)
-                super().fit(X[np.sort(rows)], y[np.sort(rows)], rng)
+                    return super().fit(X, y, rng=rng)
+                super().fit(X[np.sort(rows)], y[np.sort(rows)], rng=rng)
         finally:
             self.n_burn, self.n_samples = burn, kept
         return self

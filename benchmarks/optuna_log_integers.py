@@ -39,13 +39,13 @@ def one_run(seed: int, trials: int) -> dict:
 
     def objective(trial) -> float:
         return float(HPOSurface.value(
-            trial.suggest_int("lr_step", 0, 300),
-            trial.suggest_int("batch_size", 16, 512, log=True),
-            trial.suggest_int("width", 8, 1024, log=True),
-            trial.suggest_int("epochs", 1, 200),
-            trial.suggest_categorical("optimizer", list(OPTIMIZERS)),
-            trial.suggest_categorical("activation", list(ACTIVATIONS)),
-            trial.suggest_categorical("batch_norm", [False, True]),
+            lr_step=trial.suggest_int("lr_step", 0, 300),
+            batch_size=trial.suggest_int("batch_size", 16, 512, log=True),
+            width=trial.suggest_int("width", 8, 1024, log=True),
+            epochs=trial.suggest_int("epochs", 1, 200),
+            optimizer=trial.suggest_categorical("optimizer", list(OPTIMIZERS)),
+            activation=trial.suggest_categorical("activation", list(ACTIVATIONS)),
+            batch_norm=trial.suggest_categorical("batch_norm", [False, True]),
         ))
 
     study = optuna.create_study(sampler=COMBOSampler(seed=seed, n_startup_trials=10))

@@ -50,8 +50,8 @@ def bench_size(n_layers: int, n_networks: int, repeats: int, seed: int = 0) -> d
     feat = (time.perf_counter() - t) / n_networks
     pairs = [(i, j) for i in range(n_networks) for j in range(i + 1, n_networks)]
     otm.distances(nets[0], nets[1])  # warm-up (imports, solver probe)
-    one = [_median_time(lambda: otm.distance(nets[i], nets[j], 0.4), repeats) for i, j in pairs]
-    four = [_median_time(lambda: otm.distances(nets[i], nets[j], DEFAULT_NU_STRS), repeats)
+    one = [_median_time(lambda: otm.distance(nets[i], nets[j], nu_str=0.4), repeats) for i, j in pairs]
+    four = [_median_time(lambda: otm.distances(nets[i], nets[j], nu_strs=DEFAULT_NU_STRS), repeats)
             for i, j in pairs]
     edges = statistics.median(a.n_edges for a in nets)
     # the batched path NASBOT uses: one network against the others, all four nu_str, per pair

@@ -50,7 +50,7 @@ class Pruner:
     an error or a timeout, are not compared against.)
     """
 
-    def prune(self, curve: Curve, complete: Sequence[Curve], pruned: Sequence[Curve],
+    def prune(self, curve: Curve, complete: Sequence[Curve], *, pruned: Sequence[Curve],
               step: int) -> bool:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -74,7 +74,7 @@ class MedianPruner(Pruner):
         self.n_warmup_steps = check_int("n_warmup_steps", n_warmup_steps, minimum=0)
         self.interval_steps = check_int("interval_steps", interval_steps, minimum=1)
 
-    def prune(self, curve: Curve, complete: Sequence[Curve], pruned: Sequence[Curve], step: int) -> bool:
+    def prune(self, curve: Curve, complete: Sequence[Curve], *, pruned: Sequence[Curve], step: int) -> bool:
         if len(complete) < self.n_startup_trials or step < self.n_warmup_steps:
             return False
         if (step - self.n_warmup_steps) % self.interval_steps:
@@ -122,7 +122,7 @@ class SuccessiveHalvingPruner(Pruner):
             return None
         return min(v for s, v in curve.items() if s <= rung) if any(s <= rung for s in curve) else None
 
-    def prune(self, curve: Curve, complete: Sequence[Curve], pruned: Sequence[Curve], step: int) -> bool:
+    def prune(self, curve: Curve, complete: Sequence[Curve], *, pruned: Sequence[Curve], step: int) -> bool:
         others = [*complete, *pruned]  # every value recorded at a rung, as ASHA keeps them
         rungs = self.rungs(step)
         if not rungs or rungs[-1] > step or max((s for s in curve if s < step), default=-1) >= rungs[-1]:
@@ -182,7 +182,7 @@ class _Reporter:
         if self.pruner is None or self.last_step is None:
             return False
         mine = {s: self.sign * v for s, v in self.curve.items()}
-        return self.pruner.prune(mine, self.complete_curves, self.pruned_curves, self.last_step)
+        return self.pruner.prune(mine, self.complete_curves, pruned=self.pruned_curves, step=self.last_step)
 
     def last_value(self) -> float | None:
         return None if self.last_step is None else self.curve[self.last_step]

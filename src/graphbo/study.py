@@ -1005,7 +1005,7 @@ class Study:
             raise ValueError(f"{what}: give a running trial (or its number), not a configuration")
         return t
 
-    def report(self, trial: Trial | int, value: float, step: int) -> None:
+    def report(self, trial: Trial | int, value: float, *, step: int) -> None:
         """Record a running trial's intermediate ``value`` at ``step`` (an integer from 0), in the user's
         sign; the first value of a step counts. Stored with the trial when it finishes. An objective run by
         :meth:`optimize` or :func:`graphbo.minimize` calls :func:`graphbo.report` instead."""

@@ -120,7 +120,8 @@ def test_hpo_surface_splits_into_the_blocks_the_solver_uses(hpo):
         e1, e2 = rng.integers(1, 201, 2)
 
         def f(lr, bs, w, e):
-            return float(hpo.value(lr, bs, w, e, opt, act, bn))
+            return float(hpo.value(lr_step=lr, batch_size=bs, width=w, epochs=e, optimizer=opt, activation=act,
+                                   batch_norm=bn))
 
         assert f(l1, b1, w1, e1) + f(l2, b2, w2, e2) == pytest.approx(f(l1, b1, w2, e2) + f(l2, b2, w1, e1))
 
@@ -144,7 +145,8 @@ def test_hpo_optimum_is_a_minimum(hpo):
 
 def test_hpo_learning_rate_follows_the_batch_size(hpo):
     def best_lr_step(batch):
-        values = hpo.value(np.arange(301), batch, 128, 50, "sgd", "relu", False)
+        values = hpo.value(lr_step=np.arange(301), batch_size=batch, width=128, epochs=50, optimizer="sgd",
+                           activation="relu", batch_norm=False)
         return int(np.argmin(values))
 
     small, large = best_lr_step(32), best_lr_step(256)

@@ -73,12 +73,12 @@ def test_diffusion_gram_equals_graphbo_kernel_and_the_expm_formula():
         assert torch.allclose(kern.beta, torch.tensor(beta, dtype=D), rtol=1e-12)
         X1, X2 = rows(space, 25, seed), rows(space, 17, seed + 10)
         K = kern(X1, X2).to_dense()
-        ref = graph.gram(torch.log(torch.tensor(beta))[None], X1.long(), X2.long())[0]
+        ref = graph.gram(torch.log(torch.tensor(beta))[None], X1.long(), X2=X2.long())[0]
         assert torch.allclose(K, ref, rtol=1e-12, atol=1e-14)
         assert torch.allclose(K, expm_reference(space, beta, X1, X2), rtol=1e-8, atol=1e-12)
         default.beta = torch.tensor(beta)  # the default is COMBO's kernel, unit-diagonal factors on paths
         assert torch.allclose(default(X1, X2).to_dense(),
-                              default_graph.gram(torch.log(torch.tensor(beta))[None], X1.long(), X2.long())[0],
+                              default_graph.gram(torch.log(torch.tensor(beta))[None], X1.long(), X2=X2.long())[0],
                               rtol=1e-12, atol=1e-14)
         # symmetric Gram matrix and its diagonal
         K11 = kern(X1).to_dense()

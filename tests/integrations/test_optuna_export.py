@@ -117,7 +117,7 @@ def test_conditional_multi_objective_constrained_and_pruned_studies_export_as_op
     # a pruned trial is Optuna's PRUNED, with its intermediate values
     study = gb.Study(flat, "rs", storage=tmp_path / "p.db", seed=0)
     first = study.ask()
-    study.report(first, 3.0, 1)
+    study.report(first, 3.0, step=1)
     study.prune(first)
     study.close()
     (trial,) = export_to_optuna(tmp_path / "p.db", url, study_name="p").trials
@@ -144,7 +144,7 @@ def test_the_one_transaction_export_stores_what_optunas_add_trials_stores(tmp_pa
     studies.append(tmp_path / "m.db")
     study = gb.Study(flat, "rs", storage=tmp_path / "p.db", seed=0)
     first = study.ask()
-    study.report(first, 3.0, 1)
+    study.report(first, 3.0, step=1)
     study.prune(first)
     study.tell(study.ask(), 2.0)
     study.close()

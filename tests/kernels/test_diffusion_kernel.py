@@ -67,9 +67,9 @@ def test_diagonal_and_cross_gram_are_consistent():
     log_beta = torch.tensor(np.random.default_rng(1).normal(size=(3, len(space))))
     X1 = torch.tensor(space.sample_index(7, 0))
     X2 = torch.tensor(space.sample_index(5, 1))
-    K12 = kern.gram(log_beta, X1, X2)
+    K12 = kern.gram(log_beta, X1, X2=X2)
     assert K12.shape == (3, 7, 5)
-    assert torch.allclose(kern.gram(log_beta, X2, X1), K12.transpose(1, 2))
+    assert torch.allclose(kern.gram(log_beta, X2, X2=X1), K12.transpose(1, 2))
     assert torch.allclose(torch.exp(kern.log_diag(log_beta, X1)), torch.diagonal(kern.gram(log_beta, X1), dim1=1, dim2=2))
     # the NumPy per-variable tables (used by the slice sampler) give the same product
     prod = np.ones((7, 5))

@@ -113,5 +113,5 @@ def test_diag_matches_the_gram_diagonal_with_one_discrete_or_no_continuous_varia
     params = k.random_params(np.random.default_rng(4))
     V, C = split(space, space.sample_index(25, 5))
     K = k(params, V, C)
-    assert torch.allclose(k.diag(params, V, C), torch.diagonal(K), rtol=1e-10)
+    assert torch.allclose(k.diag(params, V, C=C), torch.diagonal(K), rtol=1e-10)
     assert not torch.allclose(K, torch.ones_like(K))  # the discrete part is not dropped

@@ -345,7 +345,7 @@ def test_ot_formulation_matches_program3_solved_as_an_lp(kind):
         a2 = mutate(a1, rng) if trial % 2 else random_architecture(kind, rng, n_layers=int(rng.integers(5, 11)))
         for nu in (0.1, 0.5, 2.0):
             want = _program3_by_linprog(a1, a2, nu, otm.label_mismatch)
-            got = otm.distance(a1, a2, nu)
+            got = otm.distance(a1, a2, nu_str=nu)
             assert got.d == pytest.approx(want, rel=1e-6, abs=1e-6)
             assert got.d_bar == pytest.approx(want / (a1.total_mass() + a2.total_mass()), rel=1e-6, abs=1e-9)
 
@@ -354,7 +354,7 @@ def test_plan_is_feasible_for_program6_and_costs_d():
     rng = np.random.default_rng(5)
     a1, a2 = random_cnn(rng, n_layers=9), random_cnn(rng, n_layers=11)
     otm = OTMANN("cnn")
-    r = otm.distance(a1, a2, 0.3, return_plan=True)
+    r = otm.distance(a1, a2, nu_str=0.3, return_plan=True)
     Z = r.plan
     np.testing.assert_allclose(Z.sum(1), np.append(a1.layer_masses(), a2.total_mass()), rtol=1e-9)
     np.testing.assert_allclose(Z.sum(0), np.append(a2.layer_masses(), a1.total_mass()), rtol=1e-9)
@@ -428,7 +428,7 @@ def test_fig3_networks_are_at_distance_zero():
     assert left.total_mass() == right.total_mass()
     otm = OTMANN("cnn")
     for nu in (0.1, 0.5, 0.8, 5.0):
-        r = otm.distance(left, right, nu, return_plan=True)
+        r = otm.distance(left, right, nu_str=nu, return_plan=True)
         assert abs(r.d) < 1e-9 and abs(r.d_bar) < 1e-12
         Z = r.plan
         # left layer 2 (16 filters) is split between right layers 2 and 3 (8 each)
@@ -452,9 +452,9 @@ def test_pairwise_matrices_match_single_pairs_and_reuse_features():
     DXY, DbXY = otm.pairwise(X, Y, nu_strs=(0.2, 0.8))
     assert DXY.shape == (2, 5, 3)
     for i, j in [(0, 0), (4, 2), (2, 1)]:
-        r = otm.distance(X[i], Y[j], 0.8)
+        r = otm.distance(X[i], Y[j], nu_str=0.8)
         assert DXY[1, i, j] == pytest.approx(r.d, rel=1e-12) and DbXY[1, i, j] == pytest.approx(r.d_bar)
-    r = otm.distance(X[1], X[3], 0.4)
+    r = otm.distance(X[1], X[3], nu_str=0.4)
     assert D[2, 1, 3] == pytest.approx(r.d, rel=1e-12)
     d, db = otmann_distance(X[1], X[3], nu_str=0.4)
     assert d == pytest.approx(r.d) and db == pytest.approx(r.d_bar)
@@ -485,7 +485,7 @@ def test_kernel_is_eq4():
     alpha, alpha_bar = 0.7, 1.3
     beta = np.array([1e-4, 2e-4, 0.0, 5e-5])
     beta_bar = np.array([1.0, 0.5, 2.0, 0.1])
-    K = kern.gram(D, Db, alpha, alpha_bar, beta, beta_bar)
+    K = kern.gram(D, Db, alpha=alpha, alpha_bar=alpha_bar, beta=beta, beta_bar=beta_bar)
     i, j = 1, 4
     want = alpha * np.exp(-(beta * D[:, i, j].numpy()).sum()) + \
         alpha_bar * np.exp(-(beta_bar * Db[:, i, j].numpy() ** 2).sum())
@@ -570,7 +570,7 @@ def test_gp_kernel_is_the_eq4_function():
     rng = np.random.default_rng(4)
     X = [random_mlp(rng, n_layers=int(rng.integers(4, 10))) for _ in range(5)]
     gp = OTMANNGP("mlp", p=1.0, p_bar=2.0)
-    D, Db = OTMANN("mlp").pairwise(X, None, gp.nu_strs)
+    D, Db = OTMANN("mlp").pairwise(X, None, nu_strs=gp.nu_strs)
     def sample():
         log_alpha, log_alpha_bar, log_noise = rng.normal(size=3)
         return OTMANNHyperSample(mean=0.0, log_alpha=log_alpha, log_alpha_bar=log_alpha_bar, log_noise=log_noise,
@@ -615,6 +615,6 @@ def test_kernel_gram_with_psd_repair_is_choleskyable():
     X = [random_mlp(rng, n_layers=int(rng.integers(4, 14))) for _ in range(12)]
     kern = OTMANNKernel("mlp")
     D, Db = kern.distances(X)
-    K = kern.gram(D, Db, 1.0, 1.0, np.full(4, 1e-3), np.full(4, 3.0), psd=True)
+    K = kern.gram(D, Db, alpha=1.0, alpha_bar=1.0, beta=np.full(4, 1e-3), beta_bar=np.full(4, 3.0), psd=True)
     assert torch.linalg.eigvalsh(K).min() >= -1e-10
     torch.linalg.cholesky(K + 1e-8 * torch.eye(12, dtype=torch.float64))

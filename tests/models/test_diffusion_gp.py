@@ -94,14 +94,14 @@ def test_fit_draws_samples_inside_the_prior_bounds_and_warm_starts():
     rng = np.random.default_rng(3)
     X = space.sample_index(30, rng)
     y = (X[:, 0] == 2).astype(float) * 3.0 + 0.01 * rng.normal(size=30)  # only v0 matters
-    gp = DiffusionGP(kern, n_burn=30, n_samples=10).fit(X, y, rng)
+    gp = DiffusionGP(kern, n_burn=30, n_samples=10).fit(X, y, rng=rng)
     assert len(gp.samples) == 10
     for s in gp.samples:
         assert y.min() <= s.mean <= y.max()
         assert np.all(s.log_beta >= -12) and np.all(s.log_beta <= math.log(100))
     last = gp.samples[-1].log_beta.copy()
     gp.n_burn = 10**6  # a second fit must not burn in again
-    gp.fit(X, y, rng)
+    gp.fit(X, y, rng=rng)
     assert len(gp.samples) == 10 and not np.array_equal(gp.samples[0].log_beta, last)
     # the relevant variable keeps a small beta (strong dependence), irrelevant ones drift larger
     beta = gp.beta_posterior_mean
@@ -204,7 +204,7 @@ def test_matern_form_posterior_is_the_gp_posterior_under_the_matern_gram():
     gp = DiffusionGP(kern).condition(X, y, samples=[sample])
     lb = torch.tensor(sample.log_beta[None])
     K = kern.gram(lb, torch.tensor(X))[0].numpy() * math.exp(0.2)
-    Ks = kern.gram(lb, torch.tensor(Xs), torch.tensor(X))[0].numpy() * math.exp(0.2)
+    Ks = kern.gram(lb, torch.tensor(Xs), X2=torch.tensor(X))[0].numpy() * math.exp(0.2)
     C = K + math.exp(-3.0) * np.eye(len(y))
     mean = 0.3 + Ks @ np.linalg.solve(C, y - 0.3)
     var = math.exp(0.2) - np.einsum("ij,ji->i", Ks, np.linalg.solve(C, Ks.T))
@@ -227,7 +227,7 @@ def test_matern_form_slice_sampler_scores_the_matern_likelihood():
     rng = np.random.default_rng(4)
     X = space.sample_index(25, rng)
     y = X[:, 0] * 2.0 + np.sin(X[:, 4]) + 0.05 * rng.normal(size=25)
-    gp = DiffusionGP(kern, n_burn=5, n_samples=3).fit(X, y, rng)
+    gp = DiffusionGP(kern, n_burn=5, n_samples=3).fit(X, y, rng=rng)
     st = gp.state
     sweeper = _Sweeper(gp, X, y, rng)
     amp, noise = math.exp(st.log_amp), math.exp(st.log_noise)
@@ -252,7 +252,7 @@ def test_a_first_fit_on_a_large_told_history_burns_in_for_thirty_sweeps():
     def samples(n, n_burn):
         X = space.sample_index(n, np.random.default_rng(n))
         y = X[:, 0] * 2.0 - X[:, 3] + 0.1 * np.random.default_rng(n + 1).normal(size=n)
-        gp = DiffusionGP(kern, n_burn=n_burn, n_samples=2).fit(X, y, np.random.default_rng(0))
+        gp = DiffusionGP(kern, n_burn=n_burn, n_samples=2).fit(X, y, rng=np.random.default_rng(0))
         return np.stack([s.log_beta for s in gp.samples])
 
     large = LARGE_FIRST_FIT

@@ -66,7 +66,7 @@ def gibbs_choices(f, log_design, seed):
                      warps={0: log_path_spectrum(space.variables[0].values)})
     choices = []
     for _ in range(3):
-        gp.fit(X, y, rng)
+        gp.fit(X, y, rng=rng)
         choices.append(bool(gp.warp[0]))
         assert gp.kernel is gp._kernel_for(gp.warp)
     return choices

@@ -27,7 +27,7 @@ def fitted():
     space = gb.ArchitectureSpace("mlp-reg")
     archs = space.initial_pool()
     y = np.array([a.n_layers + 0.1 * np.random.default_rng(0).normal() for a in archs])
-    model = OTMANNGP("mlp", n_burn=10, n_samples=3).fit(archs, y, np.random.default_rng(0))
+    model = OTMANNGP("mlp", n_burn=10, n_samples=3).fit(archs, y, rng=np.random.default_rng(0))
     new = space.sample_architectures(5, np.random.default_rng(2))
     return model, archs, y, new
 
@@ -145,8 +145,8 @@ def test_signal_and_noise_variance_scale_with_the_data():
     archs = space.initial_pool()
     y = np.array([float(a.n_layers) for a in archs]) + np.linspace(0, 1, len(archs))
     new = space.sample_architectures(4, np.random.default_rng(5))
-    m1 = OTMANNGP("mlp", n_burn=5, n_samples=2).fit(archs, y, np.random.default_rng(0))
-    m4 = OTMANNGP("mlp", n_burn=5, n_samples=2).fit(archs, 4.0 * y, np.random.default_rng(0))
+    m1 = OTMANNGP("mlp", n_burn=5, n_samples=2).fit(archs, y, rng=np.random.default_rng(0))
+    m4 = OTMANNGP("mlp", n_burn=5, n_samples=2).fit(archs, 4.0 * y, rng=np.random.default_rng(0))
     for a, b in zip(m1.samples, m4.samples):
         np.testing.assert_allclose([b.alpha, b.alpha_bar, b.noise], 16 * np.array([a.alpha, a.alpha_bar, a.noise]),
                                    rtol=1e-9)
@@ -174,8 +174,8 @@ def test_project_psd_repairs_an_indefinite_eq4_gram_matrix(indefinite_gram):
         np.testing.assert_allclose(np.sort(mu), np.sort(np.maximum(lam, 0)), atol=1e-10 * lam.max())
         assert np.linalg.norm(R - K) < 0.1 * np.linalg.norm(K)  # close to the input
     # the kernel layer's Gram matrix with psd=True, from the same distances
-    G = OTMANNKernel("cnn").gram(D, Db, 1.0, 1.0, np.exp(INDEFINITE["log_beta"]), np.exp(INDEFINITE["log_beta_bar"]),
-                                 psd=True).numpy()
+    G = OTMANNKernel("cnn").gram(D, Db, alpha=1.0, alpha_bar=1.0, beta=np.exp(INDEFINITE["log_beta"]),
+                                 beta_bar=np.exp(INDEFINITE["log_beta_bar"]), psd=True).numpy()
     np.testing.assert_allclose(G, project_psd(K), rtol=1e-12, atol=1e-14)
     # a PSD matrix is returned as it is
     P = project_psd(K)

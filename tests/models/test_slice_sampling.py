@@ -79,7 +79,7 @@ def _chain(sweeper_cls, seed, monkeypatch, n_samples, n_fits=1):
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(n_fits):
-        gp.fit(X, y, rng)
+        gp.fit(X, y, rng=rng)
         out += [[s.mean, s.log_amp, s.log_noise, *s.log_beta] for s in gp.samples]
     return np.array(out)
 
@@ -117,13 +117,13 @@ def test_adapted_widths_need_fewer_likelihood_evaluations_than_unit_widths(monke
     for adapt in (False, True):
         gp = DiffusionGP(kernel, n_burn=40, n_samples=10)
         fit_rng = np.random.default_rng(1)
-        gp.fit(X, y, fit_rng)
+        gp.fit(X, y, rng=fit_rng)
         calls[0] = 0
         for _ in range(5):
             if not adapt:
                 gp.widths = np.ones(3 + kernel.d)
                 gp.widths[0] = np.std(y)
-            gp.fit(X, y, fit_rng)
+            gp.fit(X, y, rng=fit_rng)
         counts[adapt] = calls[0]
     assert gp.widths is not None and np.all(gp.widths > 0)
     assert counts[True] < 0.85 * counts[False], counts
@@ -159,7 +159,7 @@ def test_stored_widths_are_clipped_to_the_current_data():
     scale[0] = np.std(y)
     assert np.all(w >= low * scale * (1 - 1e-12)) and np.all(w <= high * scale * (1 + 1e-12))
     assert w[0] == pytest.approx(low * np.std(y)) and w[1] == 1.0 and w[2] == 1.0 and w[3] == high
-    gp.fit(X, y, np.random.default_rng(0))
+    gp.fit(X, y, rng=np.random.default_rng(0))
     assert np.all(np.isfinite(gp.widths)) and np.all(gp.widths > 0)
 
 
@@ -171,7 +171,7 @@ def test_adapted_widths_never_narrow_below_the_unit_bracket():
     gp = DiffusionGP(kernel, n_burn=20, n_samples=5)
     rng = np.random.default_rng(0)
     for _ in range(2):
-        gp.fit(X, y, rng)
+        gp.fit(X, y, rng=rng)
     assert gp.widths is not None
     assert gp.widths[0] >= np.std(y) * (1 - 1e-12)
     assert np.all(gp.widths[1:] >= 1.0)

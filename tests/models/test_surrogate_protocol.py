@@ -34,7 +34,7 @@ def combo_case():
     rng = np.random.default_rng(0)
     X = np.unique(space.sample_index(25, rng), axis=0)
     y = np.sin(X.sum(1) / 3.0) + 0.1 * X[:, 0]
-    model = DiffusionGP(_diffusion_kernel(space), n_burn=5, n_samples=3).fit(X, y, rng)
+    model = DiffusionGP(_diffusion_kernel(space), n_burn=5, n_samples=3).fit(X, y, rng=rng)
     return model, X, y, space.sample_index(12, np.random.default_rng(1))
 
 
@@ -46,7 +46,7 @@ def bofm_case():
     y = np.array([bench(space.from_index(r)) for r in X])
     kernel = FMKernel("modlap", [space.variables[j].spectrum for j in space.discrete_indices],
                       n_continuous=len(space.continuous_indices))
-    model = MixedGP(kernel, space, n_restarts=2).fit(X, y, rng)
+    model = MixedGP(kernel, space, n_restarts=2).fit(X, y, rng=rng)
     return model, X, y, space.sample_index(10, np.random.default_rng(1)).astype(float)
 
 
@@ -55,7 +55,7 @@ def nasbot_case():
     archs = space.initial_pool()
     rng = np.random.default_rng(0)
     y = np.array([a.n_layers + 0.1 * rng.normal() for a in archs])
-    model = OTMANNGP("mlp", n_burn=3, n_samples=3).fit(archs, y, rng)
+    model = OTMANNGP("mlp", n_burn=3, n_samples=3).fit(archs, y, rng=rng)
     new = [space.architecture_at(r) for r in space.sample_index(6, np.random.default_rng(2))]
     return model, archs, y, new
 
@@ -108,7 +108,7 @@ def test_fantasies_shrink_the_variance_and_keep_the_mean(case):
     assert torch.all(after.variance <= before.variance * (1 + 1e-6) + 1e-12)
     # the incumbent is still the best real observation, not a fantasy
     assert model.best_observed() == pytest.approx(model.transform_outcome(float(np.min(y))))
-    model.fit(X, y, np.random.default_rng(9))  # a refit starts from the real data
+    model.fit(X, y, rng=np.random.default_rng(9))  # a refit starts from the real data
     assert model.posterior(new).variance[:, :2].min() > after.variance[:, :2].max()
 
 
@@ -178,7 +178,8 @@ def test_a_screening_offers_nothing_it_does_not_implement():
     assert not nothing.neighbour_moments_pay(100, 10_000)
     X, one = np.zeros((1, 2)), np.zeros(1, dtype=int)
     for ask in (lambda: nothing.screen_moments(X), lambda: nothing.mean_lower_bound(X),
-                lambda: nothing.neighbour_moments(X, one, one, one + 1), lambda: nothing.mean_and_variance_bound(X)):
+                lambda: nothing.neighbour_moments(X, one, var=one, value=one + 1),
+                lambda: nothing.mean_and_variance_bound(X)):
         with pytest.raises(NotImplementedError):
             ask()
 
@@ -188,7 +189,7 @@ def test_a_new_surrogate_needs_no_acquisition_code():
     rng = np.random.default_rng(0)
     X = np.unique(space.sample_index(20, rng), axis=0)
     y = -X.sum(1).astype(float)  # best: all ones
-    model = NearestNeighbourModel().fit(X, y, rng)
+    model = NearestNeighbourModel().fit(X, y, rng=rng)
     acq = LogExpectedImprovement(model)
     exclude = {r.tobytes() for r in X}
     row, value = optimize_acquisition_on_graph(acq, space, rng=rng, incumbent=X[np.argmin(y)], exclude=exclude,

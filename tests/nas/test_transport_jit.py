@@ -199,7 +199,7 @@ def test_cross_equals_pot(domain, nu_strs):
     # the same concavity logic: about as many solves as POT's (plans may differ at ties)
     assert abs(jit.solves - pot.solves) <= 0.05 * pot.solves
     # and the exact reference (OTMANN.pairwise) on a few rows
-    D2, _ = ot.pairwise(cands[:4], refs, nu_strs)
+    D2, _ = ot.pairwise(cands[:4], refs, nu_strs=nu_strs)
     np.testing.assert_allclose(D1[:, :4], D2, rtol=1e-9, atol=1e-6)
 
 

@@ -61,14 +61,14 @@ def test_neighbour_moments_equal_the_posterior_of_the_neighbours(kernel, continu
     Vn, Cn = model.split(nbrs.astype(float))
     kp = model.kernel_params
     V_train, C_train = model.conditioned_inputs
-    fast = model.kernel.neighbour_gram(kp, V, C, V_train, C_train, torch.as_tensor(owner), torch.as_tensor(var),
-                                       torch.as_tensor(value))
+    fast = model.kernel.neighbour_gram(kp, V, C1=C, V2=V_train, C2=C_train, owner=torch.as_tensor(owner),
+                                       var=torch.as_tensor(var), value=torch.as_tensor(value))
     exact = model.kernel(kp, Vn, Cn, V_train, C_train)
     assert torch.allclose(fast, exact, rtol=1e-10, atol=1e-14)
 
     post = model.posterior(nbrs.astype(float))
     for entries in (4_000_000, 1):  # one chunk, and one row of X per chunk
-        mean, variance = screening.neighbour_moments(starts, owner, var, value, entries=entries)
+        mean, variance = screening.neighbour_moments(starts, owner, var=var, value=value, entries=entries)
         assert torch.allclose(mean, post.mean[0].detach(), rtol=1e-9, atol=1e-12)
         assert torch.allclose(variance, post.variance[0].detach(), rtol=1e-8, atol=1e-12)
 

@@ -82,7 +82,7 @@ def test_mean_lower_bound_holds_for_every_candidate(case, n):
     assert torch.all(var_hi >= exact_var - 1e-12)
     # the cheap variance bound is the prior variance amp k(x, x), from the same tables as the mean's bound
     V, C = model.split(rows)
-    prior = model.signal_variance * opt.kernel.diag(model.kernel_params, V, C)
+    prior = model.signal_variance * opt.kernel.diag(model.kernel_params, V, C=C)
     torch.testing.assert_close(var_hi, prior, rtol=1e-10, atol=0.0)
     assert torch.all(var_hi >= prior)
     if case == 1:  # no continuous inputs: r = 0 for every pair, the bound is the mean itself
@@ -215,15 +215,15 @@ def test_diag_follows_the_hyper_parameters_it_is_given():
     kernel, model = opt.kernel, opt.model
     V, C = model.split(opt.space.sample_index(50, np.random.default_rng(3)).astype(float))
     params = model.kernel_params.clone()
-    first = kernel.diag(params, V, C)
+    first = kernel.diag(params, V, C=C)
     other = params.clone()
     other[kernel.Dc + 8] += 1.0  # the ordinal's beta (after the Dc lengthscales and 8 binary betas, whose
     # factors k(x, x) are 1 at every beta)
-    changed = kernel.diag(other, V, C)
+    changed = kernel.diag(other, V, C=C)
     kernel._diag_cache = None
-    assert torch.equal(kernel.diag(other, V, C), changed)  # the cached tables are the fresh ones
+    assert torch.equal(kernel.diag(other, V, C=C), changed)  # the cached tables are the fresh ones
     assert not torch.allclose(changed, first)
-    assert torch.equal(kernel.diag(params, V, C), first)
+    assert torch.equal(kernel.diag(params, V, C=C), first)
 
 
 def test_a_pool_whose_best_rows_were_evaluated_never_returns_them():
@@ -287,7 +287,7 @@ def test_screen_moments_are_the_posterior_up_to_the_gram_matrix_precision(case):
     # float32's rounding of the Gram entries, relative to the prior's scale (the variance is the prior
     # variance less the explained part: its error is relative to the prior variance, not to itself)
     V, C = model.split(rows)
-    prior = float((model.signal_variance * opt.kernel.diag(model.kernel_params, V, C)).max())
+    prior = float((model.signal_variance * opt.kernel.diag(model.kernel_params, V, C=C)).max())
     assert float((m32 - mean).abs().max()) <= 1e-4 * (float(mean.abs().max()) + 1.0)
     assert float((v32 - var).abs().max()) <= 1e-4 * prior
     assert float((m32 - mean).abs().max()) > 0.0  # float32 rounding, not the float64 path
@@ -397,7 +397,7 @@ def test_screening_is_made_once_per_conditioning_and_a_kept_one_raises_after_it(
     var = (nbrs[:, disc] != starts[owner][:, disc]).argmax(1)
     value = nbrs[np.arange(len(nbrs)), disc[var]].astype(np.int64)
     for ask in (lambda s: s.mean_lower_bound(rows), lambda s: s.screen_moments(rows),
-                lambda s: s.neighbour_moments(starts, owner, var, value)):
+                lambda s: s.neighbour_moments(starts, owner, var=var, value=value)):
         with pytest.raises(RuntimeError, match="conditioned again"):
             ask(first)
     # the new screening bounds the new posterior

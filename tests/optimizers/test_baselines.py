@@ -168,7 +168,7 @@ def test_horseshoe_gibbs_recovers_a_sparse_linear_model():
     beta[[1, 6]] = [3.0, -2.0]
     y = X @ beta + 0.05 * rng.standard_normal(60)
     sampler = HorseshoeGibbs(10, np.random.default_rng(1))
-    draws = [sampler.run(X, y - y.mean(), 1 if i else 300).copy() for i in range(200)]
+    draws = [sampler.run(X, y - y.mean(), n_sweeps=1 if i else 300).copy() for i in range(200)]
     mean = np.mean(draws, axis=0)
     assert mean[1] == pytest.approx(3.0, abs=0.2)
     assert mean[6] == pytest.approx(-2.0, abs=0.2)

@@ -89,7 +89,7 @@ def marginals(model, rows):
 
 def test_fantasies_collapse_the_variance_at_pending_points_and_keep_the_fit():
     opt = func2c_optimizer()
-    opt.model.fit(opt.X, opt.y, np.random.default_rng(0))
+    opt.model.fit(opt.X, opt.y, rng=np.random.default_rng(0))
     model, space = opt.model, opt.space
     params = model.params.clone()
     pending = space.sample_index(3, np.random.default_rng(1))
@@ -113,7 +113,7 @@ def test_fantasies_collapse_the_variance_at_pending_points_and_keep_the_fit():
     # the hyper-parameters are those fitted to the real data
     assert torch.equal(model.params, params)
     # a refit starts from the real data again
-    model.fit(opt.X, opt.y, np.random.default_rng(0))
+    model.fit(opt.X, opt.y, rng=np.random.default_rng(0))
     assert model.n_fantasies == 0 and model._V.shape[0] == opt.n_told
 
 

@@ -153,7 +153,7 @@ def test_cuda_matches_cpu_within_rounding():
     np.testing.assert_allclose(pg.variance.cpu().numpy(), pc.variance.numpy(), rtol=1e-7, atol=1e-10)
     # ML-II from the same starting points reaches the same optimum on both devices
     sp = categorical_binary_ordinal_two_continuous_space()
-    fits = [MixedGP(fm_kernel(sp, dev), sp, n_restarts=3, device=dev).fit(cpu.X, cpu.y, np.random.default_rng(0))
+    fits = [MixedGP(fm_kernel(sp, dev), sp, n_restarts=3, device=dev).fit(cpu.X, cpu.y, rng=np.random.default_rng(0))
             for dev in ("cpu", "cuda")]
     assert fits[1].fit_info["objective"] == pytest.approx(fits[0].fit_info["objective"], rel=1e-4, abs=1e-4)
     # a real run on the device: model tensors stay there and the suggestions are valid

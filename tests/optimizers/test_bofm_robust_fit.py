@@ -56,9 +56,9 @@ def test_huge_y_scale_fits_as_the_unit_scale_does():
     # y near the float range: y.std() overflowed to inf, every value standardised to 0, and the
     # model ignored the data (posterior mean 0 everywhere)
     X, y = rows(12), np.random.default_rng(1).normal(size=12)
-    unit = model().fit(X, y, np.random.default_rng(2))
+    unit = model().fit(X, y, rng=np.random.default_rng(2))
     for scale in (1e300, 1e-300):
-        huge = model().fit(X, y * scale, np.random.default_rng(2))
+        huge = model().fit(X, y * scale, rng=np.random.default_rng(2))
         assert_sane(huge, X, y * scale)
         assert torch.allclose(huge.params, unit.params, atol=1e-5)
         mean = huge.posterior(X).mean[0].numpy()
@@ -69,14 +69,14 @@ def test_huge_y_scale_fits_as_the_unit_scale_does():
 def test_huge_offset_with_spread_keeps_the_spread():
     X = rows(10)
     y = 1e305 + np.arange(10.0) * 1e290  # deviations 1e290: their squares overflowed
-    m = model().fit(X, y, np.random.default_rng(0))
+    m = model().fit(X, y, rng=np.random.default_rng(0))
     assert_sane(m, X, y)
     assert spearman(m.posterior(X).mean[0].numpy(), y) > 0.8
 
 
 def test_log_y_with_huge_values():
     X, y = rows(10), np.exp(np.random.default_rng(3).normal(size=10)) * 1e300
-    m = model(log_y=True).fit(X, y, np.random.default_rng(0))
+    m = model(log_y=True).fit(X, y, rng=np.random.default_rng(0))
     assert_sane(m, X, y)
     assert spearman(m.posterior(X).mean[0].numpy(), y) > 0.8
 
@@ -85,7 +85,7 @@ def test_duplicate_inputs_with_different_values_fit_a_noise_level():
     X = np.repeat(rows(3), 5, axis=0)
     g = np.random.default_rng(4)
     y = np.repeat([0.0, 3.0, -2.0], 5) + g.normal(0, 0.5, size=15)
-    m = model().fit(X, y, np.random.default_rng(0))
+    m = model().fit(X, y, rng=np.random.default_rng(0))
     assert_sane(m, X, y)
     noise_raw = float(torch.exp(m.params[-2])) * m._sd**2
     within = np.mean([y[5 * k:5 * k + 5].var(ddof=1) for k in range(3)])
@@ -96,7 +96,7 @@ def test_duplicate_inputs_with_different_values_fit_a_noise_level():
 
 def test_constant_y_gives_a_flat_finite_posterior():
     X, y = rows(8), np.full(8, 3.5)
-    m = model().fit(X, y, np.random.default_rng(0))
+    m = model().fit(X, y, rng=np.random.default_rng(0))
     assert_sane(m, X, y)
     mean = m.posterior(rows(30, seed=5)).mean[0].numpy() * m._sd + m._mu
     np.testing.assert_allclose(mean, 3.5, atol=1e-6)
@@ -104,7 +104,7 @@ def test_constant_y_gives_a_flat_finite_posterior():
 
 def test_non_finite_y_is_rejected_naming_y():
     with pytest.raises(ValueError, match="y must be finite"):
-        model().fit(rows(4), np.array([0.0, 1.0, np.inf, 2.0]), np.random.default_rng(0))
+        model().fit(rows(4), np.array([0.0, 1.0, np.inf, 2.0]), rng=np.random.default_rng(0))
 
 
 def test_a_stalled_restart_is_replaced_by_a_fresh_random_start():
@@ -113,13 +113,13 @@ def test_a_stalled_restart_is_replaced_by_a_fresh_random_start():
     X, y = rows(12), np.random.default_rng(1).normal(size=12)
     m = model()
     m.params = torch.full((m.kernel.size + 3,), float("nan"), dtype=torch.float64)
-    m.fit(X, y, np.random.default_rng(0))
+    m.fit(X, y, rng=np.random.default_rng(0))
     assert_sane(m, X, y)
     assert m.fit_info["n_run"] == 4  # nan start is replaced by the default one, not counted as failed
 
     big = model()  # a start at the bounds' far corner, where the Gram matrix is degenerate, still recovers
     big.params = torch.cat([torch.full((big.kernel.size,), 8.0), torch.tensor([6.0, -14.0, 3.0])]).double()
-    big.fit(X, y, np.random.default_rng(0))
+    big.fit(X, y, rng=np.random.default_rng(0))
     assert torch.isfinite(big.params).all() and big.fit_info["objective"] < PENALTY
 
 
@@ -135,11 +135,11 @@ class NaNGradientKernel(FMKernel):
 
 def test_when_every_restart_fails_the_previous_parameters_are_kept_with_a_warning(caplog):
     X, y = rows(12), np.random.default_rng(1).normal(size=12)
-    good = model().fit(X, y, np.random.default_rng(0))
+    good = model().fit(X, y, rng=np.random.default_rng(0))
     m = model(cls=NaNGradientKernel)
     m.params = good.params.clone()
     with caplog.at_level(logging.WARNING, logger="graphbo"):
-        m.fit(X, y, np.random.default_rng(0))
+        m.fit(X, y, rng=np.random.default_rng(0))
     assert m.fit_info["fallback"] == "previous" and m.fit_info["n_failed"] == m.fit_info["n_run"] == 8
     assert torch.equal(m.params, good.params)
     assert any(r.name.startswith("graphbo") and "all 8 ML-II restarts failed" in r.getMessage()
@@ -150,7 +150,7 @@ def test_when_every_restart_fails_the_previous_parameters_are_kept_with_a_warnin
 
     fresh = model(cls=NaNGradientKernel)  # nothing fitted before: the default hyper-parameters
     with caplog.at_level(logging.WARNING, logger="graphbo"):
-        fresh.fit(X, y, np.random.default_rng(0))
+        fresh.fit(X, y, rng=np.random.default_rng(0))
     assert fresh.fit_info["fallback"] == "default"
     default = torch.cat([fresh.kernel.default_params(), torch.tensor([0.0, -4.0, 0.0], dtype=torch.float64)])
     assert torch.equal(fresh.params, default)
@@ -206,7 +206,7 @@ def test_a_cold_fit_with_restarts_comes_every_restart_every_fits_and_warm_fits_s
     y = np.sin(X[:, -1] * 3.0) + 0.1 * X[:, 0]
     kinds = []
     for n in range(12, 21):
-        m.fit(X[:n], y[:n], np.random.default_rng(n))
+        m.fit(X[:n], y[:n], rng=np.random.default_rng(n))
         kinds.append(bool(m.fit_info["warm"]))
         if m.fit_info["warm"]:
             assert m.fit_info["n_run"] == 1 and m.fit_info["n_failed"] == 0 and m.fit_info["fallback"] is None
@@ -223,6 +223,6 @@ def test_fit_options_are_validated_at_the_boundary():
     # the smallest legal values are accepted and fit (restart_every=1: a cold fit every time)
     m = model(maxiter=1, restart_every=1)
     X, y = rows(10), np.random.default_rng(5).normal(size=10)
-    m.fit(X, y, np.random.default_rng(0))
-    m.fit(X, y, np.random.default_rng(1))
+    m.fit(X, y, rng=np.random.default_rng(0))
+    m.fit(X, y, rng=np.random.default_rng(1))
     assert m.fit_info["warm"] is False and torch.isfinite(m.params).all()

@@ -130,7 +130,7 @@ def _neighbour_ranking(prior: str, seed: int) -> float:
     flips = np.repeat(incumbent[None], p, 0)
     flips[np.arange(p), np.arange(p)] = 1 - flips[np.arange(p), np.arange(p)]
     better = incumbent[:p] == 1
-    gp = MixedGP(_kernel("modlap", space, prior=prior), space, n_restarts=3).fit(X, y, np.random.default_rng(1))
+    gp = MixedGP(_kernel("modlap", space, prior=prior), space, n_restarts=3).fit(X, y, rng=np.random.default_rng(1))
     mean = gp.posterior(flips).mean.detach().numpy().ravel()
     return float(np.mean(mean[better][:, None] < mean[~better][None, :]))
 

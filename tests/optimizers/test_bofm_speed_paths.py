@@ -47,10 +47,10 @@ def test_warm_fit_reaches_the_cold_optimum_and_predicts_the_same():
     cold = MixedGP(_kernel(space), space, n_restarts=6, restart_every=1)
     warm = MixedGP(_kernel(space), space, n_restarts=6, restart_every=10)
     for model in (cold, warm):
-        model.fit(X[:-1], y[:-1], np.random.default_rng(1))  # both: full restarts at the first fit
+        model.fit(X[:-1], y[:-1], rng=np.random.default_rng(1))  # both: full restarts at the first fit
     assert cold.fit_info["warm"] is False and warm.fit_info["warm"] is False
-    cold.fit(X, y, np.random.default_rng(2))
-    warm.fit(X, y, np.random.default_rng(2))
+    cold.fit(X, y, rng=np.random.default_rng(2))
+    warm.fit(X, y, rng=np.random.default_rng(2))
     assert cold.fit_info["warm"] is False and cold.fit_info["n_run"] >= 6
     assert warm.fit_info["warm"] is True and warm.fit_info["n_run"] == 1
     assert warm.fit_info["objective"] == pytest.approx(cold.fit_info["objective"], abs=1e-4)
@@ -65,7 +65,7 @@ def test_restart_schedule():
     model = MixedGP(_kernel(space), space, n_restarts=3, restart_every=3)
     warm = []
     for n in range(20, 27):
-        model.fit(X[:n], y[:n], np.random.default_rng(n))
+        model.fit(X[:n], y[:n], rng=np.random.default_rng(n))
         warm.append(model.fit_info["warm"])
     assert warm == [False, True, True, False, True, True, False]
 
@@ -74,12 +74,12 @@ def test_a_warm_start_worse_than_the_default_point_runs_the_restarts():
     space = _categorical_binary_integer_two_continuous_space()
     X, y = _data(space, 30)
     model = MixedGP(_kernel(space), space, n_restarts=4, restart_every=10, maxiter=1)
-    model.fit(X, y, np.random.default_rng(0))
+    model.fit(X, y, rng=np.random.default_rng(0))
     # a previous optimum far from the data (tiny signal, huge noise): one L-BFGS-B iteration
     # cannot get below the default point's objective, so the warm fit must not be kept
     model.params = torch.tensor([6.0] * model.kernel.size + [-6.0, 2.0, 3.0], dtype=torch.float64)
     model.warm_fits = 0
-    model.fit(X, y, np.random.default_rng(1))
+    model.fit(X, y, rng=np.random.default_rng(1))
     assert model.fit_info["warm"] is False
     assert model.fit_info["n_run"] == 4 and model.warm_fits == 0
     default = torch.cat([model.kernel.default_params(), torch.tensor([0.0, -4.0, 0.0], dtype=torch.float64)])
@@ -128,11 +128,11 @@ def test_blocked_gram_and_diagonal_equal_eq5(name, monkeypatch):
     V2, C2 = gp.split(B)
     for _ in range(3):
         params = torch.tensor(rng.normal(0.0, 1.0, kernel.size))
-        reference = kernel.gram(params, kernel.pairs(V1, C1, V2, C2))  # autograd path, all pairs at once
+        reference = kernel.gram(params, kernel.pairs(V1, C1, V2=V2, C2=C2))  # autograd path, all pairs at once
         fast = kernel(params, V1, C1, V2, C2)  # no gradient needed: the blocked path
         assert torch.allclose(fast, reference, rtol=1e-9, atol=1e-15)  # path graphs: cancellation
         square = kernel.gram(params, kernel.pairs(V1, C1))
-        assert torch.allclose(kernel.diag(params, V1, C1), torch.diagonal(square), rtol=1e-9, atol=1e-15)
+        assert torch.allclose(kernel.diag(params, V1, C=C1), torch.diagonal(square), rtol=1e-9, atol=1e-15)
 
 
 def _product_inputs(zero_factor: bool) -> tuple[torch.Tensor, ...]:

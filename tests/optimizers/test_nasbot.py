@@ -166,7 +166,7 @@ def test_gp_interpolates_its_data_and_its_gram_is_psd():
     archs = networks("cnn", 18, seed=5)
     y = np.array([SyntheticArchitectureObjective("cnn")(a) for a in archs])
     gp = OTMANNGP("cnn", n_burn=40, n_samples=5, noise_bounds=(1e-6, 1e-4))
-    gp.fit(archs, y, np.random.default_rng(0))
+    gp.fit(archs, y, rng=np.random.default_rng(0))
     assert len(gp.samples) == 5
     for s in gp.samples:
         assert np.isfinite([s.mean, s.log_alpha, s.log_alpha_bar, s.log_noise]).all()

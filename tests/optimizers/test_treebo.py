@@ -97,7 +97,7 @@ def test_the_model_learns_a_function_of_depth_and_width_across_depths():
     test = [c for c in pool if c.depth % 2 == 1][:100]
     f = lambda c: depth_width(tree.to_architecture(c))  # noqa: E731
     y = np.array([f(c) for c in train])
-    model = TreeGP(tree).fit(train, y, np.random.default_rng(0))
+    model = TreeGP(tree).fit(train, y, rng=np.random.default_rng(0))
     truth = np.array([f(c) for c in test])
     pred = model.posterior(test).mean[0].numpy() * model._sd + model._mu
     rmse = float(np.sqrt(np.mean((pred - truth) ** 2)))
@@ -109,7 +109,7 @@ def test_posterior_variance_is_small_at_data_and_fantasies_shrink_it():
     tree = FeedForwardTree(ArchitectureSpace("mlp-class"), max_depth=8)
     X = _chains(tree, 20, 4)
     y = np.array([depth_width(tree.to_architecture(c)) for c in X])
-    model = TreeGP(tree).fit(X, y, np.random.default_rng(0))
+    model = TreeGP(tree).fit(X, y, rng=np.random.default_rng(0))
     noise = math.exp(model.hyperparameters["log_noise"])
     far = [c for c in _chains(tree, 40, 5) if c not in X][:5]
     post = model.posterior(X + far)

@@ -6,6 +6,9 @@ can be added or reordered without changing the meaning of existing calls. The te
 every public module of graphbo (no ``_`` in its dotted name) and checks each function's and class's
 signature (a class's: its constructor's, a dataclass's included): at most two parameters that can be
 given by position. A third positional parameter fails it unless it is in ``ALLOWED`` with its reason.
+The public methods of those classes (their attributes without a leading ``_``, those of their graphbo base
+classes included) are held to the same rule, ``self`` and ``cls`` not counted, with their own exceptions
+in ``ALLOWED_METHODS``.
 """
 
 from __future__ import annotations
@@ -38,6 +41,18 @@ ALLOWED = {
     "graphbo.nas.training.training.train_module": 3,
     "graphbo.nas.training.training.count_correct": 3,
     "graphbo.nas.training.training.sum_squared_error": 3,
+}
+
+
+#: the methods' exceptions, likewise
+ALLOWED_METHODS = {
+    # signature fixed by GPyTorch: Kernel.forward(x1, x2, diag=False, last_dim_is_batch=False, **params)
+    "graphbo.integrations.gpytorch.DiffusionKernel.forward": 4,
+    "graphbo.integrations.gpytorch.FrequencyModulatedKernel.forward": 4,
+    # signature fixed by Optuna: the BaseSampler hooks, which Optuna calls by position
+    "graphbo.integrations.optuna.GraphboSampler.sample_relative": 3,
+    "graphbo.integrations.optuna.GraphboSampler.sample_independent": 4,
+    "graphbo.integrations.optuna.GraphboSampler.after_trial": 4,
 }
 
 
@@ -75,6 +90,41 @@ def public_callables() -> dict[str, object]:
 CALLABLES = public_callables()
 
 
+def public_methods() -> dict[str, tuple[object, int]]:
+    """Every public method of a class in :data:`CALLABLES` or of one of its graphbo base classes, once, under
+    ``module.Class.method`` of the class that defines it: the function and how many of its leading
+    parameters the call binds (``self``, ``cls``). Properties and nested classes are not methods."""
+    found: dict[str, tuple[object, int]] = {}
+    for obj in CALLABLES.values():
+        if not inspect.isclass(obj):
+            continue
+        for cls in obj.__mro__:
+            if not cls.__module__.startswith("graphbo"):
+                continue
+            for name, attr in vars(cls).items():
+                if name.startswith("_"):
+                    continue
+                if isinstance(attr, staticmethod):
+                    function, bound = attr.__func__, 0
+                elif isinstance(attr, classmethod):
+                    function, bound = attr.__func__, 1
+                elif inspect.isfunction(attr):
+                    function, bound = attr, 1
+                else:
+                    continue
+                found.setdefault(f"{cls.__module__}.{cls.__qualname__}.{name}", (function, bound))
+    return found
+
+
+METHODS = public_methods()
+
+
+def n_method_positional(key: str) -> int:
+    """How many arguments the method ``key`` takes by position, ``self`` or ``cls`` not counted."""
+    function, bound = METHODS[key]
+    return n_positional(function) - bound
+
+
 def test_the_walk_finds_the_public_api():
     for key in ("graphbo.loop.minimize", "graphbo.study.Study", "graphbo.spaces.space.Space",
                 "graphbo.spaces.variables.Integer", "graphbo.storage.base.Trial", "graphbo.loop.MinimizeResult",
@@ -101,6 +151,31 @@ def test_every_allowed_exception_is_still_needed():
     for key, most in ALLOWED.items():
         if key in CALLABLES:  # an optional extra may hide it (transport_rows without numba)
             assert MAX_POSITIONAL < n_positional(CALLABLES[key]) <= most, key
+
+
+def test_the_walk_finds_the_public_methods():
+    for key in ("graphbo.study.Study.tell", "graphbo.study.Study.report", "graphbo.models.base.Surrogate.fit",
+                "graphbo.models.diffusion_gp.DiffusionGP.fit", "graphbo.pruners.Pruner.prune",
+                "graphbo.kernels.frequency_modulated.FMKernel.diag", "graphbo.spaces.space.Space.random_walk_index",
+                "graphbo.benchmarks.hpo_surface.HPOSurface.value"):  # a static method
+        assert key in METHODS, key
+    assert len(METHODS) > 300
+
+
+def test_no_public_method_takes_more_than_two_arguments_by_position():
+    too_many = {}
+    for key in METHODS:
+        n = n_method_positional(key)
+        if n > ALLOWED_METHODS.get(key, MAX_POSITIONAL):
+            too_many[key] = n
+    assert not too_many, (f"make the parameters past the first {MAX_POSITIONAL} (after self) keyword-only "
+                          f"(`*,`): {too_many}")
+
+
+def test_every_allowed_method_exception_is_still_needed():
+    for key, most in ALLOWED_METHODS.items():
+        if key in METHODS:  # an optional extra may hide it (GPyTorch, Optuna)
+            assert MAX_POSITIONAL < n_method_positional(key) <= most, key
 
 
 def test_the_count_sees_positional_parameters_however_they_are_declared():
@@ -138,3 +213,9 @@ def test_a_positional_option_is_a_type_error():
         gb.Integer(1, 100, True)
     with pytest.raises(TypeError):
         gb.Space({"a": gb.Binary()}, ["a"])
+    with pytest.raises(TypeError):
+        gb.MedianPruner(n_startup_trials=0).prune({1: 2.5}, [{1: 1.0}], [], 1)
+    study = gb.Study(space, "rs", seed=0)
+    trial = study.ask()
+    with pytest.raises(TypeError):
+        study.report(trial, 1.0, 1)

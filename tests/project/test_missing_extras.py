@@ -65,13 +65,13 @@ def test_without_pot_otmann_warns_once_in_one_line_and_gives_the_same_distances(
     rng = np.random.default_rng(3)
     pairs = [(random_architecture("cnn", rng, n_layers=6),
               random_architecture("cnn", rng, n_layers=8)) for _ in range(3)]
-    with_pot = [otmann.OTMANN("cnn").distance(a, b, 0.4).d for a, b in pairs]
+    with_pot = [otmann.OTMANN("cnn").distance(a, b, nu_str=0.4).d for a, b in pairs]
 
     monkeypatch.setattr(otmann, "_SOLVER", None)
     monkeypatch.setitem(sys.modules, "ot", None)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        without = [otmann.OTMANN("cnn").distance(a, b, 0.4).d for a, b in pairs]
+        without = [otmann.OTMANN("cnn").distance(a, b, nu_str=0.4).d for a, b in pairs]
     messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
     assert len(messages) == 1 and one_line(messages[0]).startswith("OTMANN's fast transport solver needs pot: "
                                                                    "pip install pot")

@@ -59,7 +59,7 @@ def _prediction_error(var: gb.Ordinal, n_train: int, seed: int) -> float:
     gp = DiffusionGP(GraphDiffusionKernel([var.spectrum]))
     edges = np.linspace(0, k, n_train + 1).astype(int)  # one random value in each of n_train equal blocks
     train = np.array([rng.integers(a, b) for a, b in zip(edges[:-1], edges[1:])])
-    gp.fit(train[:, None], _smooth(train.astype(float), k), rng)
+    gp.fit(train[:, None], _smooth(train.astype(float), k), rng=rng)
     rest = np.setdiff1d(np.arange(k), train)
     with torch.no_grad():
         mu = gp.posterior(rest[:, None]).mean.mean(0).numpy()

@@ -56,7 +56,7 @@ def test_path_graph_ends_have_one_neighbour():
 def test_random_walk_stays_within_distance():
     space = gb.Space({f"v{i}": gb.Ordinal(list(range(10))) for i in range(5)})
     start = np.full(5, 5)
-    ends = space.random_walk_index(start, 2, 500, seed=0)
+    ends = space.random_walk_index(start, 2, n=500, seed=0)
     assert np.abs(ends - start).sum(axis=1).max() <= 2
     assert (np.abs(ends - start).sum(axis=1) == 2).any()
 

@@ -161,8 +161,8 @@ def test_constrained_ei_is_log_ei_plus_the_log_probability_of_feasibility():
     c = (X[:, 0] - 0.5) + rng.normal(0, 0.1, 12)
     opt_y = METHODS["combo"](space, seed=0)
     opt_c = METHODS["combo"](space, seed=1)
-    opt_y.model.fit(X, y, np.random.default_rng(0))
-    opt_c.model.fit(X, c, np.random.default_rng(1))
+    opt_y.model.fit(X, y, rng=np.random.default_rng(0))
+    opt_c.model.fit(X, c, rng=np.random.default_rng(1))
     Xq = np.array([[0, 0, 0, 0], [1, 1, 1, 1], [1, 0, 1, 0]])
     best = float(y[c <= 0].min())
     acq = LogConstrainedExpectedImprovement(opt_y.model, [opt_c.model], best_f=best)
@@ -188,7 +188,7 @@ def test_before_a_feasible_point_an_unmet_constraint_scores_its_expected_improve
     models = []
     for seed, values in enumerate((y, unmet, met)):
         opt = METHODS["combo"](space, seed=seed)
-        opt.model.fit(X, values, np.random.default_rng(seed))
+        opt.model.fit(X, values, rng=np.random.default_rng(seed))
         models.append(opt.model)
     Xq = np.array([[0, 0, 0, 0], [1, 1, 1, 1], [1, 0, 1, 0], [0, 1, 0, 1]])
     lowest = [models[1].transform_outcome(float(unmet.min())), models[2].transform_outcome(float(met.min()))]

@@ -29,17 +29,19 @@ def curve_objective(steps_used):
 def test_the_median_rule():
     others = [{1: 1.0, 2: 0.5}, {1: 2.0, 2: 1.0}, {1: 3.0}]
     pruner = MedianPruner(n_startup_trials=3)
-    assert pruner.prune({1: 2.5}, others, [], 1)  # 2.5 > median(1, 2, 3) = 2
-    assert not pruner.prune({1: 1.5}, others, [], 1)
-    assert not pruner.prune({1: 2.0}, others, [], 1)  # equal to the median: kept
+    assert pruner.prune({1: 2.5}, others, pruned=[], step=1)  # 2.5 > median(1, 2, 3) = 2
+    assert not pruner.prune({1: 1.5}, others, pruned=[], step=1)
+    assert not pruner.prune({1: 2.0}, others, pruned=[], step=1)  # equal to the median: kept
     # at step 2 the median is 0.75; the trial's best value so far counts, not its value at the step
-    assert not pruner.prune({1: 0.6, 2: 0.9}, others, [], 2)
-    assert pruner.prune({1: 1.6, 2: 0.9}, others, [], 2)
-    assert not pruner.prune({1: 9.0, 5: 9.0}, others, [], 5)  # no finished trial reported at step 5
-    assert not MedianPruner(n_startup_trials=4).prune({1: 2.5}, others, [], 1)  # fewer complete trials than that
-    assert not MedianPruner(n_startup_trials=0, n_warmup_steps=2).prune({1: 2.5}, others, [], 1)
+    assert not pruner.prune({1: 0.6, 2: 0.9}, others, pruned=[], step=2)
+    assert pruner.prune({1: 1.6, 2: 0.9}, others, pruned=[], step=2)
+    assert not pruner.prune({1: 9.0, 5: 9.0}, others, pruned=[], step=5)  # no finished trial reported at step 5
+    # fewer complete trials than that
+    assert not MedianPruner(n_startup_trials=4).prune({1: 2.5}, others, pruned=[], step=1)
+    assert not MedianPruner(n_startup_trials=0, n_warmup_steps=2).prune({1: 2.5}, others, pruned=[], step=1)
     every_other = MedianPruner(n_startup_trials=0, interval_steps=2)
-    assert not every_other.prune({1: 2.5}, others, [], 1) and every_other.prune({1: 2.5, 2: 2.5}, others, [], 2)
+    assert not every_other.prune({1: 2.5}, others, pruned=[], step=1)
+    assert every_other.prune({1: 2.5, 2: 2.5}, others, pruned=[], step=2)
 
 
 def test_asynchronous_successive_halving():
@@ -47,15 +49,15 @@ def test_asynchronous_successive_halving():
     assert pruner.rungs(10) == [1, 3, 9]
     others = [{1: v} for v in (1.0, 2.0, 3.0, 4.0, 5.0)]
     # six values at rung 1 (its own included): the best 6 // 3 = 2 go on
-    assert not pruner.prune({1: 1.5}, others, [], 1)
-    assert pruner.prune({1: 2.5}, others, [], 1)
-    assert not pruner.prune({1: 2.5, 2: 0.1}, others, [], 2)  # step 2 is no rung: nothing decided
-    assert not pruner.prune({1: 0.5}, [], [], 1)  # alone at a rung: the best of one goes on
+    assert not pruner.prune({1: 1.5}, others, pruned=[], step=1)
+    assert pruner.prune({1: 2.5}, others, pruned=[], step=1)
+    assert not pruner.prune({1: 2.5, 2: 0.1}, others, pruned=[], step=2)  # step 2 is no rung: nothing decided
+    assert not pruner.prune({1: 0.5}, [], pruned=[], step=1)  # alone at a rung: the best of one goes on
     # rung 3 (step 3), decided on the best value up to it
-    assert pruner.prune({1: 1.5, 3: 1.4}, [{1: 1.0, 3: 0.5}, {1: 1.2, 3: 0.6}], [{1: 1.1, 3: 0.7}], 3)
+    assert pruner.prune({1: 1.5, 3: 1.4}, [{1: 1.0, 3: 0.5}, {1: 1.2, 3: 0.6}], pruned=[{1: 1.1, 3: 0.7}], step=3)
     # pruned trials' values count at a rung (ASHA), but not in the median rule (as Optuna)
-    assert pruner.prune({1: 2.5}, [], [{1: v} for v in (1.0, 2.0, 3.0, 4.0, 5.0)], 1)
-    assert not MedianPruner(n_startup_trials=0).prune({1: 2.5}, [], [{1: 1.0}, {1: 2.0}], 1)
+    assert pruner.prune({1: 2.5}, [], pruned=[{1: v} for v in (1.0, 2.0, 3.0, 4.0, 5.0)], step=1)
+    assert not MedianPruner(n_startup_trials=0).prune({1: 2.5}, [], pruned=[{1: 1.0}, {1: 2.0}], step=1)
 
 
 def test_a_run_with_a_pruner_stops_bad_curves_and_keeps_the_best(tmp_path):
@@ -86,28 +88,28 @@ def test_ask_and_tell_with_reports_against_stored_curves(tmp_path):
         for k in range(5):
             t = study.ask()
             for step in (1, 2):
-                study.report(t, float(k) / step, step)
+                study.report(t, float(k) / step, step=step)
             study.tell(t, float(k) / 3)
     with gb.Study(SPACE, storage=path, pruner=gb.MedianPruner()) as study:  # resumed: the stored curves count
         t = study.ask()
-        study.report(t, 1.5, 1)
+        study.report(t, 1.5, step=1)
         assert not study.should_prune(t)  # median at step 1 of 0..4 is 2
-        study.report(t, 9.0, 1)  # a step's first value counts
-        study.report(t, 2.5, 2)  # best so far 1.5 > median(0, .5, 1, 1.5, 2) = 1
+        study.report(t, 9.0, step=1)  # a step's first value counts
+        study.report(t, 2.5, step=2)  # best so far 1.5 > median(0, .5, 1, 1.5, 2) = 1
         assert study.should_prune(t)
         done = study.prune(t)
         assert done.status == "failed" and done.attrs == {"pruned": 2, "intermediate": {"1": 1.5, "2": 2.5}}
         assert done.penalty == 2.5
         with pytest.raises(ValueError, match="not running|already"):
-            study.report(t, 1.0, 3)
+            study.report(t, 1.0, step=3)
         t2 = study.ask()
         with pytest.raises(ValueError, match="finite"):
-            study.report(t2, float("nan"), 1)
+            study.report(t2, float("nan"), step=1)
         with pytest.raises(ValueError, match="step"):
-            study.report(t2, 1.0, -1)
+            study.report(t2, 1.0, step=-1)
         with pytest.raises(ValueError, match="running trial"):
             asked = [t.config for t in study.trials]
-            study.report(next(c for c in SPACE.sample(50, seed=5) if c not in asked), 1.0, 1)
+            study.report(next(c for c in SPACE.sample(50, seed=5) if c not in asked), 1.0, step=1)
 
 
 def test_report_outside_a_study_does_nothing():
@@ -174,23 +176,23 @@ def test_a_maximising_study_prunes_the_low_curves_and_ignores_failed_ones():
     with gb.Study(SPACE, "rs", seed=0, direction="maximize", pruner=gb.MedianPruner(n_startup_trials=5)) as study:
         for k in range(5):  # accuracies 0.5 .. 0.9 at step 1
             t = study.ask()
-            study.report(t, 0.5 + 0.1 * k, 1)
+            study.report(t, 0.5 + 0.1 * k, step=1)
             study.tell(t, 0.5 + 0.1 * k)
         crashed = study.ask()
-        study.report(crashed, 0.99, 1)
+        study.report(crashed, 0.99, step=1)
         study.fail(crashed, "boom")  # a crash keeps its curve but is not compared against
         low, high = study.ask(), study.ask()
-        study.report(low, 0.6, 1)
-        study.report(high, 0.8, 1)
+        study.report(low, 0.6, step=1)
+        study.report(high, 0.8, step=1)
         assert study.should_prune(low) and not study.should_prune(high)  # the median accuracy is 0.7
     with gb.Study(SPACE, "rs", seed=0, pruner=gb.MedianPruner(n_startup_trials=6)) as study:
         for k in range(5):
             t = study.ask()
-            study.report(t, float(k), 1)
+            study.report(t, float(k), step=1)
             study.tell(t, float(k))
         crashed = study.ask()
-        study.report(crashed, 0.0, 1)
+        study.report(crashed, 0.0, step=1)
         study.fail(crashed, "boom")
         t = study.ask()
-        study.report(t, 10.0, 1)
+        study.report(t, 10.0, step=1)
         assert not study.should_prune(t)  # five complete trials: fewer than the six to start with

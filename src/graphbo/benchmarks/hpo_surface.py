@@ -103,7 +103,7 @@ class HPOSurface(Benchmark):
         self._optimum: tuple[float, dict[str, Any]] | None = None
 
     @staticmethod
-    def value(lr_step: Any, batch_size: Any, width: Any, epochs: Any, optimizer: str, activation: str,
+    def value(*, lr_step: Any, batch_size: Any, width: Any, epochs: Any, optimizer: str, activation: str,
               batch_norm: Any) -> np.ndarray:
         """``f`` at native values (arrays broadcast over the four integers)."""
         beta, lam, tau = OPTIMIZERS[optimizer]

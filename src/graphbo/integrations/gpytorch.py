@@ -596,9 +596,9 @@ class FrequencyModulatedKernel(_SpaceKernel):
                 raise RuntimeError("diag=True needs x1 and x2 with the same number of points")
             if same or (torch.equal(v1, v2) and torch.equal(c1, c2)):
                 if shared_theta:  # k(x, x) is pointwise: all batches in one call
-                    out = k.diag(th[0], flat(v1), flat(c1)).reshape(B, n1)
+                    out = k.diag(th[0], flat(v1), C=flat(c1)).reshape(B, n1)
                 else:
-                    out = torch.stack([k.diag(th[b], v1[b], c1[b]) for b in range(B)])
+                    out = torch.stack([k.diag(th[b], v1[b], C=c1[b]) for b in range(B)])
             else:  # k(x1_j, x2_j) for different points: diagonal of the cross Gram matrix
                 out = torch.stack([torch.diagonal(k(th[b], v1[b], c1[b], v2[b], c2[b])) for b in range(B)])
             return out.reshape(*batch, n1).to(device, out_dtype)

@@ -178,7 +178,7 @@ class GraphDiffusionKernel:
         self.unit_diagonal = np.array(unit, dtype=bool)
 
     # -- per-variable tables ----------------------------------------------
-    def factor_table(self, i: int, log_beta_i: float, values: np.ndarray | None = None) -> np.ndarray:
+    def factor_table(self, i: int, log_beta_i: float, *, values: np.ndarray | None = None) -> np.ndarray:
         """``k_i`` as a NumPy ``|V_i| x |V_i|`` table for one variable and one ``beta_i``.
 
         With ``values`` (indices into ``V_i``), only those rows and columns: ``O(m^2 |V_i|)``
@@ -287,16 +287,16 @@ class GraphDiffusionKernel:
         return out
 
     # -- Gram matrices ------------------------------------------------------
-    def log_gram(self, log_beta: torch.Tensor, X1: torch.Tensor, X2: torch.Tensor | None = None) -> torch.Tensor:
+    def log_gram(self, log_beta: torch.Tensor, X1: torch.Tensor, *, X2: torch.Tensor | None = None) -> torch.Tensor:
         """``log K(X1, X2)`` for every sample: shape ``(S, n1, n2)``."""
         W = self.log_block_diagonal(log_beta)
         O1 = self.one_hot(X1)
         O2 = O1 if X2 is None else self.one_hot(X2)
         return O1 @ W @ O2.T
 
-    def gram(self, log_beta: torch.Tensor, X1: torch.Tensor, X2: torch.Tensor | None = None) -> torch.Tensor:
+    def gram(self, log_beta: torch.Tensor, X1: torch.Tensor, *, X2: torch.Tensor | None = None) -> torch.Tensor:
         """``K(X1, X2)`` (unit signal variance) for every sample: shape ``(S, n1, n2)``."""
-        return self.from_log(self.log_gram(log_beta, X1, X2))
+        return self.from_log(self.log_gram(log_beta, X1, X2=X2))
 
     def log_diag(self, log_beta: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
         """``log K(x, x)`` for each row of ``X``: shape ``(S, n)``."""

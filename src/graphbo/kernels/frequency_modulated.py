@@ -314,7 +314,7 @@ class FMKernel:
         return -0.5 * ((params - self._prior_centre) / self._prior_sd).square().sum()
 
     # -- kernel -------------------------------------------------------------------
-    def pairs(self, V1: torch.Tensor, C1: torch.Tensor, V2: torch.Tensor | None = None,
+    def pairs(self, V1: torch.Tensor, C1: torch.Tensor, *, V2: torch.Tensor | None = None,
               C2: torch.Tensor | None = None) -> KernelPairs:
         """The hyper-parameter-free part of a Gram matrix between two sets of rows.
 
@@ -400,8 +400,8 @@ class FMKernel:
         needs_grad = torch.is_grad_enabled() and any(
             t is not None and t.requires_grad for t in (params, C1, C2))
         if not needs_grad and self.P and self.name in _FM_FAMILY:
-            return self.fm_gram_inplace(params, V1, C1, V1 if V2 is None else V2, C1 if C2 is None else C2)
-        return self.gram(params, self.pairs(V1, C1, V2, C2))
+            return self.fm_gram_inplace(params, V1, C1=C1, V2=V1 if V2 is None else V2, C2=C1 if C2 is None else C2)
+        return self.gram(params, self.pairs(V1, C1, V2=V2, C2=C2))
 
     def gram(self, params: torch.Tensor, pairs: KernelPairs) -> torch.Tensor:
         """Gram matrix ``(n1, n2)`` from :meth:`pairs` (equal to :meth:`__call__` on the same rows)."""
@@ -472,8 +472,8 @@ class FMKernel:
             K = _fm_product(a, b, x, norms, G, self._es_var, self.name == "moddif")
         return K[pairs.where] if pairs.where is not None else K.reshape(n1, n2)
 
-    def fm_gram_inplace(self, params: torch.Tensor, V1: torch.Tensor, C1: torch.Tensor, V2: torch.Tensor,
-                         C2: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
+    def fm_gram_inplace(self, params: torch.Tensor, V1: torch.Tensor, *, C1: torch.Tensor, V2: torch.Tensor,
+                        C2: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
         """Eq. (5) without autograd, variable by variable in preallocated buffers (large prediction batches).
 
         Equal to :meth:`_fm_gram` up to rounding. The rows of the first set are taken in
@@ -582,7 +582,7 @@ class FMKernel:
         per-variable factors) with discrete variables."""
         return bool(self.P) and self.name in _FM_FAMILY
 
-    def neighbour_gram(self, params: torch.Tensor, V1: torch.Tensor, C1: torch.Tensor, V2: torch.Tensor,
+    def neighbour_gram(self, params: torch.Tensor, V1: torch.Tensor, *, C1: torch.Tensor, V2: torch.Tensor,
                        C2: torch.Tensor, owner: torch.Tensor, var: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
         """Gram rows ``(N, n2)`` of the graph neighbours of the rows ``(V1, C1)`` against ``(V2, C2)``:
         neighbour ``i`` is row ``owner[i]`` with discrete variable ``var[i]`` set to ``value[i]``, its
@@ -651,7 +651,7 @@ class FMKernel:
                     out[at] = prefix[q, o] * rev[self.P - 1 - q, o] * A[slot[at], o, value[at]]
         return out
 
-    def diag(self, params: torch.Tensor, V: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
+    def diag(self, params: torch.Tensor, V: torch.Tensor, *, C: torch.Tensor) -> torch.Tensor:
         """``k(x, x)`` for each row, without forming the Gram matrix (``r = 0``)."""
         p = self.unpack(params)
         m = V.shape[0]

@@ -60,7 +60,7 @@ class OTMANNKernel:
     otmann : a configured :class:`~graphbo.nas.distance.otmann.OTMANN` (default: the paper's label costs).
 
     Usage: ``D, Db = kern.distances(X)`` once per new data set (or only the new rows,
-    ``kern.distances(X_new, X)``), then ``kern.gram(D, Db, alpha, alpha_bar, beta, beta_bar)``
+    ``kern.distances(X_new, X)``), then ``kern.gram(D, Db, alpha=..., alpha_bar=..., beta=..., beta_bar=...)``
     for each hyper-parameter sample.
     """
 
@@ -80,10 +80,10 @@ class OTMANNKernel:
     def distances(self, archs1: Sequence[Architecture], archs2: Sequence[Architecture] | None = None
                   ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(D, D_bar)`` as float64 tensors of shape ``(m, n1, n2)``."""
-        D, Db = self.otmann.pairwise(archs1, archs2, self.nu_strs)
+        D, Db = self.otmann.pairwise(archs1, archs2, nu_strs=self.nu_strs)
         return torch.from_numpy(D), torch.from_numpy(Db)
 
-    def gram(self, D, D_bar, alpha, alpha_bar, beta, beta_bar, psd: bool = False) -> torch.Tensor:
+    def gram(self, D, D_bar, *, alpha, alpha_bar, beta, beta_bar, psd: bool = False) -> torch.Tensor:
         """Eq. 4; with ``psd=True`` (square, symmetric inputs only) the result is
         projected to the PSD cone by :func:`project_psd`."""
         K = otmann_kernel(D, D_bar, alpha=alpha, alpha_bar=alpha_bar, beta=beta, beta_bar=beta_bar, p=self.p,
@@ -94,4 +94,5 @@ class OTMANNKernel:
                  psd: bool = False) -> torch.Tensor:
         """Kernel matrix between two lists of architectures (distances computed here)."""
         D, Db = self.distances(archs1, archs2)
-        return self.gram(D, Db, alpha, alpha_bar, beta, beta_bar, psd=psd and archs2 is None)
+        return self.gram(D, Db, alpha=alpha, alpha_bar=alpha_bar, beta=beta, beta_bar=beta_bar,
+                         psd=psd and archs2 is None)

@@ -127,7 +127,7 @@ class Screening(abc.ABC):
         """Whether :meth:`mean_lower_bound` is offered (and cheaper than the posterior)."""
         return False
 
-    def mean_lower_bound(self, X: Any, chunk: int = 8192,
+    def mean_lower_bound(self, X: Any, *, chunk: int = 8192,
                          tight_variance: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """A lower bound of the posterior mean ``(m,)`` and an upper bound of the posterior variance ``(m,)``
         at the inputs ``X``, in chunks of ``chunk`` rows; ``tight_variance`` asks for a tighter, costlier
@@ -145,7 +145,7 @@ class Screening(abc.ABC):
         graph neighbours of ``n_rows`` rows (``False`` where it is not offered)."""
         return False
 
-    def neighbour_moments(self, X: Any, owner: np.ndarray, var: np.ndarray, value: np.ndarray,
+    def neighbour_moments(self, X: Any, owner: np.ndarray, *, var: np.ndarray, value: np.ndarray,
                           entries: int = 4_000_000) -> tuple[torch.Tensor, torch.Tensor]:
         """Posterior mean and variance ``(N,)`` of graph neighbours of the rows ``X``: neighbour ``i`` is
         row ``owner[i]`` with its ``var[i]``-th discrete variable set to index ``value[i]``; the same
@@ -162,7 +162,7 @@ class Surrogate(abc.ABC):
     """
 
     @abc.abstractmethod
-    def fit(self, X: Any, y: np.ndarray, rng: np.random.Generator) -> "Surrogate":
+    def fit(self, X: Any, y: np.ndarray, *, rng: np.random.Generator) -> "Surrogate":
         """Infer the hyper-parameters from inputs ``X`` and values ``y`` and condition on the data.
 
         Drops any fantasies of an earlier :meth:`add_fantasies`.

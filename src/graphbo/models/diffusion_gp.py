@@ -159,7 +159,7 @@ class DiffusionGP(Surrogate):
         self._y_train = np.zeros(0)
 
     # -- fitting --------------------------------------------------------------
-    def fit(self, X: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> "DiffusionGP":
+    def fit(self, X: np.ndarray, y: np.ndarray, *, rng: np.random.Generator) -> "DiffusionGP":
         """Draw posterior samples of the hyper-parameters given data ``(X, y)``."""
         X = np.asarray(X, dtype=np.int64)
         y = np.asarray(y, dtype=float)
@@ -570,7 +570,7 @@ class _Sweeper:
         if i not in self._seen:
             self._seen[i] = np.unique(self.X[:, i], return_inverse=True)
         values, inverse = self._seen[i]
-        return self.kernel.factor_table(i, log_beta_i, values)[inverse][:, inverse]
+        return self.kernel.factor_table(i, log_beta_i, values=values)[inverse][:, inverse]
 
     def _two_values(self, i: int, log_beta_i: float) -> tuple[float, float]:
         """Diagonal and off-diagonal entries of a two-valued factor (closed form), floored at the table floor."""

@@ -63,7 +63,7 @@ class MixedKernel(Protocol):
     def __call__(self, params: torch.Tensor, V1: torch.Tensor, C1: torch.Tensor,
                  V2: torch.Tensor | None = None, C2: torch.Tensor | None = None) -> torch.Tensor: ...
 
-    def diag(self, params: torch.Tensor, V: torch.Tensor, C: torch.Tensor) -> torch.Tensor: ...
+    def diag(self, params: torch.Tensor, V: torch.Tensor, *, C: torch.Tensor) -> torch.Tensor: ...
 
     def default_params(self) -> torch.Tensor: ...
 
@@ -241,7 +241,7 @@ class MixedGP(Surrogate):
     def train_targets(self) -> np.ndarray:
         return self._y_train
 
-    def fit(self, X: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> "MixedGP":
+    def fit(self, X: np.ndarray, y: np.ndarray, *, rng: np.random.Generator) -> "MixedGP":
         self._y_train = np.asarray(y, dtype=float)
         V, C = self.split(X)
         ys = torch.as_tensor(self.transform_y(y), dtype=self.dtype, device=self.device)
@@ -467,7 +467,7 @@ class MixedGP(Surrogate):
     def _predict(self, V: torch.Tensor, C: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Posterior mean and variance ``(m,)`` (standardised scale) of the latent function."""
         Kx = self._amp * self.kernel(self._kp, V, C, self._V, self._C)  # (m, n)
-        return self.moments(Kx, self._amp * self.kernel.diag(self._kp, V, C))
+        return self.moments(Kx, self._amp * self.kernel.diag(self._kp, V, C=C))
 
     def moments(self, Kx: torch.Tensor, prior: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Posterior mean ``m + Kx alpha`` and variance ``prior - ||L^-1 Kx^T||^2`` (floored at 1e-12) of the

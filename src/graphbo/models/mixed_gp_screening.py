@@ -105,8 +105,8 @@ class MixedGPScreening(Screening):
             V, C = model.split(X)
             V_train, C_train = model.conditioned_inputs
             kp, amp = model.kernel_params, model.signal_variance
-            Kx = kernel.fm_gram_inplace(kp, V, C, V_train, C_train, dtype=dtype).to(model.dtype)
-            return model.moments(Kx.mul_(amp), amp * kernel.diag(kp, V, C))
+            Kx = kernel.fm_gram_inplace(kp, V, C1=C, V2=V_train, C2=C_train, dtype=dtype).to(model.dtype)
+            return model.moments(Kx.mul_(amp), amp * kernel.diag(kp, V, C=C))
 
     # -- mean lower bound ---------------------------------------------------------------
     @property
@@ -115,7 +115,7 @@ class MixedGPScreening(Screening):
         ModLap family (the only one whose factors are known to fall with ``r``) on discrete variables."""
         return self._kernel.name == "modlap" and self._kernel.P > 0
 
-    def mean_lower_bound(self, X: np.ndarray | torch.Tensor, chunk: int = 8192,
+    def mean_lower_bound(self, X: np.ndarray | torch.Tensor, *, chunk: int = 8192,
                          tight_variance: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """A lower bound of the posterior mean ``(m,)`` and an upper bound of the posterior variance
         ``(m,)``, standardised scale, without the ``(m, n)`` cross-covariance of :meth:`MixedGP.posterior`. The
@@ -261,7 +261,7 @@ class MixedGPScreening(Screening):
         afresh = sum(int(T.shape[0]) for T in kernel.projector_tables)
         return 2 * n_rows * tables <= n_neighbours * afresh
 
-    def neighbour_moments(self, X: np.ndarray | torch.Tensor, owner: np.ndarray, var: np.ndarray,
+    def neighbour_moments(self, X: np.ndarray | torch.Tensor, owner: np.ndarray, *, var: np.ndarray,
                           value: np.ndarray, entries: int = 4_000_000) -> tuple[torch.Tensor, torch.Tensor]:
         """Posterior mean and variance ``(N,)`` (standardised scale) of graph neighbours of the mixed
         rows ``X``: neighbour ``i`` is row ``owner[i]`` with its ``var[i]``-th discrete variable set to
@@ -296,9 +296,9 @@ class MixedGPScreening(Screening):
                 q = torch.as_tensor(np.asarray(var)[at], dtype=torch.long, device=device)
                 v = torch.as_tensor(np.asarray(value)[at], dtype=torch.long, device=device)
                 Vs, Cs = V[s:s + step], C[s:s + step]
-                Kx = amp * kernel.neighbour_gram(kp, Vs, Cs, V_train, C_train, own, q, v)
+                Kx = amp * kernel.neighbour_gram(kp, Vs, C1=Cs, V2=V_train, C2=C_train, owner=own, var=q, value=v)
                 Vn = Vs[own].clone()
                 Vn[torch.arange(own.shape[0], device=device), q] = v
                 where = torch.as_tensor(at, dtype=torch.long, device=device)
-                mean[where], variance[where] = model.moments(Kx, amp * kernel.diag(kp, Vn, Cs[own]))
+                mean[where], variance[where] = model.moments(Kx, amp * kernel.diag(kp, Vn, C=Cs[own]))
         return mean, variance

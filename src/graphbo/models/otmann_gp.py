@@ -312,7 +312,7 @@ class OTMANNGP(Surrogate):
                                  log_beta=th[2:2 + m].copy(), log_beta_bar=th[2 + m:2 + 2 * m].copy())
 
     # -- fitting ---------------------------------------------------------------------------------
-    def fit(self, X: Sequence[Architecture], y: np.ndarray | Sequence[float], rng: np.random.Generator,
+    def fit(self, X: Sequence[Architecture], y: np.ndarray | Sequence[float], *, rng: np.random.Generator,
             n_sweeps: int | None = None) -> "OTMANNGP":
         """Sample the hyper-parameters' posterior given networks ``X`` and values ``y``
         (``n_burn`` extra sweeps at the first fit), then condition on the data."""

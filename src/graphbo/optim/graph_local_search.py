@@ -92,7 +92,7 @@ def optimize_acquisition_on_graph(
     if space.size <= len(exclude):
         raise SpaceExhaustedError(f"all {space.size} configurations of the space have been evaluated")
     random_rows = space.sample_index(n_random, rng) if region is None else region.sample(n_random, rng)
-    spray = space.random_walk_index(incumbent, spray_distance, n_spray, rng) if n_spray > 0 else random_rows[:0]
+    spray = space.random_walk_index(incumbent, spray_distance, n=n_spray, seed=rng) if n_spray > 0 else random_rows[:0]
     if region is not None:
         spray = spray[region.contains(spray)]
     pool = BoundedScores(acquisition, _distinct(np.concatenate([spray, random_rows]), space), prune=prune)

@@ -110,7 +110,7 @@ def optimize_acquisition_mixed(
         return rows if region is None else region.clamp(rows)
 
     # 1. random + spray starting pool
-    spray = space.random_walk_index(incumbent, 1, n_spray, rng).astype(float) if disc.size else \
+    spray = space.random_walk_index(incumbent, 1, n=n_spray, seed=rng).astype(float) if disc.size else \
         np.repeat(np.asarray(incumbent, dtype=float)[None], n_spray, 0)
     lower, upper = (0.0, 1.0) if region is None else (region.lower, region.upper)
     if cont.size:
@@ -286,7 +286,7 @@ def _neighbour_scores(acquisition: Callable[[torch.Tensor], torch.Tensor], space
             if bool((changed.sum(1) == 1).all()):  # graph neighbours: one discrete variable changed
                 var = changed.argmax(1)
                 value = nbrs[np.arange(nbrs.shape[0]), disc[var]].astype(np.int64)
-                mean, variance = screening.neighbour_moments(starts, owner, var, value)
+                mean, variance = screening.neighbour_moments(starts, owner, var=var, value=value)
                 return as_scores(log_mean_expected_improvement(mean[None], variance[None], best=acquisition.best_f))
     return score_rows(nbrs.astype(float))
 

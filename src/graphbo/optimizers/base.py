@@ -129,7 +129,7 @@ class Optimizer:
         return True if allows is None else bool(allows(config))
 
     # -- several objectives and black-box constraints ----------------------------------------------
-    def set_outcomes(self, n_objectives: int = 1, n_constraints: int = 0, acquisition: str = "parego") -> None:
+    def set_outcomes(self, n_objectives: int = 1, n_constraints: int = 0, *, acquisition: str = "parego") -> None:
         """Tell the optimizer that each evaluation returns ``n_objectives`` values (all minimised) and
         ``n_constraints`` constraint values (feasible when every one is ``<= 0``). Call before the first tell.
 
@@ -197,7 +197,7 @@ class Optimizer:
         train = self.last_training_indices
         C = self.C if train is None else self.C[train]
         for j, cm in enumerate(self._constraint_models):
-            cm.fit(inputs, C[:, j], self.rng)
+            cm.fit(inputs, C[:, j], rng=self.rng)
             if pending is not None:
                 cm.add_fantasies(pending)
         ok = self.feasible_mask
@@ -256,7 +256,7 @@ class Optimizer:
         second = self._objective_models[0]
         train = self.last_training_indices
         y2 = self.Y[:, 1]
-        second.fit(inputs, y2 if train is None else y2[train], self.rng)
+        second.fit(inputs, y2 if train is None else y2[train], rng=self.rng)
         if pending is not None:
             second.add_fantasies(pending)
         scaled = np.column_stack([[model.transform_outcome(float(v)) for v in fit_y],

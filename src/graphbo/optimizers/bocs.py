@@ -78,7 +78,7 @@ class HorseshoeGibbs:
         self.xi = 1.0
         self.n_sweeps = 0
 
-    def run(self, X: np.ndarray, y: np.ndarray, n_sweeps: int, active: np.ndarray | None = None) -> np.ndarray:
+    def run(self, X: np.ndarray, y: np.ndarray, *, n_sweeps: int, active: np.ndarray | None = None) -> np.ndarray:
         """Run ``n_sweeps`` Gibbs sweeps on data ``(X, y)`` (``X`` has the active columns only); return ``beta``."""
         rng = self.rng
         n, p = X.shape
@@ -275,7 +275,7 @@ class BOCS(Optimizer):
             for _ in range(3):
                 with np.errstate(all="ignore"):
                     try:
-                        b = sampler.run(F[:, active], y - a0, sweeps, active)
+                        b = sampler.run(F[:, active], y - a0, n_sweeps=sweeps, active=active)
                         ok = sampler.finite
                     except np.linalg.LinAlgError:
                         ok = False

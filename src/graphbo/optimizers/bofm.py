@@ -165,7 +165,7 @@ class BOFM(Optimizer):
     def _fit(self) -> np.ndarray:
         """Fit :attr:`model` on the observations (up to ``max_train`` of them); returns the training indices."""
         train = self._training_indices(self.y)  # every observation up to max_train (its docstring)
-        self.model.fit(self.X[train], self.y[train], self.rng)
+        self.model.fit(self.X[train], self.y[train], rng=self.rng)
         return train
 
     def _observe(self, row: np.ndarray, value: float) -> None:

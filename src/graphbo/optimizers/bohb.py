@@ -349,7 +349,7 @@ class BOHB(SMACAdapter):
         assert fidelity is not None  # tell and mark_failed resolve it first
         return self._budget_of[fidelity]
 
-    def tell(self, config: Mapping[str, Any], value: float | Sequence[float], fidelity: int | None = None, *,
+    def tell(self, config: Mapping[str, Any], value: float | Sequence[float], *, fidelity: int | None = None,
              constraints: Sequence[float] | np.ndarray | None = None) -> None:
         """Record that ``config`` evaluated to ``value`` at ``fidelity`` (epochs).
 

@@ -159,7 +159,7 @@ class CoCaBOKernel:
         return torch.sigmoid(self.unpack(params)["logit_mix"][0])
 
     # -- kernel -------------------------------------------------------------------------------
-    def k_h(self, params: torch.Tensor, V1: torch.Tensor, V2: torch.Tensor) -> torch.Tensor:
+    def k_h(self, params: torch.Tensor, V1: torch.Tensor, *, V2: torch.Tensor) -> torch.Tensor:
         """Overlap kernel ``sum_j w_j [h_j = h'_j] / sum_j w_j``; all ones without categorical inputs."""
         if self.P == 0:
             return torch.ones(V1.shape[0], V2.shape[0], dtype=self.dtype)
@@ -169,7 +169,7 @@ class CoCaBOKernel:
             return same @ w
         return same.mean(-1)
 
-    def k_x(self, params: torch.Tensor, C1: torch.Tensor, C2: torch.Tensor) -> torch.Tensor:
+    def k_x(self, params: torch.Tensor, C1: torch.Tensor, *, C2: torch.Tensor) -> torch.Tensor:
         """Matérn-5/2 or RBF kernel on the continuous inputs; all ones without continuous inputs."""
         if self.Dc == 0:
             return torch.ones(C1.shape[0], C2.shape[0], dtype=self.dtype)
@@ -187,11 +187,11 @@ class CoCaBOKernel:
         """Gram matrix ``(n1, n2)`` between (categorical index rows, unit continuous rows)."""
         V2 = V1 if V2 is None else V2
         C2 = C1 if C2 is None else C2
-        kh, kx = self.k_h(params, V1, V2), self.k_x(params, C1, C2)
+        kh, kx = self.k_h(params, V1, V2=V2), self.k_x(params, C1, C2=C2)
         lam = self.mix_value(params)
         return (1.0 - lam) * self.sum_scale * (kh + kx) + lam * kh * kx
 
-    def diag(self, params: torch.Tensor, V: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
+    def diag(self, params: torch.Tensor, V: torch.Tensor, *, C: torch.Tensor) -> torch.Tensor:
         """``k(z, z)``: ``k_h = k_x = 1`` on the diagonal."""
         lam = self.mix_value(params)
         value = (1.0 - lam) * self.sum_scale * 2.0 + lam
@@ -328,7 +328,7 @@ class CoCaBO(Optimizer):
         train = self._training_indices(self.y)  # every observation up to max_train
         X, y = self.X[train], self.y[train]
         if self.model.params is None or self._n_suggested % self.refit_interval == 0:
-            self.model.fit(X, y, self.rng)
+            self.model.fit(X, y, rng=self.rng)
         else:  # reuse the hyper-parameters, condition on the current data
             self.model.condition(X, y)
 

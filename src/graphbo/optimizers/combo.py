@@ -203,7 +203,7 @@ class COMBO(Optimizer):
         y = self.y
         train = self._training_indices(y)  # every observation up to max_train (its docstring)
         with torch.no_grad():
-            self.model.fit(self.X[train], y[train], self.rng)
+            self.model.fit(self.X[train], y[train], rng=self.rng)
         return train, y
 
     def _observe(self, row: np.ndarray, value: float) -> None:

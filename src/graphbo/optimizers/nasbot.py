@@ -312,7 +312,7 @@ class NASBOT(NASOptimizer):
             train = self._training_indices(y_all)
             archs, y = [self._archs[i] for i in train], y_all[train]
             if self._fitted_n != self.n_told or self.n_objectives > 1:  # new ParEGO weights at every ask
-                self.model.fit(archs, y, self.rng)
+                self.model.fit(archs, y, rng=self.rng)
                 self._fitted_n = self.n_told
             elif not self.model.is_conditioned or self.model.n_data != len(archs):  # restored by set_state
                 self.model.condition(archs, y, samples=self.model.samples)

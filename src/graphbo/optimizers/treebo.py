@@ -366,7 +366,7 @@ class TreeGP(Surrogate):
         prior = 0.5 * (((theta - torch.as_tensor(self._prior_mean)) / self._prior_sd) ** 2).sum()
         return nll + prior
 
-    def fit(self, X: Sequence[Chain], y: np.ndarray, rng: np.random.Generator | None = None) -> "TreeGP":
+    def fit(self, X: Sequence[Chain], y: np.ndarray, *, rng: np.random.Generator | None = None) -> "TreeGP":
         """Type-II MAP fit on chains ``X`` and values ``y`` (L-BFGS-B from the prior mean and
         ``n_restarts - 1`` fixed other starts, so the fit does not depend on ``rng``)."""
         y = np.asarray(y, dtype=float)
@@ -594,7 +594,7 @@ class TreeBO(NASOptimizer):
             return self._random_chain(excluded)
         X, y = self._told_chains, np.asarray(self._told_chain_values, dtype=float)
         train = self._training_indices(y)  # every told chain up to max_train (its docstring)
-        self.model.fit([X[i] for i in train], y[train], self.rng)
+        self.model.fit([X[i] for i in train], y[train], rng=self.rng)
         with torch.no_grad():
             self.model.add_fantasies(self._chains_of_rows(list(self._pending.values())))
             # incumbent: the best told chain's value, of all of them (training_subset always keeps it)

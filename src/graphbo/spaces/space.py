@@ -509,7 +509,7 @@ class Space:
         return [self.from_index(r) for r in self.neighbor_index(self.to_index(config))]
 
     def random_walk_index(
-        self, row: Iterable[int], n_steps: int, n: int, seed: int | np.random.Generator | None = None
+        self, row: Iterable[int], n_steps: int, *, n: int, seed: int | np.random.Generator | None = None
     ) -> np.ndarray:
         """``n`` endpoints of ``n_steps``-step random walks from ``row``: all within graph distance ``n_steps``.
 

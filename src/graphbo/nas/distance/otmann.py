@@ -282,13 +282,13 @@ class OTMANN:
         return C_lmm, C_str
 
     # -- distances ----------------------------------------------------------------------------
-    def distance(self, a1: Architecture, a2: Architecture, nu_str: float = 0.5,
+    def distance(self, a1: Architecture, a2: Architecture, *, nu_str: float = 0.5,
                  return_plan: bool = False) -> OTMANNResult:
         """``d`` and ``d_bar`` for one pair and one structural weight ``nu_str`` (program (6))."""
         res = self._solve(a1, a2, (float(nu_str),), return_plan)
         return res[0]
 
-    def distances(self, a1: Architecture, a2: Architecture,
+    def distances(self, a1: Architecture, a2: Architecture, *,
                   nu_strs: Sequence[float] = DEFAULT_NU_STRS) -> tuple[np.ndarray, np.ndarray]:
         """``(d, d_bar)`` arrays over ``nu_strs`` for one pair (cost matrices built once)."""
         res = self._solve(a1, a2, tuple(float(v) for v in nu_strs), False)
@@ -319,7 +319,7 @@ class OTMANN:
             out.append(OTMANNResult(d=d, d_bar=d / total, plan=None if G is None else G * total))
         return out
 
-    def pairwise(self, archs1: Sequence[Architecture], archs2: Sequence[Architecture] | None = None,
+    def pairwise(self, archs1: Sequence[Architecture], archs2: Sequence[Architecture] | None = None, *,
                  nu_strs: Sequence[float] = DEFAULT_NU_STRS) -> tuple[np.ndarray, np.ndarray]:
         """Distance matrices for all pairs, for several ``nu_str`` at once.
 
@@ -359,7 +359,7 @@ def _default(kind: str) -> OTMANN:
 
 def otmann_distance(a1: Architecture, a2: Architecture, *, nu_str: float = 0.5) -> tuple[float, float]:
     """``(d, d_bar)`` between two networks of the same kind with the paper's label costs."""
-    r = _default(a1.kind).distance(a1, a2, nu_str)
+    r = _default(a1.kind).distance(a1, a2, nu_str=nu_str)
     return r.d, r.d_bar
 
 
@@ -373,4 +373,4 @@ def otmann_distances(archs1: Sequence[Architecture], archs2: Sequence[Architectu
         n2 = len(archs1) if archs2 is None else len(archs2)
         z = np.zeros((len(tuple(nu_strs)), len(archs1), n2))
         return z, z.copy()
-    return _default(kinds.pop()).pairwise(archs1, archs2, nu_strs)
+    return _default(kinds.pop()).pairwise(archs1, archs2, nu_strs=nu_strs)

@@ -362,7 +362,7 @@ class BatchOTMANN:
         if n1 == 0 or n2 == 0:
             return D, Db
         if _EMD is None:  # pragma: no cover - no POT
-            return self.otmann.pairwise(archs1, seq, self.nu_strs)
+            return self.otmann.pairwise(archs1, seq, nu_strs=self.nu_strs)
         if ref is None:
             ref = self.stack(seq)
         jobs = min(self.n_jobs, n1)

@@ -279,7 +279,7 @@ class ArchitectureSpace:
             self._pool = [a for a in pool if self.constraints.violation(a) is None]
         return list(self._pool)
 
-    def sample_architectures(self, n: int, seed: int | np.random.Generator | None = None,
+    def sample_architectures(self, n: int, seed: int | np.random.Generator | None = None, *,
                              max_steps: int = 5) -> list[Architecture]:
         """``n`` random valid networks: a pool network chosen uniformly, mutated by 1 to
         ``max_steps`` (uniform) compound mutations (App. B.2) within the constraints."""
