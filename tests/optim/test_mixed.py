@@ -158,8 +158,9 @@ def test_bofm_fits_with_the_weak_priors_and_the_paper_s_plain_likelihood_stays_a
     with pytest.raises(TypeError, match="prior"):
         gb.BOFM(space, prior="none")
     spectra = [space.variables[j].spectrum for j in space.discrete_indices]
-    plain = MixedGP(FMKernel("modlap", spectra, len(space.continuous_indices)), space, n_restarts=2, prior="none")
-    plain.fit(opt.X, opt.y, np.random.default_rng(0))
+    plain = MixedGP(FMKernel("modlap", spectra, n_continuous=len(space.continuous_indices)), space, n_restarts=2,
+                    prior="none")
+    plain.fit(opt.X, opt.y, rng=np.random.default_rng(0))
     assert plain.prior == "none" and torch.isfinite(plain.params).all()
 
 
