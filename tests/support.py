@@ -37,6 +37,28 @@ def ordinal6_categorical_binary_space():
     return gb.Space({"a": gb.Ordinal(list(range(6))), "b": gb.Categorical(["x", "y", "z"]), "c": gb.Binary()})
 
 
+
+def combo_bound_cases():
+    """(space, objective) pairs on which COMBO's bounds are checked: twelve binary variables ``b0``, ...,
+    ``b11``; a 30-value ordinal ``o``, a categorical ``c`` of five, a binary ``b`` and a 12-value ordinal ``p``."""
+    binary = gb.Space({f"b{i}": gb.Binary() for i in range(12)})
+    mixed = gb.Space({"o": gb.Ordinal(list(range(30))), "c": gb.Categorical(list("abcde")),
+                      "b": gb.Binary(), "p": gb.Ordinal(list(range(12)))})
+    return [
+        (binary, lambda c: float(sum((i % 3 - 1) * v for i, v in enumerate(c.values())) + 0.3 * c["b0"] * c["b1"])),
+        (mixed, lambda c: float((c["o"] - 17) ** 2 / 50 + (c["c"] == "d") + c["b"] * 0.5 + abs(c["p"] - 3) / 4)),
+    ]
+
+
+def fitted_combo(space, objective, n, seed):
+    """COMBO (a short chain) told ``n`` evaluations of ``objective``, its model fitted to them."""
+    opt = gb.COMBO(space, seed=seed, n_initial=n, n_burn=10, n_samples=3)
+    for _ in range(n):
+        c = opt.ask()
+        opt.tell(c, objective(c))
+    opt.mark_failed(opt.ask())  # fits the model
+    return opt
+
 class ToyMF(Benchmark):
     """Multi-fidelity toy: ``f(config) + offset / epochs``; ``max_fidelity`` epochs is a full evaluation."""
 
