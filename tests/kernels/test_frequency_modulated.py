@@ -3,7 +3,9 @@ import pytest
 import torch
 
 import graphbo as gb
+from graphbo.kernels import frequency_modulated as fm
 from graphbo.kernels.frequency_modulated import KERNELS, FMKernel
+from support import bofm_screening_cases, categorical_binary_integer_two_continuous_space, fm_kernel
 
 
 def mixed_space_with_graph():
@@ -182,3 +184,101 @@ def test_fm_gram_gradients_match_finite_differences(name):
     weights = torch.as_tensor(rng.normal(size=(6, 6)))
     assert torch.autograd.gradcheck(lambda t: (k.gram(t, k.pairs(V1, C1.detach())) * weights).sum(), (params,))
     assert torch.autograd.gradcheck(lambda t, c: k(t, V1, c, V2, C2), (params, C1))
+
+
+@pytest.mark.parametrize("name", ["modlap", "moddif", "fnn", "general"])
+def test_blocked_gram_and_diagonal_equal_eq5(name, monkeypatch):
+    space = categorical_binary_integer_two_continuous_space()
+    kernel = fm_kernel(space, name)
+    assert any(c is not None for cs in kernel._es_const for c in cs)  # complete graphs: constant projectors
+    assert any(all(c is None for c in cs[1:]) and len(cs) > 2 for cs in kernel._es_const)  # the path graph
+    monkeypatch.setattr(fm, "_BLOCK_ENTRIES", 7 * 23)  # several blocks of 7 rows, the last one short
+    rng = np.random.default_rng(3)
+    A, B = space.sample_index(45, rng).astype(float), space.sample_index(23, rng).astype(float)
+    V1, C1 = split(space, A)
+    V2, C2 = split(space, B)
+    for _ in range(3):
+        params = torch.tensor(rng.normal(0.0, 1.0, kernel.size))
+        reference = kernel.gram(params, kernel.pairs(V1, C1, V2, C2))  # autograd path, all pairs at once
+        fast = kernel(params, V1, C1, V2, C2)  # no gradient needed: the blocked path
+        assert torch.allclose(fast, reference, rtol=1e-9, atol=1e-15)  # path graphs: cancellation
+        square = kernel.gram(params, kernel.pairs(V1, C1))
+        assert torch.allclose(kernel.diag(params, V1, C1), torch.diagonal(square), rtol=1e-9, atol=1e-15)
+
+
+def _product_inputs(zero_factor: bool) -> tuple[torch.Tensor, ...]:
+    rng = np.random.default_rng(7)
+    var = torch.tensor([0, 0, 1, 1, 1, 2])
+    J, T, P = var.numel(), 9, 3
+    a = torch.tensor(rng.uniform(1.0, 2.0, J), requires_grad=True)
+    b = torch.tensor(rng.uniform(0.2, 1.0, J), requires_grad=True)
+    x = torch.tensor(rng.uniform(0.0, 2.0, T), requires_grad=True)
+    norms = torch.tensor(rng.uniform(0.5, 1.5, P), requires_grad=True)
+    G = torch.tensor(rng.uniform(0.1, 1.0, (J, T)))
+    if zero_factor:
+        G[var == 1, 4] = 0.0  # variable 1's factor is exactly 0 at pair 4
+    return a, b, x, norms, G, var
+
+
+@pytest.mark.parametrize("zero_factor", [False, True])
+@pytest.mark.parametrize("exp", [False, True])
+def test_fm_product_gradient(zero_factor, exp):
+    a, b, x, norms, G, var = _product_inputs(zero_factor)
+    K = fm._fm_product(a, b, x, norms, G, var, exp)
+    assert (K[4] == 0) == zero_factor
+    assert torch.autograd.gradcheck(lambda a, b, x, n: fm._fm_product(a, b, x, n, G, var, exp),
+                                    (a, b, x, norms))
+
+
+def test_projector_grid_cache_is_keyed_by_the_index_values():
+    """The last small grid is kept (the acquisition optimiser asks for the same rows many times); a change of
+    any index value, in either set, gives the grid of the new values, never the kept one."""
+    space = categorical_binary_integer_two_continuous_space()
+    kernel = fm_kernel(space)
+    rng = np.random.default_rng(3)
+    V1 = torch.as_tensor(space.sample_index(5, rng)[:, space.discrete_indices].astype(np.int64))
+    V2 = torch.as_tensor(space.sample_index(7, rng)[:, space.discrete_indices].astype(np.int64))
+    first = kernel._grid_pairs(V1, V2)
+    assert kernel._grid_pairs(V1.clone(), V2.clone())[2] is first[2]  # equal values: the kept grid
+    for changed in (0, 1):
+        W1, W2 = V1.clone(), V2.clone()
+        (W1 if changed == 0 else W2)[2, 0] = ((W1 if changed == 0 else W2)[2, 0] + 1) % 3
+        i, j, G = kernel._grid_pairs(W1, W2)
+        assert torch.equal(G, kernel._projector_grid(W1, W2))
+        assert not torch.equal(G, first[2])
+        assert torch.equal(i, torch.arange(5).repeat_interleave(7)) and torch.equal(j, torch.arange(7).repeat(5))
+
+
+@pytest.mark.parametrize("case", [0, 1])
+def test_projector_entries_are_each_eigenspace_entry_of_each_pair(case):
+    space, _ = bofm_screening_cases()[case]
+    kernel = fm_kernel(space)
+    rng = np.random.default_rng(2)
+    V1 = torch.as_tensor(space.sample_index(7, rng)[:, space.discrete_indices].astype(np.int64))
+    V2 = torch.as_tensor(space.sample_index(5, rng)[:, space.discrete_indices].astype(np.int64))
+    i = torch.arange(7).repeat_interleave(5)
+    j = torch.arange(5).repeat(7)
+    G = kernel._projector_entries(V1, V2, i, j, entries=50)  # several blocks of pairs
+    expected = []
+    for q, groups in enumerate(kernel.eigenspaces):
+        for _, P in groups:
+            expected.append(P[V1[i, q], V2[j, q]])
+    assert torch.equal(G, torch.stack(expected))
+    assert torch.equal(kernel._projector_grid(V1, V2), G)  # the row-major shortcut of pairs()
+    assert torch.equal(kernel._projector_grid(V1, V2, entries=30), G)  # in blocks of rows
+
+
+def test_diag_follows_the_hyper_parameters_it_is_given():
+    space, _ = bofm_screening_cases()[0]
+    kernel = fm_kernel(space)
+    V, C = split(space, space.sample_index(50, np.random.default_rng(3)).astype(float))
+    params = kernel.random_params(np.random.default_rng(1))
+    first = kernel.diag(params, V, C)
+    other = params.clone()
+    other[kernel.Dc + 8] += 1.0  # the ordinal's beta (after the Dc lengthscales and 8 binary betas, whose
+    # factors k(x, x) are 1 at every beta)
+    changed = kernel.diag(other, V, C)
+    kernel._diag_cache = None
+    assert torch.equal(kernel.diag(other, V, C), changed)  # the cached tables are the fresh ones
+    assert not torch.allclose(changed, first)
+    assert torch.equal(kernel.diag(params, V, C), first)
