@@ -63,6 +63,14 @@ def fm_kernel(space, name="modlap", **options):
     return FMKernel(name, [space.variables[j].spectrum for j in space.discrete_indices],
                     n_continuous=len(space.continuous_indices), **options)
 
+
+def split_rows(space, rows):
+    """Index rows of ``space`` as an FM kernel takes them: the discrete columns (long) and the continuous ones."""
+    import torch
+
+    rows = torch.as_tensor(rows)
+    return rows[:, space.discrete_indices].long(), rows[:, space.continuous_indices]
+
 def combo_bound_cases():
     """(space, objective) pairs on which COMBO's bounds are checked: twelve binary variables ``b0``, ...,
     ``b11``; a 30-value ordinal ``o``, a categorical ``c`` of five, a binary ``b`` and a 12-value ordinal ``p``."""

@@ -10,6 +10,7 @@ import torch
 import graphbo as gb
 from graphbo.kernels import GraphDiffusionKernel
 from graphbo.models import DiffusionGP, HyperSample
+from support import binary_space
 
 
 def space5():
@@ -61,11 +62,10 @@ def test_signal_variance_restart_lands_at_the_data_scale():
     """When the chain's signal variance falls outside Eq. (10)'s support, the sweep
     restarts it at the data's scale, not in the middle of a support that K_min ~ 1e-100 stretches
     to ~115 nats above the data."""
-    from graphbo import Binary, Space
     from graphbo.models.diffusion_gp import HyperSample, _Sweeper
     from graphbo.models.priors import log_signal_variance_support
 
-    space = Space({f"x{i}": Binary() for i in range(60)})
+    space = binary_space(60)
     kern = GraphDiffusionKernel([v.spectrum for v in space.variables])
     gaps = []
     for seed in range(5):

@@ -234,8 +234,8 @@ def test_fit_options_are_validated_at_the_boundary():
     assert m.fit_info["warm"] is False and torch.isfinite(m.params).all()
 
 
-def test_warm_fit_reaches_the_cold_optimum_and_predicts_the_same():
-    space = categorical_binary_integer_two_continuous_space()
+def test_warm_fit_reaches_the_cold_optimum_and_predicts_the_same(categorical_binary_integer_two_continuous_space):
+    space = categorical_binary_integer_two_continuous_space
     X, y = categorical_binary_integer_two_continuous_data(40)
     Xq = space.sample_index(30, np.random.default_rng(5)).astype(float)
     cold = MixedGP(fm_kernel(space), space, n_restarts=6, restart_every=1)
@@ -253,8 +253,8 @@ def test_warm_fit_reaches_the_cold_optimum_and_predicts_the_same():
     assert torch.allclose(pc.variance, pw.variance, atol=1e-3)
 
 
-def test_restart_schedule():
-    space = categorical_binary_integer_two_continuous_space()
+def test_restart_schedule(categorical_binary_integer_two_continuous_space):
+    space = categorical_binary_integer_two_continuous_space
     X, y = categorical_binary_integer_two_continuous_data(30)
     model = MixedGP(fm_kernel(space), space, n_restarts=3, restart_every=3)
     warm = []
@@ -264,8 +264,8 @@ def test_restart_schedule():
     assert warm == [False, True, True, False, True, True, False]
 
 
-def test_a_warm_start_worse_than_the_default_point_runs_the_restarts():
-    space = categorical_binary_integer_two_continuous_space()
+def test_a_warm_start_worse_than_the_default_point_runs_the_restarts(categorical_binary_integer_two_continuous_space):
+    space = categorical_binary_integer_two_continuous_space
     X, y = categorical_binary_integer_two_continuous_data(30)
     model = MixedGP(fm_kernel(space), space, n_restarts=4, restart_every=10, maxiter=1)
     model.fit(X, y, np.random.default_rng(0))
@@ -282,8 +282,8 @@ def test_a_warm_start_worse_than_the_default_point_runs_the_restarts():
     assert model.fit_info["objective"] < float("inf") and default.numel() == model.params.numel()
 
 
-def test_restart_every_is_validated_by_name():
-    space = categorical_binary_integer_two_continuous_space()
+def test_restart_every_is_validated_by_name(categorical_binary_integer_two_continuous_space):
+    space = categorical_binary_integer_two_continuous_space
     with pytest.raises(ValueError, match="restart_every"):
         MixedGP(fm_kernel(space), space, restart_every=0)
 

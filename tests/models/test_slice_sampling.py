@@ -12,6 +12,7 @@ import pytest
 import graphbo as gb
 from graphbo.models import diffusion_gp, slice_sample
 from graphbo.models.diffusion_gp import DiffusionGP, HyperSample, _Sweeper
+from support import binary_space
 
 
 class _ReferenceSweeper(_Sweeper):
@@ -231,7 +232,7 @@ def test_carried_gram_is_the_gram_of_the_current_betas():
 def test_an_underflowing_gram_switches_the_sweep_to_logs():
     """120 relevant binary variables (tiny betas): distant rows' K is below the safe floor, the updates sum logs,
     and the sweep is the all-logs reference's."""
-    space = gb.Space({f"x{i}": gb.Binary() for i in range(120)})
+    space = binary_space(120)
     kernel = gb.GraphDiffusionKernel([v.spectrum for v in space.variables])
     rng = np.random.default_rng(0)
     X = space.sample_index(40, rng)

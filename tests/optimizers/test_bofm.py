@@ -4,7 +4,7 @@ import pytest
 import graphbo as gb
 from graphbo.acquisition import LogExpectedImprovement
 from graphbo.benchmarks import load_benchmark
-from support import categorical_binary_integer_two_continuous_data, categorical_binary_integer_two_continuous_space
+from support import categorical_binary_integer_two_continuous_data
 
 FAST = dict(n_restarts=3, n_random=2000, n_spray=10, n_starts=8)
 
@@ -164,8 +164,8 @@ def test_the_paper_methods_keep_d1s_pool_and_bofm_takes_the_smaller_default():
     assert make_optimizer("bofm-modlap", space, seed=0, n_random=500).n_random == 500  # asked for: kept
 
 
-def test_bofm_state_keeps_the_warm_fit_count():
-    space = categorical_binary_integer_two_continuous_space()
+def test_bofm_state_keeps_the_warm_fit_count(categorical_binary_integer_two_continuous_space):
+    space = categorical_binary_integer_two_continuous_space
     X, y = categorical_binary_integer_two_continuous_data(16)
     opt = gb.BOFM(space, seed=0, n_initial=12, n_random=500, n_starts=4, n_restarts=2, restart_every=4)
     for row, v in zip(X[:12], y[:12]):

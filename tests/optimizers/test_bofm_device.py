@@ -13,10 +13,10 @@ import pytest
 import torch
 
 import graphbo as gb
-from graphbo.kernels.frequency_modulated import FMKernel
 from graphbo.models.mixed_gp import MixedGP
 from graphbo.optimizers import METHODS
 from graphbo.study import Study
+from support import fm_kernel
 
 FAST = dict(n_restarts=3, n_random=2000, n_spray=10, n_starts=8)
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(),
@@ -39,12 +39,6 @@ def run(budget=15, seed=4, **kw):
         c = opt.ask()
         opt.tell(c, f(c))
     return opt
-
-
-def fm_kernel(sp, device=None):
-    return FMKernel("modlap", [sp.variables[j].spectrum for j in sp.discrete_indices],
-                    n_continuous=len(sp.continuous_indices),
-                    device=device)
 
 
 def probe_rows(sp, n=30):
@@ -153,7 +147,7 @@ def test_cuda_matches_cpu_within_rounding():
     np.testing.assert_allclose(pg.variance.cpu().numpy(), pc.variance.numpy(), rtol=1e-7, atol=1e-10)
     # ML-II from the same starting points reaches the same optimum on both devices
     sp = categorical_binary_ordinal_two_continuous_space()
-    fits = [MixedGP(fm_kernel(sp, dev), sp, n_restarts=3, device=dev).fit(cpu.X, cpu.y, np.random.default_rng(0))
+    fits = [MixedGP(fm_kernel(sp, device=dev), sp, n_restarts=3, device=dev).fit(cpu.X, cpu.y, np.random.default_rng(0))
             for dev in ("cpu", "cuda")]
     assert fits[1].fit_info["objective"] == pytest.approx(fits[0].fit_info["objective"], rel=1e-4, abs=1e-4)
     # a real run on the device: model tensors stay there and the suggestions are valid

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import graphbo as gb
+from support import binary_space
 
 FAST = dict(n_burn=10, n_samples=3, n_random=500, n_spray=5, n_starts=5)
 
@@ -146,7 +147,7 @@ def test_batch_ask_is_distinct_and_accounts_for_pending_points():
 
 def test_relevance_grows_with_importance_and_beta_reads_the_other_way():
     """x0 and x1 drive the objective, x2..x5 do not: the model must say so in both names."""
-    space = gb.Space({f"x{i}": gb.Binary() for i in range(6)})
+    space = binary_space(6)
 
     def objective(c):
         return 3.0 * c["x0"] - 2.0 * c["x1"]

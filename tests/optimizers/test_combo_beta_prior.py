@@ -14,10 +14,11 @@ import pytest
 from scipy.stats import spearmanr
 
 import graphbo as gb
+from support import binary_space
 
 
 def _fitted(beta_prior, n=40, d=30, seed=0):
-    space = gb.Space({f"x{i}": gb.Binary() for i in range(d)})
+    space = binary_space(d)
     weights = np.random.default_rng(100).normal(size=d)
 
     def f(row):  # additive: every variable matters, smoothly
@@ -54,7 +55,7 @@ def test_a_bad_beta_prior_names_the_option():
 
 
 def test_a_chain_saved_under_another_prior_loads_with_a_warning_naming_it():
-    space = gb.Space({f"x{i}": gb.Binary() for i in range(6)})
+    space = binary_space(6)
     old = gb.COMBO(space, seed=0, n_initial=4, n_burn=5, n_samples=2, n_random=200, n_starts=2, beta_prior="reference")
     for _ in range(6):
         c = old.ask()
