@@ -79,7 +79,7 @@ def test_tight_variance_bound_lies_between_the_posterior_and_the_prior_variance(
     layout = dict(zip([name for name, _ in opt.kernel.layout], np.cumsum([0] + [k for _, k in opt.kernel.layout])))
     model.params = model.params.clone()
     model.params[layout["log_theta"]:layout["log_theta"] + opt.kernel.Dc] = 3.0
-    model._condition(model._V, model._C, model._ys)
+    model.condition(opt.X, opt.y)
     exact_var = model.posterior(rows).variance[0].detach()
     _, prior = model.screening().mean_lower_bound(rows)  # a new screening (new bound tables) for the new conditioning
     _, var_hi = model.screening().mean_lower_bound(rows, tight_variance=True)

@@ -87,7 +87,7 @@ def test_ask_n_hallucinates_pending_points():
     believer, unaware = func2c_optimizer(seed=3), func2c_optimizer(seed=3)
     a1, a2 = believer.ask(2)
     assert believer.model.n_fantasies == 1
-    assert believer.model._V.shape[0] == believer.n_told + 1
+    assert believer.model.conditioned_inputs[0].shape[0] == believer.n_told + 1
     b1 = unaware.ask()
     assert b1 == a1  # same seed, same data, nothing pending: the same first suggestion
     unaware.mark_failed(b1)  # excluded but not pending: exactly the old behaviour for the second ask
@@ -129,14 +129,14 @@ def test_batch_of_four_is_distinct_and_more_spread_than_pending_unaware_asks():
     for c in batch:
         believer.tell(c, bench(c))
     believer.ask()
-    assert believer.model.n_fantasies == 0 and believer.model._V.shape[0] == believer.n_told
+    assert believer.model.n_fantasies == 0 and believer.model.conditioned_inputs[0].shape[0] == believer.n_told
 
 
 def test_no_pending_points_no_fantasies():
     opt = func2c_optimizer(seed=5)
     c = opt.ask()
-    assert opt.model.n_fantasies == 0 and opt.model._V.shape[0] == opt.n_told
-    assert np.array_equal(opt.model._V.numpy(), opt.X[:, opt.space.discrete_indices])
+    assert opt.model.n_fantasies == 0 and opt.model.conditioned_inputs[0].shape[0] == opt.n_told
+    assert np.array_equal(opt.model.conditioned_inputs[0].numpy(), opt.X[:, opt.space.discrete_indices])
 
 
 def test_bofm_kernel_methods_fix_the_kernel():

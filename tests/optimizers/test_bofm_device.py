@@ -80,8 +80,10 @@ def test_unavailable_cuda_is_refused_naming_the_argument():
 def test_model_tensors_live_on_the_requested_device():
     opt = run(budget=8, device="cpu")
     m, k = opt.model, opt.kernel
-    tensors = [m.params, m._L, m._alpha, m._V, m._C, m._ys, m._kp, *k.lam, *k.U, *k._es_tables, k._es_var,
-               k._es_lam, k._spec_lam, k.default_params(), k.random_params(np.random.default_rng(0))]
+    # the conditioned model's tensors (the standardised targets have no public name) and the kernel's tables
+    tensors = [m.params, m.cholesky, m.alpha, *m.conditioned_inputs, m._ys, m.kernel_params, m.signal_variance,
+               m.constant_mean, *k.lam, *k.U, *k._es_tables, k._es_var, k._es_lam, k._spec_lam, k.default_params(),
+               k.random_params(np.random.default_rng(0))]
     assert all(t.device.type == "cpu" for t in tensors)
     post = m.posterior(probe_rows(opt.space, 5))
     assert post.mean.device.type == "cpu" and post.variance.device.type == "cpu"
@@ -139,7 +141,7 @@ def test_cuda_matches_cpu_within_rounding():
     cpu.model.condition(cpu.X, cpu.y)
     gpu.model.params = cpu.model.params.to("cuda")
     gpu.model.condition(cpu.X, cpu.y)
-    assert gpu.model._L.device.type == "cuda"
+    assert gpu.model.cholesky.device.type == "cuda"
     rows = probe_rows(cpu.space)
     pc, pg = cpu.model.posterior(rows), gpu.model.posterior(rows)
     assert pg.mean.device.type == "cuda"
@@ -152,7 +154,7 @@ def test_cuda_matches_cpu_within_rounding():
     assert fits[1].fit_info["objective"] == pytest.approx(fits[0].fit_info["objective"], rel=1e-4, abs=1e-4)
     # a real run on the device: model tensors stay there and the suggestions are valid
     full = run(budget=12, device="cuda")
-    assert full.model.params.device.type == "cuda" and full.model._L.device.type == "cuda"
+    assert full.model.params.device.type == "cuda" and full.model.cholesky.device.type == "cuda"
     for h in full.history:
         full.space.validate(h.config)
     with pytest.raises(ValueError, match=r"^device is 'cuda'"):
