@@ -21,3 +21,15 @@ def maxsat28_path():
     if folder:
         return Path(folder) / "maxcut-johnson8-2-4.clq.wcnf"
     return instance_path("maxsat28")
+
+
+# -- search spaces several modules build (tests/support.py defines them; a test takes one as an argument) --------
+
+
+@pytest.fixture
+def categorical_binary_integer_two_continuous_space():
+    """a: categorical x/y/z, b: binary, c: integer 0-6, u and v: continuous [0, 1]
+    (:func:`support.categorical_binary_integer_two_continuous_space`)."""
+    import support  # here, not above: it imports torch, which must start after the thread settings above
+
+    return support.categorical_binary_integer_two_continuous_space()

@@ -16,7 +16,7 @@ import pytest
 from graphbo.experiments.report import collect, write_report
 from graphbo.experiments.runner import RunSpec, TraceError, compare, make_run, parse_seeds, run
 from graphbo.storage import StorageError, read_run
-from support import counts  # (finished, running) trials of a study another process writes
+from support import binary_space, counts  # (finished, running) trials of a study another process writes
 
 FAST = {"n_burn": 5, "n_samples": 2, "n_random": 300, "n_spray": 5, "n_starts": 3}
 ROOT = Path(__file__).resolve().parents[2]
@@ -235,10 +235,9 @@ def test_versus_paper_handles_exact_optima_and_single_runs():
 ])
 def test_state_round_trip_gives_identical_continuations(method, options):
     """Replaying the told data and restoring get_state() continues exactly like the original."""
-    import graphbo as gb
     from graphbo.loop import make_optimizer
 
-    space = gb.Space({f"x{i}": gb.Binary() for i in range(8)})
+    space = binary_space(8)
     f = lambda c: sum((i + 1) * (1 if c[f"x{i}"] else -1) * (-1) ** i for i in range(8)) / 10.0
     a = make_optimizer(method, space, seed=3, n_initial=4, **options)
     for _ in range(9):

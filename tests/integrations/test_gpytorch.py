@@ -20,7 +20,7 @@ import graphbo as gb  # noqa: E402
 from graphbo.integrations.gpytorch import (FM_KERNELS, DiffusionKernel, FrequencyModulatedKernel,  # noqa: E402
                                            decode, encode, mixed_alternating_spec)
 from graphbo.kernels.diffusion import GraphDiffusionKernel  # noqa: E402
-from graphbo.kernels.frequency_modulated import FMKernel  # noqa: E402
+from support import fm_kernel, split_rows  # noqa: E402
 
 D = torch.float64
 
@@ -232,20 +232,11 @@ def test_diffusion_kernel_times_rbf_in_a_mixed_space_fits():
 
 
 # -- frequency-modulated kernels ----------------------------------------------------------------------
-def graphbo_fm(name, space):
-    return FMKernel(name, [space.variables[j].spectrum for j in space.discrete_indices],
-                    n_continuous=len(space.continuous_indices))
-
-
-def split(space, X):
-    return X[:, space.discrete_indices].long(), X[:, space.continuous_indices]
-
-
 @pytest.mark.parametrize("name", FM_KERNELS)
 def test_fm_gram_equals_graphbo_kernel(name):
     space = interleaved_mixed_space()
     kern = FrequencyModulatedKernel(space, modulation=name).to(D)
-    ref = graphbo_fm(name, space)
+    ref = fm_kernel(space, name)
     rng = np.random.default_rng(0)
     for seed in range(2):
         params = ref.random_params(rng)
@@ -262,7 +253,7 @@ def test_fm_gram_equals_graphbo_kernel(name):
         assert torch.allclose(kern.graphbo_params(), params, atol=1e-8)
         X1, X2 = rows(space, 20, seed), rows(space, 13, seed + 5)
         K = kern(X1, X2).to_dense()
-        assert torch.allclose(K, ref(params, *split(space, X1), *split(space, X2)), rtol=1e-9, atol=1e-12)
+        assert torch.allclose(K, ref(params, *split_rows(space, X1), *split_rows(space, X2)), rtol=1e-9, atol=1e-12)
         K11 = kern(X1).to_dense()
         assert torch.allclose(kern(X1, diag=True), torch.diagonal(K11), rtol=1e-10)
 
@@ -273,7 +264,7 @@ def test_fm_gram_is_psd(name):
     kern = FrequencyModulatedKernel(space, modulation=name).to(D)
     rng = np.random.default_rng(1)
     for seed in range(3):
-        kern.set_graphbo_params(graphbo_fm(name, space).random_params(rng))
+        kern.set_graphbo_params(fm_kernel(space, name).random_params(rng))
         K = kern(rows(space, 80, seed)).to_dense().detach()
         assert torch.allclose(K, K.T, atol=1e-12)
         eig = torch.linalg.eigvalsh(K)
@@ -284,7 +275,7 @@ def test_fm_gram_is_psd(name):
 def test_fm_gradients_match_finite_differences(name):
     space = interleaved_mixed_space()
     kern = FrequencyModulatedKernel(space, modulation=name).to(D)
-    kern.set_graphbo_params(graphbo_fm(name, space).random_params(np.random.default_rng(4)))
+    kern.set_graphbo_params(fm_kernel(space, name).random_params(np.random.default_rng(4)))
     X1, X2 = rows(space, 10, 0), rows(space, 7, 1)
     R = torch.tensor(np.random.default_rng(2).normal(size=(10, 7)))
 
@@ -310,7 +301,7 @@ def test_fm_gradients_match_finite_differences(name):
 def test_fm_batches_broadcast_like_separate_calls():
     space = interleaved_mixed_space()
     kern = FrequencyModulatedKernel(space, modulation="modlap").to(D)
-    kern.set_graphbo_params(graphbo_fm("modlap", space).random_params(np.random.default_rng(5)))
+    kern.set_graphbo_params(fm_kernel(space, "modlap").random_params(np.random.default_rng(5)))
     train = rows(space, 7, 0)
     cand = rows(space, 6, 1).reshape(3, 2, -1)  # 3 batches of 2 candidates
     K = kern(cand, train.expand(3, 7, -1)).to_dense()  # as BoTorch predicts: shared training rows

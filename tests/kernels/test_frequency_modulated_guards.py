@@ -14,21 +14,12 @@ import torch
 
 import graphbo as gb
 from graphbo.kernels.frequency_modulated import FMKernel, unpack_params
+from support import fm_kernel, split_rows
 
 
 def mixed_space_three_continuous():
     return gb.Space({"a": gb.Categorical(["p", "q", "r"]), "x": gb.Continuous(0.0, 1.0),
                      "b": gb.Ordinal([1, 2, 3, 4, 5]), "y": gb.Continuous(-1.0, 1.0), "z": gb.Continuous(0.0, 2.0)})
-
-
-def split(space, rows):
-    rows = torch.as_tensor(rows)
-    return rows[:, space.discrete_indices].long(), rows[:, space.continuous_indices]
-
-
-def kernel(name, space):
-    return FMKernel(name, [space.variables[j].spectrum for j in space.discrete_indices],
-                    n_continuous=len(space.continuous_indices))
 
 
 def test_unpack_params_splits_the_vector_in_layout_order():
@@ -53,7 +44,7 @@ def test_parameter_layout_has_one_entry_per_hyper_parameter(name, sizes):
 
 
 def test_log_prior_is_independent_normals_with_sd_3():
-    k = kernel("modlap", mixed_space_three_continuous())
+    k = fm_kernel(mixed_space_three_continuous(), "modlap")
     params = torch.as_tensor(np.random.default_rng(0).normal(0, 2, k.size))
     expected = sum(-0.5 * (float(t) / 3.0) ** 2 for t in params)  # log N(t; 0, 9) up to a constant
     assert float(k.log_prior(params)) == pytest.approx(expected, rel=1e-12)
@@ -74,12 +65,12 @@ def _graph_kernel_written_out(space, name, log_beta, V1, V2):
 @pytest.mark.parametrize("name", ["prodlap", "addlap", "proddif", "adddif"])
 def test_comparison_kernels_match_supplement_e_written_out(name):
     space = mixed_space_three_continuous()
-    k = kernel(name, space)
+    k = fm_kernel(space, name)
     rng = np.random.default_rng(3)
     params = k.random_params(rng)
     p = {n: v.numpy() for n, v in zip([n for n, _ in k.layout], torch.split(params, [s for _, s in k.layout]))}
-    V1, C1 = split(space, space.sample_index(12, rng))
-    V2, C2 = split(space, space.sample_index(9, rng))
+    V1, C1 = split_rows(space, space.sample_index(12, rng))
+    V2, C2 = split_rows(space, space.sample_index(9, rng))
     theta = np.exp(p["log_theta"])
     r2 = ((((C1.numpy()[:, None, :] - C2.numpy()[None, :, :])) / theta) ** 2).sum(-1)
     rbf = np.exp(-0.5 * r2)
@@ -109,9 +100,9 @@ def test_without_discrete_variables_the_kernel_is_the_rbf_kernel():
 ])
 def test_diag_matches_the_gram_diagonal_with_one_discrete_or_no_continuous_variable(name, variables):
     space = gb.Space(variables)
-    k = kernel(name, space)
+    k = fm_kernel(space, name)
     params = k.random_params(np.random.default_rng(4))
-    V, C = split(space, space.sample_index(25, 5))
+    V, C = split_rows(space, space.sample_index(25, 5))
     K = k(params, V, C)
     assert torch.allclose(k.diag(params, V, C=C), torch.diagonal(K), rtol=1e-10)
     assert not torch.allclose(K, torch.ones_like(K))  # the discrete part is not dropped

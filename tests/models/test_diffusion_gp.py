@@ -1,3 +1,6 @@
+"""DiffusionGP (graphbo.models.diffusion_gp), COMBO's GP: its posterior, its fit by slice sampling (warm starts,
+burn-in, the signal-variance restart) and the Matern form of its kernel."""
+
 import math
 
 import numpy as np
@@ -5,68 +8,13 @@ import pytest
 import torch
 
 import graphbo as gb
-from graphbo.acquisition import log_expected_improvement, log_h, log_mean_expected_improvement
 from graphbo.kernels import GraphDiffusionKernel
-from graphbo.models import DiffusionGP, HyperSample, robust_cholesky, slice_sample
-from graphbo.models.priors import log_horseshoe_upper, log_prior_log_signal_variance, log_prior_mean
+from graphbo.models import DiffusionGP, HyperSample
+from support import binary_space
 
 
 def space5():
     return gb.Space({f"v{i}": gb.Categorical([0, 1, 2]) for i in range(5)})
-
-
-def test_slice_sampler_reproduces_a_normal():
-    rng = np.random.default_rng(0)
-    logp = lambda x: -0.5 * ((x - 2.0) / 0.5) ** 2
-    x, draws = 0.0, []
-    for _ in range(20000):
-        x, _ = slice_sample(logp, x, rng=rng)
-        draws.append(x)
-    draws = np.array(draws[500:])
-    assert abs(draws.mean() - 2.0) < 0.03
-    assert abs(draws.var() - 0.25) < 0.02
-
-
-def test_slice_sampler_respects_a_bounded_support():
-    rng = np.random.default_rng(1)
-    logp = lambda x: -2.0 * x if x > 0 else -math.inf  # Exponential(rate 2): mean 0.5, var 0.25
-    x, draws = 1.0, []
-    for _ in range(20000):
-        x, _ = slice_sample(logp, x, rng=rng, width=0.1)
-        draws.append(x)
-    draws = np.array(draws[500:])
-    assert draws.min() > 0
-    assert abs(draws.mean() - 0.5) < 0.03
-    assert abs(draws.var() - 0.25) < 0.03
-
-
-def test_slice_sampler_rejects_an_impossible_start():
-    with pytest.raises(ValueError, match="log density"):
-        slice_sample(lambda x: -math.inf, 0.0, rng=np.random.default_rng(0))
-
-
-def test_priors_have_the_supplement_supports():
-    assert log_prior_mean(0.5, y_mean=0.4, y_min=0.0, y_max=1.0) > log_prior_mean(0.9, y_mean=0.4, y_min=0.0, y_max=1.0)
-    assert log_prior_mean(1.1, y_mean=0.4, y_min=0.0, y_max=1.0) == -math.inf
-    # signal variance between var(y)/K_max and var(y)/K_min
-    assert log_prior_log_signal_variance(math.log(2.0), y_var=2.0, k_min=0.1, k_max=1.0) > -math.inf
-    assert log_prior_log_signal_variance(math.log(2.0 / 1.5), y_var=2.0, k_min=0.1, k_max=1.0) == -math.inf
-    assert log_prior_log_signal_variance(math.log(25.0), y_var=2.0, k_min=0.1, k_max=1.0) == -math.inf
-    # Horseshoe proxy decreases in x, with tau controlling the scale
-    vals = [log_horseshoe_upper(math.log(x), tau=5.0, upper=math.log(100)) for x in (0.01, 0.1, 1, 10, 99)]
-    assert all(a > b for a, b in zip(vals, vals[1:]))
-    assert log_horseshoe_upper(math.log(1.0), tau=5.0, upper=math.log(100)) == pytest.approx(math.log(math.log(1 + 50)))
-    assert log_horseshoe_upper(math.log(200.0), tau=5.0, upper=math.log(100)) == -math.inf
-
-
-def test_robust_cholesky_adds_jitter_only_where_needed():
-    v = torch.randn(6, 2, dtype=torch.float64)
-    singular = v @ v.T  # rank 2
-    good = singular + torch.eye(6, dtype=torch.float64)
-    L = robust_cholesky(torch.stack([good, singular]))
-    assert torch.allclose(L[0] @ L[0].T, good)
-    assert torch.isfinite(L[1]).all()
-    assert torch.allclose(L[1] @ L[1].T, singular, atol=1e-3 * float(singular.diagonal().mean()))
 
 
 def test_gp_interpolates_training_points_at_small_noise():
@@ -110,40 +58,14 @@ def test_fit_draws_samples_inside_the_prior_bounds_and_warm_starts():
     assert np.corrcoef(mean.mean(0).numpy(), y)[0, 1] > 0.95
 
 
-def test_log_h_matches_the_direct_formula():
-    z = torch.linspace(-3, 8, 101, dtype=torch.float64)
-    direct = torch.exp(-0.5 * z**2) / math.sqrt(2 * math.pi) + z * torch.special.ndtr(z)
-    assert torch.allclose(log_h(z), torch.log(direct), rtol=1e-9, atol=1e-12)
-    # where the direct formula cancels, compare with the asymptotic series phi(z)/z^2 (1 - 3/z^2 + 15/z^4 - 105/z^6)
-    z = torch.linspace(-40, -8, 50, dtype=torch.float64)
-    series = -0.5 * z**2 - 0.5 * math.log(2 * math.pi) - 2 * torch.log(-z) + torch.log(1 - 3 / z**2 + 15 / z**4 - 105 / z**6)
-    assert torch.allclose(log_h(z), series, atol=1e-4)
-    far = log_h(torch.tensor([-50.0, -1e5], dtype=torch.float64))
-    assert torch.isfinite(far).all() and far[0] > far[1]
-
-
-def test_expected_improvement_orders_candidates():
-    mean = torch.tensor([[0.0, 1.0, 2.0]], dtype=torch.float64)
-    var = torch.ones_like(mean)
-    lei = log_expected_improvement(mean, var, best=0.5)[0]
-    assert lei[0] > lei[1] > lei[2]
-    # averaging over samples equals log of the mean EI
-    mean2 = torch.tensor([[0.0, 1.0, 2.0], [1.0, 0.0, 3.0]], dtype=torch.float64)
-    var2 = torch.ones_like(mean2)
-    avg = log_mean_expected_improvement(mean2, var2, best=0.5)
-    direct = torch.log(torch.exp(log_expected_improvement(mean2, var2, best=0.5)).mean(0))
-    assert torch.allclose(avg, direct)
-
-
 def test_signal_variance_restart_lands_at_the_data_scale():
     """When the chain's signal variance falls outside Eq. (10)'s support, the sweep
     restarts it at the data's scale, not in the middle of a support that K_min ~ 1e-100 stretches
     to ~115 nats above the data."""
-    from graphbo import Binary, Space
     from graphbo.models.diffusion_gp import HyperSample, _Sweeper
     from graphbo.models.priors import log_signal_variance_support
 
-    space = Space({f"x{i}": Binary() for i in range(60)})
+    space = binary_space(60)
     kern = GraphDiffusionKernel([v.spectrum for v in space.variables])
     gaps = []
     for seed in range(5):
@@ -162,30 +84,6 @@ def test_signal_variance_restart_lands_at_the_data_scale():
         gaps.append(abs(gp.state.log_amp - math.log(y.var())))
     # after the restart and one slice-sampling step the amplitude is within a few nats of var(y)
     assert max(gaps) < 5.0, gaps
-
-
-def test_mean_prior_is_the_supplements_truncated_normal():
-    # supplement Eq. 9: N(mean(y), ((y_max - y_min) / 4)^2) on [y_min, y_max], up to a constant
-    y_mean, y_min, y_max = 1.5, -2.0, 6.0
-    sd = (y_max - y_min) / 4.0
-    for m in (-2.0, 0.0, 1.5, 4.0, 6.0):
-        assert log_prior_mean(m, y_mean=y_mean, y_min=y_min,
-                              y_max=y_max) == pytest.approx(-0.5 * ((m - y_mean) / sd) ** 2, abs=1e-12)
-    assert log_prior_mean(-2.001, y_mean=y_mean, y_min=y_min, y_max=y_max) == -math.inf
-    assert log_prior_mean(6.001, y_mean=y_mean, y_min=y_min, y_max=y_max) == -math.inf
-
-
-def test_robust_cholesky_repairs_a_matrix_that_fails_at_its_first_pivot():
-    # info = 1 (the first leading minor is not positive): the smallest jitter that works is used
-    C = torch.tensor([[0.0, 0.0], [0.0, 2.0]], dtype=torch.float64)
-    L = robust_cholesky(C)
-    assert torch.isfinite(L).all()
-    jittered = L @ L.T
-    assert float(jittered[0, 0]) == pytest.approx(1e-8, rel=1e-6)  # 1e-8 * mean(diag) = 1e-8
-    assert float(jittered[1, 1]) == pytest.approx(2.0 + 1e-8)
-    batch = robust_cholesky(torch.stack([C, torch.eye(2, dtype=torch.float64)]))
-    torch.testing.assert_close(batch[0], L)
-    torch.testing.assert_close(batch[1], torch.eye(2, dtype=torch.float64))
 
 
 def _gaussian_loglik(y, mean, C):

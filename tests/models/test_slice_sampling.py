@@ -1,4 +1,6 @@
-"""COMBO's slice sampler: the fast paths compute the same densities and leave the chain's law unchanged."""
+"""Slice sampling: the univariate sampler (graphbo.models.slice_sampling) draws from its density, and COMBO's
+sweep over the DiffusionGP's hyper-parameters (``diffusion_gp._Sweeper``): the fast paths compute the same
+densities and leave the chain's law unchanged."""
 
 from __future__ import annotations
 
@@ -8,8 +10,9 @@ import numpy as np
 import pytest
 
 import graphbo as gb
-from graphbo.models import diffusion_gp
+from graphbo.models import diffusion_gp, slice_sample
 from graphbo.models.diffusion_gp import DiffusionGP, HyperSample, _Sweeper
+from support import binary_space
 
 
 class _ReferenceSweeper(_Sweeper):
@@ -229,7 +232,7 @@ def test_carried_gram_is_the_gram_of_the_current_betas():
 def test_an_underflowing_gram_switches_the_sweep_to_logs():
     """120 relevant binary variables (tiny betas): distant rows' K is below the safe floor, the updates sum logs,
     and the sweep is the all-logs reference's."""
-    space = gb.Space({f"x{i}": gb.Binary() for i in range(120)})
+    space = binary_space(120)
     kernel = gb.GraphDiffusionKernel([v.spectrum for v in space.variables])
     rng = np.random.default_rng(0)
     X = space.sample_index(40, rng)
@@ -264,3 +267,33 @@ def test_two_values_in_closed_form_are_the_tables_entries():
             assert np.allclose(np.diagonal(table), a, rtol=1e-12)
             off = table[~np.eye(table.shape[0], dtype=bool)]
             assert np.allclose(off, b, rtol=1e-9, atol=1e-15)
+
+
+def test_slice_sampler_reproduces_a_normal():
+    rng = np.random.default_rng(0)
+    logp = lambda x: -0.5 * ((x - 2.0) / 0.5) ** 2
+    x, draws = 0.0, []
+    for _ in range(20000):
+        x, _ = slice_sample(logp, x, rng=rng)
+        draws.append(x)
+    draws = np.array(draws[500:])
+    assert abs(draws.mean() - 2.0) < 0.03
+    assert abs(draws.var() - 0.25) < 0.02
+
+
+def test_slice_sampler_respects_a_bounded_support():
+    rng = np.random.default_rng(1)
+    logp = lambda x: -2.0 * x if x > 0 else -math.inf  # Exponential(rate 2): mean 0.5, var 0.25
+    x, draws = 1.0, []
+    for _ in range(20000):
+        x, _ = slice_sample(logp, x, rng=rng, width=0.1)
+        draws.append(x)
+    draws = np.array(draws[500:])
+    assert draws.min() > 0
+    assert abs(draws.mean() - 0.5) < 0.03
+    assert abs(draws.var() - 0.25) < 0.03
+
+
+def test_slice_sampler_rejects_an_impossible_start():
+    with pytest.raises(ValueError, match="log density"):
+        slice_sample(lambda x: -math.inf, 0.0, rng=np.random.default_rng(0))

@@ -14,13 +14,13 @@ import graphbo as gb
 from graphbo.acquisition import LogExpectedImprovement, log_expected_improvement
 from graphbo.acquisition.confidence_bound import NegativeLowerConfidenceBound
 from graphbo.benchmarks import load_benchmark
-from graphbo.kernels.frequency_modulated import FMKernel
 from graphbo.models.base import Posterior, Screening, Surrogate
 from graphbo.models.diffusion_gp import DiffusionGP
 from graphbo.models.mixed_gp import MixedGP
 from graphbo.models.otmann_gp import OTMANNGP
 from graphbo.optim.graph_local_search import optimize_acquisition_on_graph
 from graphbo.optim.mixed import optimize_acquisition_mixed
+from support import fm_kernel
 
 
 def _diffusion_kernel(space):
@@ -44,9 +44,7 @@ def bofm_case():
     rng = np.random.default_rng(0)
     X = space.sample_index(15, rng).astype(float)
     y = np.array([bench(space.from_index(r)) for r in X])
-    kernel = FMKernel("modlap", [space.variables[j].spectrum for j in space.discrete_indices],
-                      n_continuous=len(space.continuous_indices))
-    model = MixedGP(kernel, space, n_restarts=2).fit(X, y, rng=rng)
+    model = MixedGP(fm_kernel(space), space, n_restarts=2).fit(X, y, rng=rng)
     return model, X, y, space.sample_index(10, np.random.default_rng(1)).astype(float)
 
 

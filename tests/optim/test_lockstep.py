@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 import types
 
 import numpy as np
@@ -114,3 +116,33 @@ def test_a_routine_that_does_not_reproduce_minimize_is_not_used(monkeypatch):
     monkeypatch.setattr(lockstep, "_setulb", lambda: None)
     monkeypatch.setattr(lockstep, "_WORKS", None)
     assert not lockstep.reverse_communication_works()
+
+
+def test_lockstep_close_ends_threads_left_inside_an_l_bfgs_b_call():
+    """D.1's per-start L-BFGS-B threads are kept for a whole acquisition optimisation; a run interrupted
+    while they wait for answers (Ctrl-C in the main thread) must not leave close() waiting for them."""
+    cont = np.array([1, 2])
+
+    def acquisition(rows):
+        return -(rows[:, 1:] - 0.3).square().sum(1)
+
+    lock = lockstep.Lockstep(acquisition, cont, threads=True)
+    rows = np.tile(np.array([0.0, 0.9, 0.1]), (4, 1))
+    x, v = lock.run(rows, maxiter=50)  # a normal run first: the threads are reused afterwards
+    assert np.allclose(x, 0.3, atol=1e-4) and np.all(v <= 1e-8)
+    original = threading.Condition.wait_for
+
+    def interrupted(cond, predicate, timeout=None):
+        original(cond, predicate, timeout)
+        raise KeyboardInterrupt  # what Ctrl-C does while the main thread waits for the requests
+
+    lock._posted.wait_for = types.MethodType(interrupted, lock._posted)
+    threads = list(lock._threads)
+    with pytest.raises(KeyboardInterrupt):
+        lock.run(rows, maxiter=50)
+    assert all(t.is_alive() for t in threads)  # each is inside its L-BFGS-B call, waiting for an answer
+    t0 = time.monotonic()
+    lock.close()
+    assert time.monotonic() - t0 < 5.0
+    assert not any(t.is_alive() for t in threads)
+    assert torch.is_tensor(acquisition(torch.zeros(1, 3)))

@@ -4,6 +4,7 @@ import numpy as np
 
 import graphbo as gb
 from graphbo.optim.trim import trim_to_paid_changes
+from support import binary_space
 
 
 def _mean(rows):
@@ -47,7 +48,7 @@ def test_a_reversal_to_an_evaluated_or_refused_row_is_not_made():
 def test_combo_trims_by_default_and_only_sets_changes_back():
     """The default proposal is the paper's (``trim_proposals=False``) with some changes from the incumbent set
     back: same observations and seed, so the same maximiser's row before trimming."""
-    space = gb.Space({f"x{i}": gb.Binary() for i in range(10)})
+    space = binary_space(10)
     rng = np.random.default_rng(3)
     X = space.sample_index(12, rng)
     y = X[:, :3].sum(1) - 0.1 * X[:, 3:].sum(1)
@@ -69,7 +70,7 @@ def test_combo_trims_by_default_and_only_sets_changes_back():
 
 
 def test_combo_with_trimmed_proposals_changes_no_more_than_it_must():
-    space = gb.Space({f"x{i}": gb.Binary() for i in range(8)})
+    space = binary_space(8)
 
     def f(c):  # only x0 and x1 matter
         return -float(c["x0"]) - float(c["x1"])

@@ -283,7 +283,7 @@ def test_told_configs_leave_the_pending_set_in_a_mixed_space():
                       "n": gb.Integer(1, 5000, log=True)})
     opt = gb.RandomSearch(space, seed=0, n_initial=50)
     configs = opt.ask(50)
-    assert len(opt._pending) == 50
+    assert opt.n_pending == 50
     for c in configs:
         opt.tell(c, 1.0)
     assert opt.n_pending == 0

@@ -18,6 +18,7 @@ import graphbo as gb  # noqa: E402
 from graphbo.optimizers import METHODS, BODi, RandomSearch  # noqa: E402
 from graphbo.optimizers.bodi import (diverse_dictionary, hamming_embedding, hamming_neighbours,  # noqa: E402
                                      levels_of)
+from support import binary_space  # noqa: E402
 
 #: a small dictionary and acquisition search: a suggestion in a fraction of a second
 FAST = {"n_dictionary": 24, "n_candidates": 200, "n_restarts": 4, "n_local_steps": 8}
@@ -143,7 +144,7 @@ def test_no_configuration_is_suggested_twice_and_an_exhausted_space_is_reported(
 
 
 def test_the_acquisition_search_returns_the_best_configuration_neither_told_nor_pending():
-    space = gb.Space({f"x{i}": gb.Binary() for i in range(6)})
+    space = binary_space(6)
     opt = BODi(space, seed=0, n_initial=0, n_candidates=30, n_restarts=3, n_local_steps=10)
     peak = np.array([1, 0, 1, 1, 0, 1])
     opt.tell(space.from_index(peak), 0.0)
@@ -220,7 +221,7 @@ OPTIMUM = float(np.min([quadratic(x) for x in _ALL]))
 
 
 def test_finds_the_optimum_of_a_small_binary_quadratic_better_than_random_search():
-    space = gb.Space({f"x{i}": gb.Binary() for i in range(D_BITS)})
+    space = binary_space(D_BITS)
     fn = lambda c: quadratic([int(c[f"x{i}"]) for i in range(D_BITS)])  # noqa: E731
     budget, seeds = 16, (0, 1, 2)
     bodi = [min(fn(c) for c in run(BODi(space, seed=s, n_initial=6, **FAST), fn, budget)) - OPTIMUM for s in seeds]

@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
-import torch
 
 import graphbo as gb
 from graphbo.acquisition import LogExpectedImprovement
 from graphbo.benchmarks import load_benchmark
+from support import categorical_binary_integer_two_continuous_data
 
 FAST = dict(n_restarts=3, n_random=2000, n_spray=10, n_starts=8)
 
@@ -81,49 +81,13 @@ def distance(space, a, b):
     return float(np.linalg.norm(ra[cont] - rb[cont]) + np.count_nonzero(ra[disc] != rb[disc]))
 
 
-def marginals(model, rows):
-    """Posterior mean and variance of BO-FM's single hyper-parameter sample."""
-    post = model.posterior(rows)
-    return post.mean[0], post.variance[0]
-
-
-def test_fantasies_collapse_the_variance_at_pending_points_and_keep_the_fit():
-    opt = func2c_optimizer()
-    opt.model.fit(opt.X, opt.y, rng=np.random.default_rng(0))
-    model, space = opt.model, opt.space
-    params = model.params.clone()
-    pending = space.sample_index(3, np.random.default_rng(1))
-    probe = space.sample_index(200, np.random.default_rng(2))
-    mean_before, var_before = marginals(model, pending)
-    probe_mean_before, probe_var_before = marginals(model, probe)
-    model.add_fantasies(pending)
-    fantasy = model._ys[-3:]
-    mean_after, var_after = marginals(model, pending)
-    probe_mean_after, probe_var_after = marginals(model, probe)
-    noise = float(torch.exp(params[-2])) + 1e-6
-    # the pending points are now data (observed with noise): latent variance at most the noise variance
-    assert model.n_fantasies == 3 and model._V.shape[0] == opt.n_told + 3
-    assert torch.all(var_after <= noise * (1 + 1e-6)) and torch.all(var_after > 0.5 * noise)
-    assert torch.all(var_before > 5 * var_after)
-    # fantasies are the posterior mean: the mean is unchanged (at them and elsewhere), variance never grows
-    assert torch.allclose(fantasy, mean_before, rtol=0, atol=1e-12)
-    assert torch.allclose(mean_after, mean_before, atol=1e-6)
-    assert torch.allclose(probe_mean_after, probe_mean_before, atol=1e-6)
-    assert torch.all(probe_var_after <= probe_var_before + 1e-12)
-    # the hyper-parameters are those fitted to the real data
-    assert torch.equal(model.params, params)
-    # a refit starts from the real data again
-    model.fit(opt.X, opt.y, rng=np.random.default_rng(0))
-    assert model.n_fantasies == 0 and model._V.shape[0] == opt.n_told
-
-
 def test_ask_n_hallucinates_pending_points():
     """ask(2): the second suggestion comes from a model holding the first as a fantasy, and differs from a
     pending-unaware second suggestion (the first excluded, as before the believer) made from the same state."""
     believer, unaware = func2c_optimizer(seed=3), func2c_optimizer(seed=3)
     a1, a2 = believer.ask(2)
     assert believer.model.n_fantasies == 1
-    assert believer.model._V.shape[0] == believer.n_told + 1
+    assert believer.model.conditioned_inputs[0].shape[0] == believer.n_told + 1
     b1 = unaware.ask()
     assert b1 == a1  # same seed, same data, nothing pending: the same first suggestion
     unaware.mark_failed(b1)  # excluded but not pending: exactly the old behaviour for the second ask
@@ -165,14 +129,14 @@ def test_batch_of_four_is_distinct_and_more_spread_than_pending_unaware_asks():
     for c in batch:
         believer.tell(c, bench(c))
     believer.ask()
-    assert believer.model.n_fantasies == 0 and believer.model._V.shape[0] == believer.n_told
+    assert believer.model.n_fantasies == 0 and believer.model.conditioned_inputs[0].shape[0] == believer.n_told
 
 
 def test_no_pending_points_no_fantasies():
     opt = func2c_optimizer(seed=5)
     c = opt.ask()
-    assert opt.model.n_fantasies == 0 and opt.model._V.shape[0] == opt.n_told
-    assert np.array_equal(opt.model._V.numpy(), opt.X[:, opt.space.discrete_indices])
+    assert opt.model.n_fantasies == 0 and opt.model.conditioned_inputs[0].shape[0] == opt.n_told
+    assert np.array_equal(opt.model.conditioned_inputs[0].numpy(), opt.X[:, opt.space.discrete_indices])
 
 
 def test_bofm_kernel_methods_fix_the_kernel():
@@ -198,3 +162,23 @@ def test_the_paper_methods_keep_d1s_pool_and_bofm_takes_the_smaller_default():
     for k in ("modlap", "moddif", "addlap"):
         assert make_optimizer(f"bofm-{k}", space, seed=0).n_random == PAPER_N_RANDOM
     assert make_optimizer("bofm-modlap", space, seed=0, n_random=500).n_random == 500  # asked for: kept
+
+
+def test_bofm_state_keeps_the_warm_fit_count(categorical_binary_integer_two_continuous_space):
+    space = categorical_binary_integer_two_continuous_space
+    X, y = categorical_binary_integer_two_continuous_data(16)
+    opt = gb.BOFM(space, seed=0, n_initial=12, n_random=500, n_starts=4, n_restarts=2, restart_every=4)
+    for row, v in zip(X[:12], y[:12]):
+        opt.tell(space.from_index(row), float(v))
+    for _ in range(2):
+        config = opt.ask()
+        opt.tell(config, 1.0)
+    assert opt.model.warm_fits == 1
+    state = opt.get_state()
+    resumed = gb.BOFM(space, seed=0, n_initial=12, n_random=500, n_starts=4, n_restarts=2, restart_every=4)
+    for obs in opt.history:
+        resumed.tell(obs.config, obs.value)
+    resumed.set_state(state)
+    assert resumed.model.warm_fits == 1
+    assert resumed.ask() == opt.ask()
+    assert resumed.model.fit_info["warm"] is True and resumed.model.warm_fits == 2

@@ -13,10 +13,10 @@ import pytest
 import torch
 
 import graphbo as gb
-from graphbo.kernels.frequency_modulated import FMKernel
 from graphbo.models.mixed_gp import MixedGP
 from graphbo.optimizers import METHODS
 from graphbo.study import Study
+from support import fm_kernel
 
 FAST = dict(n_restarts=3, n_random=2000, n_spray=10, n_starts=8)
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(),
@@ -39,12 +39,6 @@ def run(budget=15, seed=4, **kw):
         c = opt.ask()
         opt.tell(c, f(c))
     return opt
-
-
-def fm_kernel(sp, device=None):
-    return FMKernel("modlap", [sp.variables[j].spectrum for j in sp.discrete_indices],
-                    n_continuous=len(sp.continuous_indices),
-                    device=device)
 
 
 def probe_rows(sp, n=30):
@@ -86,8 +80,10 @@ def test_unavailable_cuda_is_refused_naming_the_argument():
 def test_model_tensors_live_on_the_requested_device():
     opt = run(budget=8, device="cpu")
     m, k = opt.model, opt.kernel
-    tensors = [m.params, m._L, m._alpha, m._V, m._C, m._ys, m._kp, *k.lam, *k.U, *k._es_tables, k._es_var,
-               k._es_lam, k._spec_lam, k.default_params(), k.random_params(np.random.default_rng(0))]
+    # the conditioned model's tensors (the standardised targets have no public name) and the kernel's tables
+    tensors = [m.params, m.cholesky, m.alpha, *m.conditioned_inputs, m._ys, m.kernel_params, m.signal_variance,
+               m.constant_mean, *k.lam, *k.U, *k._es_tables, k._es_var, k._es_lam, k._spec_lam, k.default_params(),
+               k.random_params(np.random.default_rng(0))]
     assert all(t.device.type == "cpu" for t in tensors)
     post = m.posterior(probe_rows(opt.space, 5))
     assert post.mean.device.type == "cpu" and post.variance.device.type == "cpu"
@@ -145,7 +141,7 @@ def test_cuda_matches_cpu_within_rounding():
     cpu.model.condition(cpu.X, cpu.y)
     gpu.model.params = cpu.model.params.to("cuda")
     gpu.model.condition(cpu.X, cpu.y)
-    assert gpu.model._L.device.type == "cuda"
+    assert gpu.model.cholesky.device.type == "cuda"
     rows = probe_rows(cpu.space)
     pc, pg = cpu.model.posterior(rows), gpu.model.posterior(rows)
     assert pg.mean.device.type == "cuda"
@@ -153,12 +149,12 @@ def test_cuda_matches_cpu_within_rounding():
     np.testing.assert_allclose(pg.variance.cpu().numpy(), pc.variance.numpy(), rtol=1e-7, atol=1e-10)
     # ML-II from the same starting points reaches the same optimum on both devices
     sp = categorical_binary_ordinal_two_continuous_space()
-    fits = [MixedGP(fm_kernel(sp, dev), sp, n_restarts=3, device=dev).fit(cpu.X, cpu.y, rng=np.random.default_rng(0))
+    fits = [MixedGP(fm_kernel(sp, device=dev), sp, n_restarts=3, device=dev).fit(cpu.X, cpu.y, rng=np.random.default_rng(0))
             for dev in ("cpu", "cuda")]
     assert fits[1].fit_info["objective"] == pytest.approx(fits[0].fit_info["objective"], rel=1e-4, abs=1e-4)
     # a real run on the device: model tensors stay there and the suggestions are valid
     full = run(budget=12, device="cuda")
-    assert full.model.params.device.type == "cuda" and full.model._L.device.type == "cuda"
+    assert full.model.params.device.type == "cuda" and full.model.cholesky.device.type == "cuda"
     for h in full.history:
         full.space.validate(h.config)
     with pytest.raises(ValueError, match=r"^device is 'cuda'"):

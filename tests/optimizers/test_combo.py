@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import graphbo as gb
-from graphbo.kernels.diffusion import GraphDiffusionKernel
+from support import binary_space
 
 FAST = dict(n_burn=10, n_samples=3, n_random=500, n_spray=5, n_starts=5)
 
@@ -145,19 +145,9 @@ def test_batch_ask_is_distinct_and_accounts_for_pending_points():
         opt.ask(0)
 
 
-def test_mean_correlation_spans_constant_to_uncorrelated():
-    space = gb.Space({"o": gb.Ordinal(list(range(6))), "c": gb.Categorical(list("abcd"))})
-    kernel = GraphDiffusionKernel([v.spectrum for v in space.variables])
-    for i in range(2):
-        rho = [kernel.mean_correlation(i, lb) for lb in (-12.0, -2.0, 0.0, 12.0)]
-        assert rho[0] == pytest.approx(0.0, abs=1e-3)  # beta -> 0: distinct values uncorrelated
-        assert rho[-1] == pytest.approx(1.0, abs=1e-3)  # beta -> inf: a constant factor
-        assert 0.0 < rho[1] < rho[2] < 1.0  # and monotone in between
-
-
 def test_relevance_grows_with_importance_and_beta_reads_the_other_way():
     """x0 and x1 drive the objective, x2..x5 do not: the model must say so in both names."""
-    space = gb.Space({f"x{i}": gb.Binary() for i in range(6)})
+    space = binary_space(6)
 
     def objective(c):
         return 3.0 * c["x0"] - 2.0 * c["x1"]

@@ -2,69 +2,23 @@
 
 ``beta_prior="reference"`` evaluates the Horseshoe proxy at ``exp(log beta)`` with no Jacobian, as the authors'
 code; ``"horseshoe"`` is the paper's prior on ``beta`` carried to ``log beta`` by the change of variables. These
-tests check the density itself (a slice sampler on it alone draws ``beta`` from the proxy), and the consequence
-that made the option necessary: with little data the reference density holds every ``beta_i`` near its lower
+tests check the consequence that made the option necessary (the densities themselves are checked in
+tests/models/test_priors.py): with little data the reference density holds every ``beta_i`` near its lower
 bound, where the GP predicts its mean away from the data, while the paper's prior lets it generalise.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
-from scipy import integrate
 from scipy.stats import spearmanr
 
 import graphbo as gb
-from graphbo.models.priors import LOG_BETA_UPPER, LOG_LOWER, log_horseshoe_upper, log_horseshoe_upper_of_log
-from graphbo.models.slice_sampling import slice_sample
-
-TAU = 5.0
-
-
-def test_the_log_scale_density_is_the_proxy_times_the_jacobian():
-    for u in (-11.5, -3.0, 0.0, 2.0, 4.5):
-        assert log_horseshoe_upper_of_log(u, tau=TAU, upper=LOG_BETA_UPPER) == pytest.approx(
-            log_horseshoe_upper(u, tau=TAU, upper=LOG_BETA_UPPER) + u)
-    assert log_horseshoe_upper_of_log(LOG_LOWER - 0.1, tau=TAU, upper=LOG_BETA_UPPER) == -math.inf
-    assert log_horseshoe_upper_of_log(LOG_BETA_UPPER + 0.1, tau=TAU, upper=LOG_BETA_UPPER) == -math.inf
-    # the reference density of log beta grows without bound as beta falls; the paper's falls off
-    assert log_horseshoe_upper(-11.0, tau=TAU, upper=LOG_BETA_UPPER) > log_horseshoe_upper(0.0, tau=TAU,
-                                                                                           upper=LOG_BETA_UPPER)
-    assert log_horseshoe_upper_of_log(-11.0, tau=TAU, upper=LOG_BETA_UPPER) < log_horseshoe_upper_of_log(0.0, tau=TAU,
-                                                                                               upper=LOG_BETA_UPPER)
-
-
-def test_sampling_log_beta_with_the_jacobian_draws_beta_from_the_horseshoe_proxy():
-    """A slice-sampling chain on ``log beta`` under the log-scale density, without data, visits ``beta``
-    below 1 with the probability the proxy on ``beta`` gives (numerical integral on the support)."""
-    lo, hi = math.exp(LOG_LOWER), math.exp(LOG_BETA_UPPER)
-
-    def proxy(x):
-        return math.log1p(2 * TAU * TAU / (x * x))
-
-    total = integrate.quad(proxy, lo, hi, points=[1e-3, 1.0, 10.0], limit=200)[0]
-    below_one = integrate.quad(proxy, lo, 1.0, points=[1e-3], limit=200)[0] / total
-    rng = np.random.default_rng(0)
-    u, draws = 0.0, []
-    for k in range(12000):
-        u, _ = slice_sample(lambda v: log_horseshoe_upper_of_log(v, tau=TAU, upper=LOG_BETA_UPPER), u, rng=rng,
-                            width=2.0)
-        if k >= 1000:
-            draws.append(u)
-    frac = float(np.mean(np.exp(draws) < 1.0))
-    assert frac == pytest.approx(below_one, abs=0.03), (frac, below_one)
-    # the reference density instead piles the chain at the lower bound
-    u, ref = 0.0, []
-    for k in range(3000):
-        u, _ = slice_sample(lambda v: log_horseshoe_upper(v, tau=TAU, upper=LOG_BETA_UPPER), u, rng=rng, width=2.0)
-        ref.append(u)
-    assert np.median(ref[1000:]) < -6.0 and np.median(draws) > -1.0, (np.median(ref[1000:]), np.median(draws))
+from support import binary_space
 
 
 def _fitted(beta_prior, n=40, d=30, seed=0):
-    space = gb.Space({f"x{i}": gb.Binary() for i in range(d)})
+    space = binary_space(d)
     weights = np.random.default_rng(100).normal(size=d)
 
     def f(row):  # additive: every variable matters, smoothly
@@ -101,7 +55,7 @@ def test_a_bad_beta_prior_names_the_option():
 
 
 def test_a_chain_saved_under_another_prior_loads_with_a_warning_naming_it():
-    space = gb.Space({f"x{i}": gb.Binary() for i in range(6)})
+    space = binary_space(6)
     old = gb.COMBO(space, seed=0, n_initial=4, n_burn=5, n_samples=2, n_random=200, n_starts=2, beta_prior="reference")
     for _ in range(6):
         c = old.ask()

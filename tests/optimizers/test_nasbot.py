@@ -108,9 +108,9 @@ def test_tell_validates_at_the_boundary_and_stores_nothing():
         opt.tell(config, float("nan"))
     with pytest.raises(ValueError, match="takes MLP networks"):
         opt.tell(ArchitectureSpace("cnn").initial_pool()[0], 0.5)
-    assert opt.n_told == 0 and len(opt._pending) == 1
+    assert opt.n_told == 0 and opt.n_pending == 1
     opt.tell(Architecture.from_dict(config), 0.5)  # an Architecture object is accepted too
-    assert opt.n_told == 1 and not opt._pending
+    assert opt.n_told == 1 and opt.n_pending == 0
     with pytest.raises(TypeError, match="ArchitectureSpace"):
         NASBOT(gb.Space({"x": gb.Binary()}))
     with pytest.raises(TypeError, match="graphbo.Space"):

@@ -1,4 +1,7 @@
-"""BO-FM's ML-II fit (MixedGP) on data that stalls restarts: it never keeps a penalty state."""
+"""MixedGP (graphbo.models.mixed_gp), BO-FM's GP: its ML-II fit on data that stalls restarts (it never keeps a
+penalty state), the objective and the prior term by term, the warm-started fits (``restart_every > 1``: they
+reach the cold fit's optimum, follow their schedule and fall back to the full restarts when the warm start ends
+worse than the default point), its fantasies and its split of mixed rows."""
 
 import logging
 import math
@@ -7,9 +10,12 @@ import numpy as np
 import pytest
 import torch
 
+import graphbo as gb
 from graphbo.benchmarks import load_benchmark
 from graphbo.kernels.frequency_modulated import FMKernel
 from graphbo.models.mixed_gp import PENALTY, MixedGP
+from support import (categorical_binary_integer_two_continuous_data, categorical_binary_integer_two_continuous_space,
+                     fm_kernel)
 
 
 def func2c_space():
@@ -226,3 +232,119 @@ def test_fit_options_are_validated_at_the_boundary():
     m.fit(X, y, rng=np.random.default_rng(0))
     m.fit(X, y, rng=np.random.default_rng(1))
     assert m.fit_info["warm"] is False and torch.isfinite(m.params).all()
+
+
+def test_warm_fit_reaches_the_cold_optimum_and_predicts_the_same(categorical_binary_integer_two_continuous_space):
+    space = categorical_binary_integer_two_continuous_space
+    X, y = categorical_binary_integer_two_continuous_data(40)
+    Xq = space.sample_index(30, np.random.default_rng(5)).astype(float)
+    cold = MixedGP(fm_kernel(space), space, n_restarts=6, restart_every=1)
+    warm = MixedGP(fm_kernel(space), space, n_restarts=6, restart_every=10)
+    for model in (cold, warm):
+        model.fit(X[:-1], y[:-1], rng=np.random.default_rng(1))  # both: full restarts at the first fit
+    assert cold.fit_info["warm"] is False and warm.fit_info["warm"] is False
+    cold.fit(X, y, rng=np.random.default_rng(2))
+    warm.fit(X, y, rng=np.random.default_rng(2))
+    assert cold.fit_info["warm"] is False and cold.fit_info["n_run"] >= 6
+    assert warm.fit_info["warm"] is True and warm.fit_info["n_run"] == 1
+    assert warm.fit_info["objective"] == pytest.approx(cold.fit_info["objective"], abs=1e-4)
+    pc, pw = cold.posterior(Xq), warm.posterior(Xq)
+    assert torch.allclose(pc.mean, pw.mean, atol=1e-3)
+    assert torch.allclose(pc.variance, pw.variance, atol=1e-3)
+
+
+def test_restart_schedule(categorical_binary_integer_two_continuous_space):
+    space = categorical_binary_integer_two_continuous_space
+    X, y = categorical_binary_integer_two_continuous_data(30)
+    model = MixedGP(fm_kernel(space), space, n_restarts=3, restart_every=3)
+    warm = []
+    for n in range(20, 27):
+        model.fit(X[:n], y[:n], rng=np.random.default_rng(n))
+        warm.append(model.fit_info["warm"])
+    assert warm == [False, True, True, False, True, True, False]
+
+
+def test_a_warm_start_worse_than_the_default_point_runs_the_restarts(categorical_binary_integer_two_continuous_space):
+    space = categorical_binary_integer_two_continuous_space
+    X, y = categorical_binary_integer_two_continuous_data(30)
+    model = MixedGP(fm_kernel(space), space, n_restarts=4, restart_every=10, maxiter=1)
+    model.fit(X, y, rng=np.random.default_rng(0))
+    # a previous optimum far from the data (tiny signal, huge noise): one L-BFGS-B iteration
+    # cannot get below the default point's objective, so the warm fit must not be kept
+    model.params = torch.tensor([6.0] * model.kernel.size + [-6.0, 2.0, 3.0], dtype=torch.float64)
+    model.warm_fits = 0
+    model.fit(X, y, rng=np.random.default_rng(1))
+    assert model.fit_info["warm"] is False
+    assert model.fit_info["n_run"] == 4 and model.warm_fits == 0
+    default = torch.cat([model.kernel.default_params(), torch.tensor([0.0, -4.0, 0.0], dtype=torch.float64)])
+    assert not torch.allclose(model.params, torch.tensor([6.0] * model.kernel.size + [-6.0, 2.0, 3.0],
+                                                         dtype=torch.float64))
+    assert model.fit_info["objective"] < float("inf") and default.numel() == model.params.numel()
+
+
+def test_restart_every_is_validated_by_name(categorical_binary_integer_two_continuous_space):
+    space = categorical_binary_integer_two_continuous_space
+    with pytest.raises(ValueError, match="restart_every"):
+        MixedGP(fm_kernel(space), space, restart_every=0)
+
+
+@pytest.mark.parametrize("order", ["consecutive", "interleaved"])
+def test_split_takes_the_columns_without_aliasing_the_rows(order):
+    """Consecutive discrete and continuous columns are sliced (a column gather of a large pool is slow),
+    others gathered; either way the parts are the right columns, the continuous part keeps the autograd
+    graph of a tensor input, and neither part is a view of the caller's rows."""
+    space = categorical_binary_integer_two_continuous_space() if order == "consecutive" else gb.Space(
+        {"u": gb.Continuous(0.0, 1.0), "a": gb.Categorical(["x", "y", "z"]), "v": gb.Continuous(0.0, 1.0),
+         "b": gb.Binary()})
+    model = MixedGP(fm_kernel(space), space)
+    X = torch.tensor(space.sample_index(6, np.random.default_rng(1)).astype(float), requires_grad=True)
+    V, C = model.split(X)
+    disc, cont = space.discrete_indices, space.continuous_indices
+    assert torch.equal(V, X.detach()[:, disc].long()) and V.dtype == torch.long
+    assert torch.equal(C.detach(), X.detach()[:, cont])
+    C.sum().backward()
+    assert torch.equal(X.grad[:, cont], torch.ones(6, cont.size, dtype=X.dtype))
+    assert torch.all(X.grad[:, disc] == 0)
+    before = X.detach().clone()
+    with torch.no_grad():
+        C += 1.0
+        V += 1
+    assert torch.equal(X.detach(), before)
+
+
+def test_fantasies_collapse_the_variance_at_pending_points_and_keep_the_fit():
+    bench = load_benchmark("func2c")
+    space = bench.space
+    X = rows(12)
+    y = np.array([bench(space.from_index(r)) for r in X])
+    m = model().fit(X, y, rng=np.random.default_rng(0))
+    params = m.params.clone()
+    pending = space.sample_index(3, np.random.default_rng(1))
+    probe = space.sample_index(200, np.random.default_rng(2))
+
+    def marginals(rows):
+        post = m.posterior(rows)
+        return post.mean[0], post.variance[0]
+
+    mean_before, var_before = marginals(pending)
+    probe_mean_before, probe_var_before = marginals(probe)
+    m.add_fantasies(pending)
+    L = m.cholesky
+    fantasy = ((L @ (L.T @ m.alpha))[:, 0] + m.constant_mean)[-3:]  # the conditioning values, fantasies last
+    mean_after, var_after = marginals(pending)
+    probe_mean_after, probe_var_after = marginals(probe)
+    noise = float(torch.exp(params[-2])) + 1e-6
+    # the pending points are now data (observed with noise): latent variance at most the noise variance
+    assert m.n_fantasies == 3 and m.conditioned_inputs[0].shape[0] == 12 + 3
+    assert torch.all(var_after <= noise * (1 + 1e-6)) and torch.all(var_after > 0.5 * noise)
+    assert torch.all(var_before > 5 * var_after)
+    # fantasies are the posterior mean: the mean is unchanged (at them and elsewhere), variance never grows
+    assert torch.allclose(fantasy, mean_before, rtol=0, atol=1e-12)
+    assert torch.allclose(mean_after, mean_before, atol=1e-6)
+    assert torch.allclose(probe_mean_after, probe_mean_before, atol=1e-6)
+    assert torch.all(probe_var_after <= probe_var_before + 1e-12)
+    # the hyper-parameters are those fitted to the real data
+    assert torch.equal(m.params, params)
+    # a refit starts from the real data again
+    m.fit(X, y, rng=np.random.default_rng(0))
+    assert m.n_fantasies == 0 and m.conditioned_inputs[0].shape[0] == 12

@@ -225,7 +225,7 @@ gb.minimize(f, space, budget=1, method="rs", seed=0)
 def test_a_log_line_names_graphbo_once(logging_setup):
     from pathlib import Path
 
-    src = str(Path(__file__).resolve().parents[2] / "src")
+    src = str(Path(__file__).resolve().parents[1] / "src")
     out = subprocess.run([sys.executable, "-c", _FAILING_RUN, logging_setup], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": src}, timeout=120)
     lines = [line for line in out.stderr.splitlines() if "trial 0 failed" in line]
@@ -241,7 +241,7 @@ def test_the_command_line_prints_warnings_with_its_prefix(tmp_path):
     (tmp_path / "bad.py").write_text("def objective(config):\n    raise ValueError('boom')\n")
     from pathlib import Path
 
-    src = str(Path(__file__).resolve().parents[2] / "src")
+    src = str(Path(__file__).resolve().parents[1] / "src")
     out = subprocess.run([sys.executable, "-m", "graphbo", "run", "--space", "space.yaml", "--objective",
                           "bad.py:objective", "--budget", "2", "--method", "rs", "--storage", "s.db"], cwd=tmp_path,
                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": src}, timeout=120)

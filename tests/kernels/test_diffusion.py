@@ -167,3 +167,13 @@ def test_matern_form_needs_unit_diagonal_factors_and_a_known_name():
     X = torch.arange(4)[:, None]
     K = kern.gram(torch.tensor([[0.3]], dtype=torch.float64), X)[0]
     assert torch.allclose(torch.diagonal(K), torch.ones(4, dtype=K.dtype))
+
+
+def test_mean_correlation_spans_constant_to_uncorrelated():
+    space = gb.Space({"o": gb.Ordinal(list(range(6))), "c": gb.Categorical(list("abcd"))})
+    kernel = GraphDiffusionKernel([v.spectrum for v in space.variables])
+    for i in range(2):
+        rho = [kernel.mean_correlation(i, lb) for lb in (-12.0, -2.0, 0.0, 12.0)]
+        assert rho[0] == pytest.approx(0.0, abs=1e-3)  # beta -> 0: distinct values uncorrelated
+        assert rho[-1] == pytest.approx(1.0, abs=1e-3)  # beta -> inf: a constant factor
+        assert 0.0 < rho[1] < rho[2] < 1.0  # and monotone in between
