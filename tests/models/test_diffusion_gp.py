@@ -159,3 +159,14 @@ def test_a_first_fit_on_a_large_told_history_burns_in_for_thirty_sweeps():
     assert not np.array_equal(samples(large, 12), samples(large, LARGE_FIRST_FIT_BURN_IN))
     small = LARGE_FIRST_FIT - 1
     assert not np.array_equal(samples(small, 100), samples(small, LARGE_FIRST_FIT_BURN_IN))
+
+
+def test_before_a_fit_the_model_says_so_instead_of_failing_inside():
+    import graphbo as gb
+
+    space = gb.Space({f"b{i}": gb.Binary() for i in range(3)})
+    model = gb.COMBO(space, seed=0).model
+    with pytest.raises(RuntimeError, match="fit first"):
+        model.screening()
+    with pytest.raises(RuntimeError, match="fit the model first"):
+        model.condition(np.zeros((2, 3), dtype=int), np.zeros(2))

@@ -69,6 +69,8 @@ def test_the_api_reference_shows_sphinx_roles_as_code(tmp_path):
     hook = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hook)
     html = ("see :class:<code>~graphbo.spaces.Space</code> and :meth:<code>Optimizer.ask</code>; "
+            ":meth:<code>Screening.bound &lt;graphbo.models.base.Screening.bound&gt;</code>; "
             "a ratio 1:2 and <code>:class:</code> as text")
     assert hook.strip_roles(html) == ("see <code>Space</code> and <code>Optimizer.ask</code>; "
+                                      "<code>Screening.bound</code>; "
                                       "a ratio 1:2 and <code>:class:</code> as text")

@@ -157,6 +157,7 @@ class DiffusionGP(Surrogate):
         self.widths: np.ndarray | None = None
         self._t: dict[str, Any] = dict(dtype=kernel.dtype, device=kernel.device)
         self._y_train = np.zeros(0)
+        self._screening: DiffusionGPScreening | None = None
 
     # -- fitting --------------------------------------------------------------
     def fit(self, X: np.ndarray, y: np.ndarray, *, rng: np.random.Generator) -> "DiffusionGP":
@@ -306,6 +307,9 @@ class DiffusionGP(Surrogate):
         :attr:`train_targets` is the ``(n,)`` ``y`` of the last call that had one.
         """
         self.samples = list(self.samples if samples is None else samples)
+        if not self.samples:
+            raise RuntimeError("DiffusionGP.condition: no hyper-parameter samples; fit the model first (or give "
+                               "samples)")
         X = np.asarray(X, dtype=np.int64)
         y = np.asarray(y, dtype=float)
         if y.ndim == 1:
@@ -358,7 +362,7 @@ class DiffusionGP(Surrogate):
         self._alpha = torch.cholesky_solve(resid, L)  # (S, n, 1)
         self._Linv_T = torch.linalg.solve_triangular(L, torch.eye(n, **t).expand(S, n, n), upper=False).transpose(1, 2)
         self._n = n
-        self._screening: DiffusionGPScreening | None = None
+        self._screening = None
 
     def _cross(self, O: torch.Tensor) -> torch.Tensor:
         """``amp * k(x, x_i)`` between one-hot candidates ``O`` ``(m, D)`` and the data, ``(S, m, n)``."""
@@ -402,6 +406,7 @@ class DiffusionGP(Surrogate):
         ``None`` with the kernel's ``"matern52"`` form, whose bounds would be the exact posterior's."""
         if not DiffusionGPScreening.supports(self.kernel):
             return None
+        self._conditioned()
         if self._screening is None:
             self._screening = DiffusionGPScreening(self)
         return self._screening

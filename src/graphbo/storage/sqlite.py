@@ -13,7 +13,7 @@ Tables:
   unless the store was made with ``trial_states=False``).
 - ``trial_attrs`` (``number``, ``key``, ``value`` JSON): per-trial
   attributes; created with the first one, so a study without any has exactly
-  the two tables above (graphbo 0.1's format, which older versions read).
+  the two tables above.
 
 Each row of the three tables also has a ``checksum`` column
 (:func:`graphbo.storage.checks.row_checksum` of its other columns, except a
@@ -21,11 +21,12 @@ trial's ``state``, which graphbo never reads back): written with every write of
 the row, verified for every row that has one on load, so a bit flipped inside a
 stored value is refused (:class:`CorruptStudyError` naming the trial or meta
 key). A file of an earlier graphbo (storage format 1 or 2, or no checksum
-columns) is converted once, when this one first opens it for writing, in that
-write transaction: it gets the columns, its rows are sealed as they read then,
-and it is stamped with the current format (the earlier pair kept under the meta
-key ``converted_from``), which the earlier version refuses as newer. Until then
-it is read as it is, its rows unverified. The triggers ``trials_checksum_stale``
+columns) is converted once, in the first write transaction this one makes to
+it (opening it for writing, or :meth:`~SQLiteStorage.unlock`): it gets the
+columns, its rows are sealed as they read then, and it is stamped with the
+current format (the earlier pair kept under the meta key ``converted_from``),
+which a version from before format 3 refuses as newer. Until then it is read as
+it is, its rows unverified. The triggers ``trials_checksum_stale``
 and ``trial_attrs_checksum_stale`` clear the checksum of a trial (attribute)
 that an UPDATE leaves with its old one (a hand edit): that row is then
 unverified, not refused.
@@ -886,10 +887,8 @@ def _json_or_none(text: Any) -> Any:
 
 
 def _count_crashes(conn: sqlite3.Connection, held: Mapping[str, Any]) -> None:
-    """In a write transaction: one more crash for each ``running`` trial the dead writer ``held`` handed out
-    (started at or after it took the lock). A file of graphbo 0.1 gets the ``crashes`` column first."""
-    if "crashes" not in _columns(conn, "trials"):
-        conn.execute("ALTER TABLE trials ADD COLUMN crashes INTEGER NOT NULL DEFAULT 0")
+    """In a write transaction, after :func:`_convert_earlier_file`: one more crash for each ``running`` trial the
+    dead writer ``held`` handed out (started at or after it took the lock)."""
     since = held.get("since")
     if isinstance(since, str):
         numbers = [r[0] for r in conn.execute("SELECT number FROM trials WHERE status = 'running' AND started >= ?",
@@ -905,8 +904,8 @@ def _convert_earlier_file(conn: sqlite3.Connection) -> None:
     It gets the ``checksum`` and ``crashes`` columns and the triggers that clear a stale checksum; every row is
     sealed as it reads now (so verified from then on: what changed in it before cannot be told); a study without
     a ``direction`` records ``"minimize"`` (what it meant); ``format`` becomes :data:`FORMAT_VERSION` and
-    ``graphbo_version`` this one's, the earlier pair kept under ``converted_from``. The earlier version then
-    refuses the file as newer instead of writing rows without checksums into it."""
+    ``graphbo_version`` this one's, the earlier pair kept under ``converted_from``. A version from before
+    format 3 then refuses the file as newer instead of writing rows without checksums into it."""
     tables = _tables(conn)
     added = False
     for table in ("meta", "trials", "trial_attrs"):
@@ -919,10 +918,12 @@ def _convert_earlier_file(conn: sqlite3.Connection) -> None:
     conn.execute(_STALE_TRIGGER)
     if "trial_attrs" in tables:
         conn.execute(_ATTRS_STALE_TRIGGER)
-    meta = {k: _json_or_none(v) for k, v in conn.execute("SELECT key, value FROM meta")}
-    fmt = meta.get("format")
+    row = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+    fmt = _json_or_none(row[0]) if row else None
     if not added and isinstance(fmt, int) and fmt >= FORMAT_VERSION:
         return
+    meta = {k: _json_or_none(v) for k, v in conn.execute("SELECT key, value FROM meta WHERE key IN "
+                                                          "('graphbo_version', 'direction')")}
 
     def put(key: str, value: Any) -> None:
         text = dumps(value)
