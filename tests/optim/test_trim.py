@@ -93,3 +93,15 @@ def test_combo_with_trimmed_proposals_changes_no_more_than_it_must():
             assert opt.model.posterior(back[None]).mean.mean(0).item() > mean[0]
         opt.tell(c, f(c))
     assert opt.best.value == -2.0
+
+
+def test_combo_trims_by_default_only_where_it_was_chosen():
+    """Binary and categorical variables (where the default was measured): trimmed; an ordinal or another graph
+    variable in the space: the paper's proposals unless asked."""
+    binary_categorical = gb.Space({"a": gb.Binary(), "b": gb.Categorical(list("xyz"))})
+    with_ordinal = gb.Space({"a": gb.Binary(), "o": gb.Ordinal([1, 2, 4, 8])})
+    with_graph = gb.Space({"a": gb.Binary(), "g": gb.GraphVariable(list("pqr"), [[0, 1, 0], [1, 0, 1], [0, 1, 0]])})
+    assert gb.COMBO(binary_categorical, seed=0).trim_proposals
+    assert not gb.COMBO(with_ordinal, seed=0).trim_proposals and not gb.COMBO(with_graph, seed=0).trim_proposals
+    assert gb.COMBO(with_ordinal, seed=0, trim_proposals=True).trim_proposals
+    assert not gb.COMBO(binary_categorical, seed=0, trim_proposals=False).trim_proposals
